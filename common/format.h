@@ -1,0 +1,163 @@
+/* common/format.h - the memline profile file format, version 1 (on-disk layout).
+ * Shared by the runtime's writer and the report's reader; docs/format.md is the prose. */
+#ifndef ML_COMMON_FORMAT_H
+#define ML_COMMON_FORMAT_H
+
+#include <stdint.h>
+
+/*
+ * A profile is little-endian:
+ *
+ *   struct ml_fmt_header                       (64 bytes)
+ *   section*: struct ml_fmt_section, payload   (payload padded to 8 bytes)
+ *
+ * header.file_size is the size of the whole file; header.checksum is the
+ * FNV-1a 64 hash of every byte after the header.  A reader rejects a file
+ * whose magic, version, size or checksum does not match, and validates every
+ * length inside every section against the section's size.
+ *
+ * Unknown section types are skipped (so a minor addition needs no new
+ * version); a change to an existing record's layout bumps ML_FMT_VERSION.
+ */
+
+#define ML_FMT_MAGIC "MEMLINE\0"	/* 8 bytes */
+#define ML_FMT_VERSION 1u
+#define ML_FMT_ALIGN 8u
+
+struct ml_fmt_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;	/* sizeof(struct ml_fmt_header) */
+	uint64_t file_size;
+	uint64_t checksum;	/* FNV-1a 64 over bytes [header_size, file_size) */
+	uint32_t section_count;
+	uint32_t flags;		/* reserved, 0 */
+	uint8_t reserved[24];
+};
+
+enum ml_fmt_section_type {
+	ML_SEC_META = 1,	/* one ml_fmt_meta + exe path + argv */
+	ML_SEC_MODULES = 2,	/* count x (ml_fmt_module + path + build-id) */
+	ML_SEC_STACKS = 3,	/* count x (ml_fmt_stack + frames) */
+	ML_SEC_COUNTERS = 4,	/* count x ml_fmt_counter */
+	ML_SEC_TOTALS = 5,	/* count x ml_fmt_total, one per kind seen */
+	ML_SEC_TIMELINE = 6,	/* count x ml_fmt_timepoint */
+	ML_SEC_SAMPLES = 7,	/* line timer, reserved for lineprof/ */
+	ML_SEC_REGIONS = 8,	/* named regions, reserved for lineprof/ */
+};
+
+struct ml_fmt_section {
+	uint32_t type;
+	uint32_t count;		/* number of records in the payload */
+	uint64_t size;		/* payload bytes, a multiple of 8 */
+};
+
+/* Why the profile was written. */
+enum ml_fmt_end_reason {
+	ML_END_EXIT = 1,	/* exit() or return from main: end_status = status */
+	ML_END_UNDERSCORE_EXIT = 2,	/* _exit/_Exit: end_status = status */
+	ML_END_EXEC = 3,	/* before execve and friends */
+	ML_END_SIGNAL = 4,	/* fatal signal: end_status = signal number */
+	ML_END_THREAD_EXIT = 5,	/* last thread left through pthread_exit */
+};
+
+/* ML_SEC_META payload: this struct, then exe_len bytes of the executable's
+ * path, then argv_len bytes of argv (each argument NUL-terminated), padded. */
+struct ml_fmt_meta {
+	uint64_t pid;
+	uint64_t ppid;
+	uint64_t start_realtime_ns;	/* CLOCK_REALTIME at start-up */
+	uint64_t duration_ns;	/* CLOCK_MONOTONIC, start-up to writing */
+	uint32_t end_reason;	/* enum ml_fmt_end_reason */
+	int32_t end_status;
+	uint32_t max_depth;	/* frames captured per stack at most */
+	uint32_t flags;		/* ML_META_* */
+	uint32_t exe_len;
+	uint32_t argv_len;
+	uint32_t argc;
+	uint32_t reserved;
+};
+
+#define ML_META_FORKED 0x1u	/* this process is a fork child of a profiled one */
+#define ML_META_TRUNCATED_STACKS 0x2u	/* some stacks hit max_depth */
+#define ML_META_DEGRADED 0x4u	/* the runtime hit internal trouble and passed calls through */
+
+/* ML_SEC_MODULES record: this struct, then path_len bytes of path, then
+ * build_id_len bytes of raw build-id, padded.  Frames of a stack belong to
+ * the module whose [lo, hi) holds them; the file address is addr - bias. */
+struct ml_fmt_module {
+	uint64_t bias;		/* load bias (dlpi_addr) */
+	uint64_t lo;		/* lowest PT_LOAD address, absolute */
+	uint64_t hi;		/* end of the highest PT_LOAD, absolute */
+	uint32_t path_len;
+	uint32_t build_id_len;
+	uint32_t flags;		/* ML_MOD_* */
+	uint32_t reserved;
+};
+
+#define ML_MOD_UNLOADED 0x1u	/* dlclose'd before the profile was written */
+#define ML_MOD_MAIN 0x2u	/* the main executable */
+#define ML_MOD_RUNTIME 0x4u	/* libmemline itself: its frames are not the program's */
+
+/* ML_SEC_STACKS record: this struct, then depth uint64_t frames, innermost
+ * first, as absolute addresses.  Every frame is a return address unless
+ * ML_STACK_EXACT_IP says frame 0 is an interrupted instruction pointer. */
+struct ml_fmt_stack {
+	uint32_t id;		/* > 0, unique in the file */
+	uint32_t depth;
+	uint32_t flags;		/* ML_STACK_* */
+	uint32_t reserved;
+};
+
+#define ML_STACK_EXACT_IP 0x1u
+#define ML_STACK_TRUNCATED 0x2u	/* the real stack was deeper than max_depth */
+
+/* Allocation kinds.  Counters, totals and peaks are kept per kind. */
+enum ml_kind {
+	ML_KIND_HEAP = 0,	/* malloc family, C++ new, jemalloc API */
+	ML_KIND_CUDA_DEVICE = 1,
+	ML_KIND_CUDA_MANAGED = 2,
+	ML_KIND_CUDA_PINNED = 3,	/* page-locked host memory */
+	ML_KIND_CUDA_POOL = 4,	/* stream-ordered allocations */
+	ML_KIND_CUDA_VMM = 5,	/* physical bytes from cuMemCreate */
+	ML_KIND_CUDA_ARRAY = 6,
+	ML_KIND_COUNT = 7,
+};
+
+/* ML_SEC_COUNTERS record: one per (stack, kind) that saw an event. */
+struct ml_fmt_counter {
+	uint32_t stack_id;
+	uint32_t kind;		/* enum ml_kind */
+	uint64_t allocs;
+	uint64_t alloc_bytes;	/* requested sizes, summed */
+	uint64_t frees;
+	uint64_t freed_bytes;
+	uint64_t live_blocks;	/* still allocated when the profile was written */
+	uint64_t live_bytes;
+	uint64_t peak_blocks;	/* live from this stack at the kind's peak */
+	uint64_t peak_bytes;
+};
+
+/* ML_SEC_TOTALS record: one per kind that saw an event. */
+struct ml_fmt_total {
+	uint32_t kind;
+	uint32_t reserved;
+	uint64_t allocs;
+	uint64_t alloc_bytes;
+	uint64_t frees;
+	uint64_t freed_bytes;
+	uint64_t live_blocks;
+	uint64_t live_bytes;
+	uint64_t peak_bytes;	/* the kind's highest total of live bytes */
+	uint64_t peak_time_ns;	/* when it was reached, since start-up */
+};
+
+/* ML_SEC_TIMELINE record: total live bytes of a kind at a moment. */
+struct ml_fmt_timepoint {
+	uint32_t kind;
+	uint32_t reserved;
+	uint64_t time_ns;	/* since start-up */
+	uint64_t live_bytes;
+};
+
+#endif

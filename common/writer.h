@@ -1,0 +1,57 @@
+/* common/writer.h - writes a profile file section by section (see format.h).
+ * Used by the runtime at exit, before exec and in fatal-signal handlers, so
+ * everything here is async-signal-safe: plain syscalls, no malloc, no stdio. */
+#ifndef ML_COMMON_WRITER_H
+#define ML_COMMON_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <limits.h>
+
+struct ml_writer {
+	int fd;
+	uint64_t offset;	/* bytes written so far, header included */
+	uint64_t checksum;	/* running FNV-1a 64 of the bytes after the header */
+	uint32_t section_count;
+	uint64_t section_start;	/* offset of the open section's header, 0 if none */
+	uint32_t section_type;
+	uint32_t section_records;
+	int error;		/* first -errno seen; every later call is a no-op */
+	size_t buf_len;
+	char tmp_path[PATH_MAX];
+	unsigned char buf[16384];
+};
+
+/* Opens a temporary file "<final_path>.tmp.<pid>" for writing.  Returns 0 or
+ * -errno.  The final name is given later, to ml_writer_commit(). */
+int ml_writer_open(struct ml_writer *w, const char *final_path);
+
+/* Starts a section of the given type (enum ml_fmt_section_type).  Returns 0
+ * or -errno.  Only one section is open at a time. */
+int ml_writer_begin(struct ml_writer *w, uint32_t type);
+
+/* Appends len bytes to the open section.  Returns 0 or -errno. */
+int ml_writer_put(struct ml_writer *w, const void *data, size_t len);
+
+/* Pads the open record to 8 bytes and counts it.  Call once per record. */
+int ml_writer_record(struct ml_writer *w);
+
+/* Closes the open section, patching its header.  Returns 0 or -errno. */
+int ml_writer_end(struct ml_writer *w);
+
+/* Writes the file header and moves the file to final_path.  With replace,
+ * an existing file of that name is replaced (rename); without, -EEXIST is
+ * returned and the temporary kept, so the caller can try another name.
+ * Returns 0 or -errno.  The file is never visible half-written under its
+ * final name. */
+int ml_writer_commit(struct ml_writer *w, const char *final_path, bool replace);
+
+/* Closes and removes the temporary file. */
+void ml_writer_abort(struct ml_writer *w);
+
+/* FNV-1a 64: hash continues from h (start with ML_FNV_INIT). */
+#define ML_FNV_INIT 0xcbf29ce484222325ull
+uint64_t ml_fnv1a(uint64_t h, const void *data, size_t len);
+
+#endif

@@ -1,0 +1,59 @@
+/* report/profile.h - a profile file loaded and validated in memory (the reader). */
+#ifndef ML_REPORT_PROFILE_H
+#define ML_REPORT_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/format.h"
+
+struct ml_module {
+	uint64_t bias, lo, hi;
+	const char *path;		/* NUL-terminated copy */
+	const uint8_t *build_id;
+	uint32_t build_id_len;
+	uint32_t flags;			/* ML_MOD_* */
+};
+
+struct ml_stack {
+	uint32_t id;
+	uint32_t depth;
+	uint32_t flags;			/* ML_STACK_* */
+	const uint64_t *frames;		/* innermost first */
+};
+
+struct ml_profile {
+	const char *path;		/* the file it was read from */
+	struct ml_fmt_meta meta;
+	const char *exe;
+	const char **argv;		/* meta.argc entries */
+	struct ml_module *modules;
+	size_t n_modules;
+	struct ml_stack *stacks;	/* sorted by id */
+	size_t n_stacks;
+	struct ml_fmt_counter *counters;
+	size_t n_counters;
+	struct ml_fmt_total totals[ML_KIND_COUNT];
+	uint32_t kinds_present;		/* bit k set: totals[k] came from the file */
+	struct ml_fmt_timepoint *timeline;
+	size_t n_timeline;
+	void *priv;			/* owned storage */
+};
+
+/* Reads and validates the profile at path.  Returns 0 and *out, or -errno
+ * (-EINVAL for a file that is not a valid profile) with a one-line reason
+ * in err ("truncated: 812 of 4096 bytes", "not a memline profile", ...).
+ * Never trusts a length or offset from the file. */
+int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen);
+
+/* Same, from a buffer (the fuzzer's entry point); the buffer is copied. */
+int ml_profile_parse(const void *data, size_t len, struct ml_profile **out, char *err, size_t errlen);
+
+void ml_profile_free(struct ml_profile *p);
+
+/* The stack with this id, or NULL. */
+const struct ml_stack *ml_profile_stack(const struct ml_profile *p, uint32_t id);
+
+/* The module holding addr, or NULL. */
+const struct ml_module *ml_profile_module(const struct ml_profile *p, uint64_t addr);
+
+#endif
