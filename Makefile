@@ -28,7 +28,7 @@ else ifeq ($(CONFIG),debug)
 OPT := -O0 -DML_DEBUG=1
 else ifeq ($(CONFIG),asan)
 OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-BUILD := $(BUILD)-asan
+override BUILD := $(BUILD)-asan
 else
 $(error CONFIG must be release, debug or asan)
 endif
@@ -38,7 +38,8 @@ RT_CFLAGS := $(BASE_CFLAGS) -O2 -fPIC -fvisibility=hidden -ftls-model=initial-ex
 	-fexceptions -fno-omit-frame-pointer -mcx16
 # The CLI, the report and the tests.
 CFLAGS_PLAIN := $(BASE_CFLAGS) $(OPT) -mcx16
-LDFLAGS_PLAIN := $(if $(filter asan,$(CONFIG)),-fsanitize=address,undefined)
+SAN_LDFLAGS := -fsanitize=address,undefined
+LDFLAGS_PLAIN := $(if $(filter asan,$(CONFIG)),$(SAN_LDFLAGS))
 
 RT_SRCS := $(wildcard alloc/*.c lineprof/*.c cuda_hooks/*.c) $(filter-out common/reader.c,$(wildcard common/*.c))
 # The recording core, without the exported hooks: what unit tests link.
@@ -77,7 +78,7 @@ $(LIB): $(RT_OBJS)
 $(CLI): $(BUILD)/obj/report/main.o $(BUILD)/libmlreport.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf
+	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf -lstdc++
 
 $(BUILD)/libmlreport.a: $(REPORT_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -99,7 +100,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS_PLAIN) $(LDFLAGS_PLAIN) -o $@ $< $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a \
-		$(CHECK_LIBS) $(DW_LIBS) -lelf $(UNWIND_LIBS) -ldl -lpthread
+		$(CHECK_LIBS) $(DW_LIBS) -lelf -lstdc++ $(UNWIND_LIBS) -ldl -lpthread
 
 # Fixtures are tiny, -g, -O0 unless they say otherwise, and never sanitized.
 $(BUILD)/fixtures/%: tests/fixtures/%.c

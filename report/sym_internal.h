@@ -1,0 +1,78 @@
+/* report/sym_internal.h - what the symbolizer's files share; not an API for other modules. */
+#ifndef ML_REPORT_SYM_INTERNAL_H
+#define ML_REPORT_SYM_INTERNAL_H
+
+#include <elfutils/libdwfl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "report/symbolize.h"
+
+/* One module of the profile, with its own Dwfl (so that modules whose
+ * address ranges overlap, e.g. one dlclose'd and another loaded in its
+ * place, never disturb each other). */
+struct sym_module {
+	char *path;
+	uint64_t bias, lo, hi;
+	uint32_t flags;
+	Dwfl *dwfl;		/* NULL when the file could not be used */
+	Dwfl_Module *mod;
+};
+
+struct sym_string {
+	char *str;
+	uint64_t hash;
+};
+
+/* Interned strings: every string a frame points at is either libdw's (lives
+ * as long as the module's Dwfl) or one of these. */
+struct sym_strtab {
+	struct sym_string *slots;
+	size_t cap, used;
+};
+
+struct sym_cache_entry {
+	uint64_t addr;		/* 0: empty slot */
+	bool return_address;
+	uint32_t n;
+	struct ml_frame *frames;
+};
+
+struct ml_symbolizer {
+	struct sym_module *mods;
+	size_t n_mods;
+	struct sym_cache_entry *cache;
+	size_t cache_cap, cache_used;
+	struct sym_strtab strings;
+	char *debuginfo_path;	/* for Dwfl_Callbacks; NULL: elfutils' default */
+	Dwfl_Callbacks callbacks;
+};
+
+/* Returns the interned copy of str (owned by the table), NULL on ENOMEM. */
+const char *ml_symi_intern(struct sym_strtab *t, const char *str);
+void ml_symi_strtab_free(struct sym_strtab *t);
+
+/* The source-level frames at pc (an absolute address, already minus 1 for
+ * a return address) in module m: innermost inlined callee first, the real
+ * function last.  Fills function, file, line and inlined of at most max
+ * frames of out; returns the number written, 0 when the module has no DWARF
+ * for pc, or -ENOMEM. */
+int ml_symi_dwarf_frames(struct ml_symbolizer *s, struct sym_module *m, uint64_t pc,
+			 struct ml_frame *out, size_t max);
+
+/* The display name of a subprogram or inlined-subroutine DIE of module m:
+ * its linkage name demangled; for a C++ function without one (internal
+ * linkage) the demangled symbol at its entry, else its qualified name
+ * without parameters; else its plain name.  NULL if it has none. */
+const char *ml_symi_die_name(struct ml_symbolizer *s, struct sym_module *m, Dwarf_Die *die);
+
+/* file as an absolute path: a relative one (as compilers write it for the
+ * sources named on their command line) joined to the CU's compile
+ * directory, interned.  Returns file itself if it is absolute or NULL. */
+const char *ml_symi_source_path(struct ml_symbolizer *s, Dwarf_Die *cu, const char *file);
+
+/* Demangles a C++ (Itanium ABI) symbol.  Returns a malloc'd string, or NULL
+ * when name is not a mangled name (the caller then uses name as it is). */
+char *ml_sym_demangle(const char *name);
+
+#endif
