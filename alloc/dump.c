@@ -1,0 +1,355 @@
+/* alloc/dump.c - writes the profile file (common/format.h) through
+ * common/writer.h: META, MODULES, STACKS, COUNTERS, TOTALS, TIMELINE.
+ * No malloc, no stdio: it runs at exit, before exec and in signal handlers.
+ * File name: <dir>/memline.<prog>.<pid>.mlp, or .<pid>.<n>.mlp when an exec'd
+ * predecessor with the same pid already wrote that name. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include "alloc/track.h"
+#include "alloc/internal.h"
+#include "common/writer.h"
+
+static struct ml_writer writer;
+static char cmdline[65536];
+static char exe[PATH_MAX];
+static char my_path[PATH_MAX];	/* the name this process wrote, if any */
+static pid_t my_path_pid;
+static int busy;
+static uint32_t dump_gen;
+
+/* ---- small async-signal-safe string helpers ---- */
+
+static bool append(char *dst, size_t cap, size_t *pos, const char *src)
+{
+	size_t n = strlen(src);
+	if (*pos + n >= cap)
+		return false;
+	memcpy(dst + *pos, src, n + 1);
+	*pos += n;
+	return true;
+}
+
+static void utoa(char out[24], uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (int i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	out[n] = '\0';
+}
+
+/* Reads a whole small file into buf; returns its length (0 on error). */
+static size_t read_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+	if (fd < 0)
+		return 0;
+	while (len < cap) {
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	return len;
+}
+
+/* The program name for the file name: the executable's base name, with
+ * anything but [A-Za-z0-9._+-] replaced by '_'. */
+static void prog_name(char *out, size_t cap)
+{
+	const char *base = strrchr(exe, '/');
+	base = base ? base + 1 : exe;
+	size_t n = 0;
+	for (; *base && n + 1 < cap; base++, n++) {
+		char c = *base;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			(c >= '0' && c <= '9') || c == '.' || c == '_' || c == '+' || c == '-';
+		out[n] = ok ? c : '_';
+	}
+	if (!n)
+		memcpy(out, "prog", (n = 4));
+	out[n] = '\0';
+}
+
+/* "<dir>/memline.<prog>.<pid>[.<n>].mlp"; false if too long. */
+static bool make_path(char *out, size_t cap, uint32_t n)
+{
+	char prog[256], num[24];
+	size_t pos = 0;
+	out[0] = '\0';
+	prog_name(prog, sizeof(prog));
+	utoa(num, (uint64_t)getpid());
+	if (!append(out, cap, &pos, ml_config.output_dir) || !append(out, cap, &pos, "/memline.") ||
+	    !append(out, cap, &pos, prog) || !append(out, cap, &pos, ".") ||
+	    !append(out, cap, &pos, num))
+		return false;
+	if (n) {
+		utoa(num, n);
+		if (!append(out, cap, &pos, ".") || !append(out, cap, &pos, num))
+			return false;
+	}
+	return append(out, cap, &pos, ".mlp");
+}
+
+/* ---- sections ---- */
+
+static size_t cmdline_len;
+
+void ml_dump_init(void)
+{
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	cmdline_len = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
+}
+
+static void put_meta(uint32_t reason, int32_t status)
+{
+	size_t exe_len = strlen(exe);
+	/* Re-read (the program may have rewritten its argv); once the main
+	 * thread has exited /proc/self reads empty: keep the start-up copy. */
+	size_t argv_len = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
+	if (argv_len == 0)
+		argv_len = cmdline_len;
+	else
+		cmdline_len = argv_len;
+	uint32_t argc = 0;
+	if (argv_len == sizeof(cmdline))	/* cut: end on a whole argument */
+		while (argv_len && cmdline[argv_len - 1] != '\0')
+			argv_len--;
+	for (size_t i = 0; i < argv_len; i++)
+		argc += cmdline[i] == '\0';
+	struct ml_fmt_meta m = {
+		.pid = (uint64_t)getpid(),
+		.ppid = (uint64_t)getppid(),
+		.start_realtime_ns = ml_clock_start_realtime_ns(),
+		.duration_ns = ml_clock_elapsed_ns(),
+		.end_reason = reason,
+		.end_status = status,
+		.max_depth = ml_config.max_depth,
+		.flags = ml_core_flags,
+		.exe_len = (uint32_t)exe_len,
+		.argv_len = (uint32_t)argv_len,
+		.argc = argc,
+	};
+	ml_writer_begin(&writer, ML_SEC_META);
+	ml_writer_put(&writer, &m, sizeof(m));
+	ml_writer_put(&writer, exe, exe_len);
+	ml_writer_put(&writer, cmdline, argv_len);
+	ml_writer_record(&writer);
+	ml_writer_end(&writer);
+}
+
+static void put_module(const struct ml_module_rec *m, void *arg)
+{
+	struct ml_fmt_module r = {
+		.bias = m->bias, .lo = m->lo, .hi = m->hi,
+		.path_len = m->path_len, .build_id_len = m->build_id_len,
+		.flags = m->flags,
+	};
+	ml_writer_put(&writer, &r, sizeof(r));
+	ml_writer_put(&writer, m->path, m->path_len);
+	ml_writer_put(&writer, m->build_id, m->build_id_len);
+	ml_writer_record(&writer);
+}
+
+static bool counter_used(const struct ml_counter *c)
+{
+	return c && (c->allocs || c->frees || c->live_blocks);
+}
+
+static void put_stack(struct ml_stack_entry *e, void *arg)
+{
+	bool used = false;
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
+		used |= counter_used(e->counter[k]);
+	if (!used)
+		return;
+	e->dump_mark = dump_gen;
+	struct ml_fmt_stack r = { .id = e->id, .depth = e->depth, .flags = e->flags };
+	ml_writer_put(&writer, &r, sizeof(r));
+	ml_writer_put(&writer, e->frames, e->depth * sizeof(uint64_t));
+	ml_writer_record(&writer);
+}
+
+static void put_counters(struct ml_stack_entry *e, void *arg)
+{
+	struct ml_fmt_total *totals = arg;
+	if (e->dump_mark != dump_gen)
+		return;		/* interned after the STACKS section */
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
+		const struct ml_counter *c = e->counter[k];
+		if (!counter_used(c))
+			continue;
+		struct ml_fmt_counter r = {
+			.stack_id = e->id, .kind = k,
+			.allocs = c->allocs, .alloc_bytes = c->alloc_bytes,
+			.frees = c->frees, .freed_bytes = c->freed_bytes,
+			.live_blocks = c->live_blocks, .live_bytes = c->live_bytes,
+		};
+		ml_counters_at_peak(c, &r.peak_bytes, &r.peak_blocks);
+		ml_writer_put(&writer, &r, sizeof(r));
+		ml_writer_record(&writer);
+		struct ml_fmt_total *t = &totals[k];
+		t->reserved = 1;	/* seen; cleared before writing */
+		t->allocs += r.allocs;
+		t->alloc_bytes += r.alloc_bytes;
+		t->frees += r.frees;
+		t->freed_bytes += r.freed_bytes;
+		t->live_blocks += r.live_blocks;
+		t->live_bytes += r.live_bytes;
+	}
+}
+
+static void put_totals(struct ml_fmt_total *totals)
+{
+	ml_writer_begin(&writer, ML_SEC_TOTALS);
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
+		struct ml_fmt_total *t = &totals[k];
+		struct ml_kind_totals kt;
+		if (!t->reserved)
+			continue;
+		ml_counters_totals(k, &kt);
+		t->kind = k;
+		t->reserved = 0;
+		t->peak_bytes = kt.peak_bytes;
+		t->peak_time_ns = kt.peak_tsc > ml_clock_start_tsc() ?
+			ml_clock_tsc_to_ns(kt.peak_tsc - ml_clock_start_tsc()) : 0;
+		ml_writer_put(&writer, t, sizeof(*t));
+		ml_writer_record(&writer);
+		t->reserved = 1;
+	}
+	ml_writer_end(&writer);
+}
+
+static void put_point(uint32_t kind, uint64_t ns, uint64_t live, void *arg)
+{
+	struct ml_fmt_timepoint p = { .kind = kind, .time_ns = ns,
+				      .live_bytes = live };
+	ml_writer_put(&writer, &p, sizeof(p));
+	ml_writer_record(&writer);
+}
+
+static void put_timeline(const struct ml_fmt_total *totals)
+{
+	ml_writer_begin(&writer, ML_SEC_TIMELINE);
+	ml_timeline_foreach(put_point, NULL);
+	/* A last point per kind: the state when the profile was written. */
+	uint64_t now = ml_clock_elapsed_ns();
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
+		if (!totals[k].reserved)
+			continue;
+		struct ml_fmt_timepoint p = { .kind = k, .time_ns = now,
+					      .live_bytes = totals[k].live_bytes };
+		ml_writer_put(&writer, &p, sizeof(p));
+		ml_writer_record(&writer);
+	}
+	ml_writer_end(&writer);
+}
+
+/* Gives the file its final name; see the file comment. */
+static int commit(void)
+{
+	if (my_path[0] && my_path_pid == getpid())
+		return ml_writer_commit(&writer, my_path, true);
+	for (uint32_t n = 0; n < 1000; n++) {
+		char path[PATH_MAX];
+		if (!make_path(path, sizeof(path), n))
+			return -ENAMETOOLONG;
+		int rc = ml_writer_commit(&writer, path, false);
+		if (rc == -EEXIST)
+			continue;
+		if (rc == 0) {
+			memcpy(my_path, path, sizeof(path));
+			my_path_pid = getpid();
+		}
+		return rc;
+	}
+	return -EEXIST;
+}
+
+static int write_all_sections(uint32_t reason, int32_t status)
+{
+	struct ml_fmt_total totals[ML_KIND_COUNT];
+	char path[PATH_MAX];
+	memset(totals, 0, sizeof(totals));
+	if (!exe[0])
+		ml_dump_init();
+	if (!make_path(path, sizeof(path), 0))
+		return -ENAMETOOLONG;
+	int rc = ml_writer_open(&writer, path);
+	if (rc == -EEXIST) {
+		/* A temporary left by an exec'd predecessor (same pid) that died
+		 * while writing: it is ours to remove. */
+		char tmp[PATH_MAX + 32], num[24];
+		size_t pos = 0;
+		tmp[0] = '\0';
+		utoa(num, (uint64_t)getpid());
+		if (append(tmp, sizeof(tmp), &pos, path) && append(tmp, sizeof(tmp), &pos, ".tmp.") &&
+		    append(tmp, sizeof(tmp), &pos, num))
+			unlink(tmp);
+		rc = ml_writer_open(&writer, path);
+	}
+	if (rc < 0)
+		return rc;
+	if (reason != ML_END_SIGNAL)	/* dl_iterate_phdr takes the loader lock */
+		ml_modules_refresh();
+	dump_gen++;
+	put_meta(reason, status);
+	ml_writer_begin(&writer, ML_SEC_MODULES);
+	ml_modules_foreach(put_module, NULL);
+	ml_writer_end(&writer);
+	ml_writer_begin(&writer, ML_SEC_STACKS);
+	ml_stacktab_foreach(put_stack, NULL);
+	ml_writer_end(&writer);
+	ml_writer_begin(&writer, ML_SEC_COUNTERS);
+	ml_stacktab_foreach(put_counters, totals);
+	ml_writer_end(&writer);
+	put_totals(totals);
+	put_timeline(totals);
+	rc = commit();
+	if (rc < 0)
+		ml_writer_abort(&writer);
+	return rc;
+}
+
+void ml_dump_after_fork(void)
+{
+	busy = 0;	/* another thread may have been writing at the fork */
+}
+
+int ml_dump_write(uint32_t reason, int32_t status)
+{
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	bool guarded = ml_guard_enter_always();
+	int saved_errno = errno;
+	int rc = write_all_sections(reason, status);
+	if (rc < 0) {
+		/* strerror may allocate: print the number. */
+		char msg[PATH_MAX + 64], num[24];
+		size_t pos = 0;
+		msg[0] = '\0';
+		utoa(num, (uint64_t)-rc);
+		append(msg, sizeof(msg), &pos, "cannot write the profile in ");
+		append(msg, sizeof(msg), &pos, ml_config.output_dir);
+		append(msg, sizeof(msg), &pos, " (errno ");
+		append(msg, sizeof(msg), &pos, num);
+		append(msg, sizeof(msg), &pos, ")");
+		ml_warn(msg);
+	}
+	errno = saved_errno;
+	if (guarded)
+		ml_guard_exit();
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	return rc;
+}

@@ -1,0 +1,335 @@
+/* alloc/hooks.c - the exported allocation entry points, and nothing else:
+ * the malloc family, every C++ operator new/delete, jemalloc's *allocx API.
+ * Each takes the guard, calls the real function, records, releases. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "alloc/track.h"
+#include "alloc/real.h"
+
+#define ML_EXPORT __attribute__((visibility("default")))
+#define HEAP ML_KIND_HEAP
+
+static inline void guard_release(bool *held)
+{
+	if (*held)
+		ml_guard_exit();
+}
+
+/* Takes the guard for this scope; released on return and on a C++ exception
+ * thrown through the hook (the runtime is built with -fexceptions). */
+#define GUARD bool held __attribute__((cleanup(guard_release))) = ml_guard_enter()
+
+/* Makes ml_real usable; while dlsym itself allocates, serve it from the
+ * bootstrap buffer (the statement given). */
+#define READY_OR(bootstrap_stmt) do { \
+	if (__builtin_expect(!ml_real.ready, 0)) { \
+		if (ml_real_resolving()) { bootstrap_stmt; } \
+		ml_real_resolve(); \
+	} \
+} while (0)
+
+/* The real function for a symbol that may load late (C++, jemalloc). */
+#define LATE(field, sym) \
+	(ml_real.field ? ml_real.field : \
+	 (ml_real.field = (__typeof__(ml_real.field))ml_real_lookup(sym)))
+
+static inline void record(bool held, void *p, size_t size)
+{
+	if (held && p) {
+		int saved = errno;
+		ml_track_alloc(p, size, HEAP);
+		errno = saved;
+	}
+}
+
+static inline void forget(bool held, void *p)
+{
+	if (held && p) {
+		int saved = errno;
+		ml_track_free(p, HEAP);
+		errno = saved;
+	}
+}
+
+/* ---- the malloc family ---- */
+
+ML_EXPORT void *malloc(size_t size)
+{
+	READY_OR(return ml_bootstrap_alloc(size, 16));
+	GUARD;
+	void *p = ml_real.malloc(size);
+	record(held, p, size);
+	return p;
+}
+
+ML_EXPORT void *calloc(size_t n, size_t size)
+{
+	size_t bytes;
+	if (__builtin_mul_overflow(n, size, &bytes))
+		bytes = 0;	/* the real calloc fails; nothing recorded */
+	READY_OR(return ml_bootstrap_alloc(bytes, 16));
+	GUARD;
+	void *p = ml_real.calloc(n, size);
+	record(held, p, bytes);
+	return p;
+}
+
+ML_EXPORT void free(void *p)
+{
+	if (!p || ml_bootstrap_owns(p))	/* dlsym's early calloc */
+		return;
+	READY_OR(return);
+	GUARD;
+	/* Record first: after the real free another thread may get p back. */
+	forget(held, p);
+	ml_real.free(p);
+}
+
+/* A realloc-like call on old: detach, run real, then settle the block. */
+#define RESIZE(old, size, zero_frees, real_call) ({ \
+	struct ml_track_held block = { 0, 0, 0 }; \
+	if (held) { int saved_ = errno; ml_track_detach(old, HEAP, &block); errno = saved_; } \
+	void *q_ = (real_call); \
+	if (held) { \
+		int saved_ = errno; \
+		if (q_) \
+			ml_track_moved(&block, q_, size, HEAP); \
+		else if ((zero_frees) && (size) == 0) \
+			ml_track_release(&block);	/* glibc: realloc(p, 0) frees p */ \
+		else \
+			ml_track_reattach(&block);	/* failed: old still allocated */ \
+		errno = saved_; \
+	} \
+	q_; })
+
+/* realloc of a bootstrap block: move it to the real heap. */
+static void *realloc_bootstrap(void *old, size_t size)
+{
+	void *q = malloc(size);
+	if (q) {
+		size_t n = ml_bootstrap_size(old);
+		memcpy(q, old, n < size ? n : size);
+	}
+	return q;
+}
+
+ML_EXPORT void *realloc(void *old, size_t size)
+{
+	READY_OR(return ml_bootstrap_alloc(size, 16));
+	if (old && ml_bootstrap_owns(old))
+		return realloc_bootstrap(old, size);
+	if (!old)
+		return malloc(size);
+	GUARD;
+	return RESIZE(old, size, true, ml_real.realloc(old, size));
+}
+
+ML_EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	size_t bytes;
+	READY_OR(return NULL);
+	if (__builtin_mul_overflow(n, size, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (old && ml_bootstrap_owns(old))
+		return realloc_bootstrap(old, bytes);
+	if (!old)
+		return malloc(bytes);
+	GUARD;
+	return RESIZE(old, bytes, true, ml_real.reallocarray ? ml_real.reallocarray(old, n, size) :
+		      ml_real.realloc(old, bytes));
+}
+
+ML_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	READY_OR(*out = ml_bootstrap_alloc(size, align); return *out ? 0 : ENOMEM);
+	GUARD;
+	int rc = ml_real.posix_memalign(out, align, size);
+	if (rc == 0)
+		record(held, *out, size);
+	return rc;
+}
+
+ML_EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	READY_OR(return ml_bootstrap_alloc(size, align));
+	GUARD;
+	void *p = ml_real.aligned_alloc(align, size);
+	record(held, p, size);
+	return p;
+}
+
+ML_EXPORT void *memalign(size_t align, size_t size)
+{
+	READY_OR(return ml_bootstrap_alloc(size, align));
+	GUARD;
+	void *p = ml_real.memalign(align, size);
+	record(held, p, size);
+	return p;
+}
+
+ML_EXPORT void *valloc(size_t size)
+{
+	READY_OR(return ml_bootstrap_alloc(size, 4096));
+	GUARD;
+	void *p = ml_real.valloc(size);
+	record(held, p, size);
+	return p;
+}
+
+/* Records the requested size, not the page-rounded one. */
+ML_EXPORT void *pvalloc(size_t size)
+{
+	READY_OR(return ml_bootstrap_alloc(size, 4096));
+	GUARD;
+	void *p = ml_real.pvalloc(size);
+	record(held, p, size);
+	return p;
+}
+
+/* ---- C++ operator new / delete, by mangled name ---- */
+
+/* Without libstdc++ nobody can call operator new; if it happens anyway,
+ * fall back on malloc and abort where new would throw. */
+static void *new_fallback(size_t size, size_t align, bool nothrow)
+{
+	void *p = align ? aligned_alloc(align, (size + align - 1) & ~(align - 1)) : malloc(size ? size : 1);
+	if (!p && !nothrow)
+		abort();
+	return p;
+}
+
+#define NEW_HOOK(field, sym, ...) \
+	ML_EXPORT void *field##_hook(size_t size __VA_ARGS__) __asm__(sym); \
+	ML_EXPORT void *field##_hook(size_t size __VA_ARGS__)
+
+#define NEW_BODY(field, sym, align, nothrow, ...) do { \
+	READY_OR(return ml_bootstrap_alloc(size, 16)); \
+	GUARD; \
+	void *p = LATE(field, sym) ? ml_real.field(size __VA_ARGS__) : \
+		new_fallback(size, align, nothrow); \
+	record(held, p, size); \
+	return p; \
+} while (0)
+
+NEW_HOOK(new_plain, "_Znwm") { NEW_BODY(new_plain, "_Znwm", 0, false); }
+NEW_HOOK(new_array, "_Znam") { NEW_BODY(new_array, "_Znam", 0, false); }
+NEW_HOOK(new_nothrow, "_ZnwmRKSt9nothrow_t", , const void *nt)
+{ NEW_BODY(new_nothrow, "_ZnwmRKSt9nothrow_t", 0, true, , nt); }
+NEW_HOOK(new_array_nothrow, "_ZnamRKSt9nothrow_t", , const void *nt)
+{ NEW_BODY(new_array_nothrow, "_ZnamRKSt9nothrow_t", 0, true, , nt); }
+NEW_HOOK(new_aligned, "_ZnwmSt11align_val_t", , size_t al)
+{ NEW_BODY(new_aligned, "_ZnwmSt11align_val_t", al, false, , al); }
+NEW_HOOK(new_array_aligned, "_ZnamSt11align_val_t", , size_t al)
+{ NEW_BODY(new_array_aligned, "_ZnamSt11align_val_t", al, false, , al); }
+NEW_HOOK(new_aligned_nothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t", , size_t al, const void *nt)
+{ NEW_BODY(new_aligned_nothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t", al, true, , al, nt); }
+NEW_HOOK(new_array_aligned_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t", , size_t al,
+	 const void *nt)
+{ NEW_BODY(new_array_aligned_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t", al, true, , al, nt); }
+
+#define DELETE_HOOK(field, sym, ...) \
+	ML_EXPORT void field##_hook(void *p __VA_ARGS__) __asm__(sym); \
+	ML_EXPORT void field##_hook(void *p __VA_ARGS__)
+
+#define DELETE_BODY(field, sym, ...) do { \
+	if (!p || ml_bootstrap_owns(p)) \
+		return; \
+	READY_OR(return); \
+	GUARD; \
+	forget(held, p); \
+	if (LATE(field, sym)) \
+		ml_real.field(p __VA_ARGS__); \
+	else \
+		ml_real.free(p); \
+} while (0)
+
+DELETE_HOOK(delete_plain, "_ZdlPv") { DELETE_BODY(delete_plain, "_ZdlPv"); }
+DELETE_HOOK(delete_array, "_ZdaPv") { DELETE_BODY(delete_array, "_ZdaPv"); }
+DELETE_HOOK(delete_sized, "_ZdlPvm", , size_t n) { DELETE_BODY(delete_sized, "_ZdlPvm", , n); }
+DELETE_HOOK(delete_array_sized, "_ZdaPvm", , size_t n)
+{ DELETE_BODY(delete_array_sized, "_ZdaPvm", , n); }
+DELETE_HOOK(delete_nothrow, "_ZdlPvRKSt9nothrow_t", , const void *nt)
+{ DELETE_BODY(delete_nothrow, "_ZdlPvRKSt9nothrow_t", , nt); }
+DELETE_HOOK(delete_array_nothrow, "_ZdaPvRKSt9nothrow_t", , const void *nt)
+{ DELETE_BODY(delete_array_nothrow, "_ZdaPvRKSt9nothrow_t", , nt); }
+DELETE_HOOK(delete_aligned, "_ZdlPvSt11align_val_t", , size_t al)
+{ DELETE_BODY(delete_aligned, "_ZdlPvSt11align_val_t", , al); }
+DELETE_HOOK(delete_array_aligned, "_ZdaPvSt11align_val_t", , size_t al)
+{ DELETE_BODY(delete_array_aligned, "_ZdaPvSt11align_val_t", , al); }
+DELETE_HOOK(delete_sized_aligned, "_ZdlPvmSt11align_val_t", , size_t n, size_t al)
+{ DELETE_BODY(delete_sized_aligned, "_ZdlPvmSt11align_val_t", , n, al); }
+DELETE_HOOK(delete_array_sized_aligned, "_ZdaPvmSt11align_val_t", , size_t n, size_t al)
+{ DELETE_BODY(delete_array_sized_aligned, "_ZdaPvmSt11align_val_t", , n, al); }
+DELETE_HOOK(delete_aligned_nothrow, "_ZdlPvSt11align_val_tRKSt9nothrow_t", , size_t al,
+	    const void *nt)
+{ DELETE_BODY(delete_aligned_nothrow, "_ZdlPvSt11align_val_tRKSt9nothrow_t", , al, nt); }
+DELETE_HOOK(delete_array_aligned_nothrow, "_ZdaPvSt11align_val_tRKSt9nothrow_t", , size_t al,
+	    const void *nt)
+{ DELETE_BODY(delete_array_aligned_nothrow, "_ZdaPvSt11align_val_tRKSt9nothrow_t", , al, nt); }
+
+/* ---- jemalloc's non-standard API: absent jemalloc, fail as it would ---- */
+
+ML_EXPORT void *mallocx(size_t size, int flags)
+{
+	READY_OR(return NULL);
+	if (!LATE(mallocx, "mallocx"))
+		return NULL;
+	GUARD;
+	void *p = ml_real.mallocx(size, flags);
+	record(held, p, size);
+	return p;
+}
+
+ML_EXPORT void *rallocx(void *old, size_t size, int flags)
+{
+	READY_OR(return NULL);
+	if (!LATE(rallocx, "rallocx"))
+		return NULL;
+	GUARD;
+	return RESIZE(old, size, false, ml_real.rallocx(old, size, flags));
+}
+
+/* Resizes in place: a success (result >= size) moves the block to size. */
+ML_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
+{
+	READY_OR(return 0);
+	if (!LATE(xallocx, "xallocx"))
+		return 0;
+	GUARD;
+	struct ml_track_held block = { 0, 0, 0 };
+	if (held)
+		ml_track_detach(p, HEAP, &block);
+	size_t r = ml_real.xallocx(p, size, extra, flags);
+	if (held) {
+		int saved = errno;
+		if (r >= size && block.addr)
+			ml_track_moved(&block, p, size, HEAP);
+		else
+			ml_track_reattach(&block);
+		errno = saved;
+	}
+	return r;
+}
+
+ML_EXPORT void sdallocx(void *p, size_t size, int flags)
+{
+	READY_OR(return);
+	if (!p || !LATE(sdallocx, "sdallocx"))
+		return;
+	GUARD;
+	forget(held, p);
+	ml_real.sdallocx(p, size, flags);
+}
+
+ML_EXPORT void dallocx(void *p, int flags)
+{
+	READY_OR(return);
+	if (!p || !LATE(dallocx, "dallocx"))
+		return;
+	GUARD;
+	forget(held, p);
+	ml_real.dallocx(p, flags);
+}

@@ -1,0 +1,76 @@
+/* alloc/real.h - the real (next) implementations of every hooked symbol,
+ * found with dlsym(RTLD_NEXT).  One X-macro line per hooked symbol:
+ * X(field, "symbol", return type, (parameter types)). */
+#ifndef ML_ALLOC_REAL_H
+#define ML_ALLOC_REAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define ML_REAL_SYMBOLS(X) \
+	X(malloc, "malloc", void *, (size_t)) \
+	X(calloc, "calloc", void *, (size_t, size_t)) \
+	X(realloc, "realloc", void *, (void *, size_t)) \
+	X(reallocarray, "reallocarray", void *, (void *, size_t, size_t)) \
+	X(free, "free", void, (void *)) \
+	X(posix_memalign, "posix_memalign", int, (void **, size_t, size_t)) \
+	X(aligned_alloc, "aligned_alloc", void *, (size_t, size_t)) \
+	X(memalign, "memalign", void *, (size_t, size_t)) \
+	X(valloc, "valloc", void *, (size_t)) \
+	X(pvalloc, "pvalloc", void *, (size_t)) \
+	X(new_plain, "_Znwm", void *, (size_t)) \
+	X(new_array, "_Znam", void *, (size_t)) \
+	X(new_nothrow, "_ZnwmRKSt9nothrow_t", void *, (size_t, const void *)) \
+	X(new_array_nothrow, "_ZnamRKSt9nothrow_t", void *, (size_t, const void *)) \
+	X(new_aligned, "_ZnwmSt11align_val_t", void *, (size_t, size_t)) \
+	X(new_array_aligned, "_ZnamSt11align_val_t", void *, (size_t, size_t)) \
+	X(new_aligned_nothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t", void *, \
+	  (size_t, size_t, const void *)) \
+	X(new_array_aligned_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t", void *, \
+	  (size_t, size_t, const void *)) \
+	X(delete_plain, "_ZdlPv", void, (void *)) \
+	X(delete_array, "_ZdaPv", void, (void *)) \
+	X(delete_sized, "_ZdlPvm", void, (void *, size_t)) \
+	X(delete_array_sized, "_ZdaPvm", void, (void *, size_t)) \
+	X(delete_nothrow, "_ZdlPvRKSt9nothrow_t", void, (void *, const void *)) \
+	X(delete_array_nothrow, "_ZdaPvRKSt9nothrow_t", void, (void *, const void *)) \
+	X(delete_aligned, "_ZdlPvSt11align_val_t", void, (void *, size_t)) \
+	X(delete_array_aligned, "_ZdaPvSt11align_val_t", void, (void *, size_t)) \
+	X(delete_sized_aligned, "_ZdlPvmSt11align_val_t", void, (void *, size_t, size_t)) \
+	X(delete_array_sized_aligned, "_ZdaPvmSt11align_val_t", void, (void *, size_t, size_t)) \
+	X(delete_aligned_nothrow, "_ZdlPvSt11align_val_tRKSt9nothrow_t", void, \
+	  (void *, size_t, const void *)) \
+	X(delete_array_aligned_nothrow, "_ZdaPvSt11align_val_tRKSt9nothrow_t", void, \
+	  (void *, size_t, const void *)) \
+	X(mallocx, "mallocx", void *, (size_t, int)) \
+	X(rallocx, "rallocx", void *, (void *, size_t, int)) \
+	X(xallocx, "xallocx", size_t, (void *, size_t, size_t, int)) \
+	X(sdallocx, "sdallocx", void, (void *, size_t, int)) \
+	X(dallocx, "dallocx", void, (void *, int))
+
+#define ML_REAL_FIELD(field, sym, ret, params) ret (*field) params;
+struct ml_real {
+	ML_REAL_SYMBOLS(ML_REAL_FIELD)
+	volatile int ready;
+};
+#undef ML_REAL_FIELD
+
+extern struct ml_real ml_real;
+
+/* Looks every symbol up (idempotent; cheap once ready).  While it runs,
+ * dlsym's own allocations are served by the bootstrap buffer. */
+void ml_real_resolve(void);
+/* True while ml_real_resolve() is running (on any thread). */
+bool ml_real_resolving(void);
+/* dlsym(RTLD_NEXT, sym) for a symbol that was absent at start-up (C++ or
+ * jemalloc loaded later by dlopen).  NULL if still absent. */
+void *ml_real_lookup(const char *sym);
+
+/* The bootstrap buffer: a static heap for allocations made before the real
+ * allocator is known (dlsym's calloc).  Never freed. */
+void *ml_bootstrap_alloc(size_t size, size_t align);
+bool ml_bootstrap_owns(const void *p);
+/* The size a bootstrap block was allocated with. */
+size_t ml_bootstrap_size(const void *p);
+
+#endif

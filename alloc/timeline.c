@@ -1,0 +1,83 @@
+/* alloc/timeline.c - total live bytes per kind over time, at bounded
+ * resolution: ML_TIMELINE_POINTS buckets per kind, each holding the highest
+ * total seen in it.  When time runs past the last bucket, pairs of buckets
+ * merge and each bucket covers twice as long: memory stays constant
+ * whatever the run length. */
+#include <string.h>
+#include "alloc/internal.h"
+
+/* First bucket width: 2^22 ns (4.2 ms, the coarse clock's resolution);
+ * 2048 buckets cover 8.6 s before the first merge. */
+#define START_SHIFT 22u
+
+struct kind_line {
+	uint64_t bucket[ML_TIMELINE_POINTS];	/* max live + 1; 0 = no event */
+	volatile uint32_t shift;
+	ml_spin_t lock;		/* held only while merging */
+};
+
+static struct kind_line lines[ML_KIND_COUNT];
+static uint64_t start_ns;
+
+void ml_timeline_reset(uint64_t now_ns)
+{
+	memset(lines, 0, sizeof(lines));
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
+		lines[k].shift = START_SHIFT;
+	start_ns = now_ns;
+}
+
+/* Halves the resolution until index idx of the old width fits. */
+static void widen(struct kind_line *l, uint32_t seen_shift)
+{
+	ml_spin_lock(&l->lock);
+	if (l->shift == seen_shift) {
+		for (uint32_t i = 0; i < ML_TIMELINE_POINTS / 2; i++) {
+			uint64_t a = l->bucket[2 * i], b = l->bucket[2 * i + 1];
+			l->bucket[i] = a > b ? a : b;
+		}
+		memset(&l->bucket[ML_TIMELINE_POINTS / 2], 0,
+		       sizeof(uint64_t) * (ML_TIMELINE_POINTS / 2));
+		__atomic_store_n(&l->shift, seen_shift + 1, __ATOMIC_RELEASE);
+	}
+	ml_spin_unlock(&l->lock);
+}
+
+void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes)
+{
+	struct kind_line *l = &lines[kind];
+	uint64_t value = live_bytes + 1;
+	uint64_t t = now_ns > start_ns ? now_ns - start_ns : 0;
+	for (;;) {
+		uint32_t shift = __atomic_load_n(&l->shift, __ATOMIC_ACQUIRE);
+		if (shift == 0)
+			return;		/* not started (reset not called) */
+		uint64_t idx = t >> shift;
+		if (idx >= ML_TIMELINE_POINTS) {
+			widen(l, shift);
+			continue;
+		}
+		uint64_t cur = __atomic_load_n(&l->bucket[idx], __ATOMIC_RELAXED);
+		while (cur < value &&
+		       !__atomic_compare_exchange_n(&l->bucket[idx], &cur, value, true,
+						    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		/* A merge that raced with us may have moved the buckets: redo
+		 * (a max is idempotent). */
+		if (__atomic_load_n(&l->shift, __ATOMIC_ACQUIRE) == shift)
+			return;
+	}
+}
+
+void ml_timeline_foreach(void (*fn)(uint32_t kind, uint64_t ns, uint64_t live, void *arg),
+			 void *arg)
+{
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
+		struct kind_line *l = &lines[k];
+		for (uint32_t i = 0; i < ML_TIMELINE_POINTS; i++) {
+			uint64_t v = __atomic_load_n(&l->bucket[i], __ATOMIC_RELAXED);
+			if (v)
+				fn(k, (uint64_t)i << l->shift, v - 1, arg);
+		}
+	}
+}

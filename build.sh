@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# build.sh - the README quick start on Debian 12:
+#   ./build.sh demo    install what is missing, build, profile the bundled example
+#   ./build.sh check   install what is missing, build, run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev check
+	libjemalloc-dev python3 valgrind)
+
+usage() {
+	echo "usage: $0 demo|check" >&2
+	exit 2
+}
+
+installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
+# Installs the packages that are missing, and only then touches apt.
+install_missing() {
+	local missing=() pkg sudo=()
+	command -v dpkg-query >/dev/null 2>&1 || {
+		echo "build.sh: no dpkg-query: install ${PACKAGES[*]} by hand" >&2
+		return 0
+	}
+	for pkg in "${PACKAGES[@]}"; do
+		installed "$pkg" || missing+=("$pkg")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		command -v sudo >/dev/null 2>&1 || {
+			echo "build.sh: missing packages (${missing[*]}): run as root or install them" >&2
+			exit 1
+		}
+		sudo=(sudo)
+	fi
+	echo "build.sh: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	"${sudo[@]}" apt-get update
+	"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+[ $# -eq 1 ] || usage
+case "$1" in
+demo | check) ;;
+*) usage ;;
+esac
+
+install_missing
+jobs=-j$(nproc 2>/dev/null || echo 2)
+make $jobs all
+make $jobs "$1"

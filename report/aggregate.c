@@ -1,0 +1,424 @@
+/* report/aggregate.c - sums a profile's counters per stack, function and source
+ * line: self from the innermost program frame, inclusive once per stack. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report/aggregate.h"
+
+/* Open-addressing index: slots hold entry index + 1, 0 is empty. */
+struct index {
+	size_t *slots;
+	size_t cap;	/* a power of two */
+	size_t used;
+};
+
+struct agg_priv {
+	struct index funcs, lines;
+	size_t cap_funcs, cap_lines;
+	char **names;		/* function names made here (offsets cut off) */
+	const char *scratch_name;	/* a name in a caller's buffer, to copy */
+	size_t n_names, cap_names;
+};
+
+static const char *const kind_names[ML_KIND_COUNT] = {
+	"heap", "cuda_device", "cuda_managed", "cuda_pinned", "cuda_pool",
+	"cuda_vmm", "cuda_array",
+};
+
+const char *ml_kind_name(enum ml_kind kind)
+{
+	return (unsigned)kind < ML_KIND_COUNT ? kind_names[kind] : "unknown";
+}
+
+void ml_amount_add_counter(struct ml_amount *dst, const struct ml_fmt_counter *c)
+{
+	dst->allocs += c->allocs;
+	dst->alloc_bytes += c->alloc_bytes;
+	dst->frees += c->frees;
+	dst->freed_bytes += c->freed_bytes;
+	dst->live_blocks += c->live_blocks;
+	dst->live_bytes += c->live_bytes;
+	dst->peak_blocks += c->peak_blocks;
+	dst->peak_bytes += c->peak_bytes;
+}
+
+void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src)
+{
+	dst->allocs += src->allocs;
+	dst->alloc_bytes += src->alloc_bytes;
+	dst->frees += src->frees;
+	dst->freed_bytes += src->freed_bytes;
+	dst->live_blocks += src->live_blocks;
+	dst->live_bytes += src->live_bytes;
+	dst->peak_blocks += src->peak_blocks;
+	dst->peak_bytes += src->peak_bytes;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	for (; s && *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h * 0x100000001b3ull;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return a == b || strcmp(a, b) == 0;
+}
+
+static uint64_t line_hash(const char *file, int line, const char *function)
+{
+	uint64_t h = hash_str(0xcbf29ce484222325ull, file);
+	h = (h ^ (uint64_t)(unsigned)line) * 0x100000001b3ull;
+	return hash_str(h, function);
+}
+
+static int index_grow(struct index *ix, size_t need)
+{
+	if (ix->cap && (need + 1) * 4 < ix->cap * 3)
+		return 0;
+	size_t cap = ix->cap ? ix->cap * 2 : 64;
+	size_t *slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	free(ix->slots);	/* callers rehash from the entry arrays */
+	ix->slots = slots;
+	ix->cap = cap;
+	return 1;
+}
+
+/* Copies *name into the pool when it points into the caller's scratch
+ * buffer (pv->scratch_name); names from frames outlive us and are kept. */
+static int own_name(struct agg_priv *pv, const char **name)
+{
+	if (!pv->scratch_name || *name != pv->scratch_name)
+		return 0;
+	if (pv->n_names == pv->cap_names) {
+		size_t cap = pv->cap_names ? pv->cap_names * 2 : 16;
+		char **mem = realloc(pv->names, cap * sizeof(*mem));
+		if (!mem)
+			return -ENOMEM;
+		pv->names = mem;
+		pv->cap_names = cap;
+	}
+	char *copy = strdup(*name);
+	if (!copy)
+		return -ENOMEM;
+	pv->names[pv->n_names++] = copy;
+	*name = copy;
+	return 0;
+}
+
+/* Finds or adds the function called name.  Returns its index or -ENOMEM. */
+static long func_lookup(struct ml_agg *a, const char *name, const char *module)
+{
+	struct agg_priv *pv = a->priv;
+	int grown = index_grow(&pv->funcs, a->n_funcs);
+	if (grown < 0)
+		return -ENOMEM;
+	if (grown)
+		for (size_t i = 0; i < a->n_funcs; i++) {
+			size_t s = hash_str(0, a->funcs[i].name) & (pv->funcs.cap - 1);
+			while (pv->funcs.slots[s])
+				s = (s + 1) & (pv->funcs.cap - 1);
+			pv->funcs.slots[s] = i + 1;
+		}
+	size_t s = hash_str(0, name) & (pv->funcs.cap - 1);
+	for (; pv->funcs.slots[s]; s = (s + 1) & (pv->funcs.cap - 1))
+		if (str_eq(a->funcs[pv->funcs.slots[s] - 1].name, name))
+			return (long)pv->funcs.slots[s] - 1;
+	if (a->n_funcs == pv->cap_funcs) {
+		size_t cap = pv->cap_funcs ? pv->cap_funcs * 2 : 64;
+		void *mem = realloc(a->funcs, cap * sizeof(*a->funcs));
+		if (!mem)
+			return -ENOMEM;
+		a->funcs = mem;
+		pv->cap_funcs = cap;
+	}
+	if (own_name(pv, &name) < 0)
+		return -ENOMEM;
+	struct ml_agg_func *f = &a->funcs[a->n_funcs];
+	memset(f, 0, sizeof(*f));
+	f->name = name;
+	f->module = module;
+	pv->funcs.slots[s] = a->n_funcs + 1;
+	return (long)a->n_funcs++;
+}
+
+/* Finds or adds the line (file, line, function).  Index or -ENOMEM. */
+static long line_lookup(struct ml_agg *a, const struct ml_frame *fr)
+{
+	struct agg_priv *pv = a->priv;
+	int grown = index_grow(&pv->lines, a->n_lines);
+	if (grown < 0)
+		return -ENOMEM;
+	size_t mask;
+	if (grown) {
+		mask = pv->lines.cap - 1;
+		for (size_t i = 0; i < a->n_lines; i++) {
+			const struct ml_agg_line *l = &a->lines[i];
+			size_t s = line_hash(l->file, l->line, l->function) & mask;
+			while (pv->lines.slots[s])
+				s = (s + 1) & mask;
+			pv->lines.slots[s] = i + 1;
+		}
+	}
+	mask = pv->lines.cap - 1;
+	size_t s = line_hash(fr->file, fr->line, fr->function) & mask;
+	for (; pv->lines.slots[s]; s = (s + 1) & mask) {
+		const struct ml_agg_line *l = &a->lines[pv->lines.slots[s] - 1];
+		if (l->line == fr->line && str_eq(l->file, fr->file) &&
+		    str_eq(l->function, fr->function))
+			return (long)pv->lines.slots[s] - 1;
+	}
+	if (a->n_lines == pv->cap_lines) {
+		size_t cap = pv->cap_lines ? pv->cap_lines * 2 : 64;
+		void *mem = realloc(a->lines, cap * sizeof(*a->lines));
+		if (!mem)
+			return -ENOMEM;
+		a->lines = mem;
+		pv->cap_lines = cap;
+	}
+	struct ml_agg_line *l = &a->lines[a->n_lines];
+	memset(l, 0, sizeof(*l));
+	l->file = fr->file;
+	l->line = fr->line;
+	l->function = fr->function;
+	pv->lines.slots[s] = a->n_lines + 1;
+	return (long)a->n_lines++;
+}
+
+static bool addr_in_runtime(const struct ml_profile *p, uint64_t addr)
+{
+	for (size_t i = 0; i < p->n_modules; i++) {
+		const struct ml_module *m = &p->modules[i];
+		if (addr >= m->lo && addr < m->hi)
+			return (m->flags & ML_MOD_RUNTIME) != 0;
+	}
+	return false;
+}
+
+static int push_frame(struct ml_agg_stack *st, size_t *cap, const struct ml_frame *fr)
+{
+	if (st->n_frames == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		void *mem = realloc(st->frames, ncap * sizeof(*st->frames));
+		if (!mem)
+			return -ENOMEM;
+		st->frames = mem;
+		*cap = ncap;
+	}
+	st->frames[st->n_frames++] = fr;
+	return 0;
+}
+
+/* The program frames of ps, innermost first: memline's own removed,
+ * inlined calls expanded. */
+static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st)
+{
+	size_t cap = 0;
+	for (uint32_t i = 0; i < ps->depth; i++) {
+		uint64_t addr = ps->frames[i];
+		if (addr_in_runtime(a->profile, addr))
+			continue;
+		bool ret = !(i == 0 && (ps->flags & ML_STACK_EXACT_IP));
+		const struct ml_frame *frames = NULL;
+		size_t n = 0;
+		if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0 || n == 0)
+			continue;	/* the symbolizer reports its own trouble */
+		for (size_t k = 0; k < n; k++) {
+			if (frames[k].runtime)
+				continue;
+			if (push_frame(st, &cap, &frames[k]) < 0)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* The index of the stack with this id in p->stacks (sorted by id), or -1. */
+static long find_stack(const struct ml_profile *p, uint32_t id)
+{
+	size_t lo = 0, hi = p->n_stacks;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->stacks[mid].id == id)
+			return (long)mid;
+		if (p->stacks[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* The aggregated stack for a counter's stack id, added on first sight.
+ * slot_of maps profile stack index -> aggregated index + 1. */
+static struct ml_agg_stack *stack_for(struct ml_agg *a, size_t *slot_of, uint32_t id)
+{
+	long ps = find_stack(a->profile, id);
+	if (ps >= 0 && slot_of[ps])
+		return &a->stacks[slot_of[ps] - 1];
+	if (ps < 0)	/* a stack id the file lacks: rare, searched linearly */
+		for (size_t k = 0; k < a->n_stacks; k++)
+			if (a->stacks[k].id == id)
+				return &a->stacks[k];
+	struct ml_agg_stack *st = &a->stacks[a->n_stacks++];
+	st->id = id;
+	if (ps >= 0)
+		slot_of[ps] = a->n_stacks;
+	return st;
+}
+
+/* One aggregated stack per stack id that has counters. */
+static int collect_stacks(struct ml_agg *a)
+{
+	const struct ml_profile *p = a->profile;
+	size_t *slot_of = calloc(p->n_stacks + 1, sizeof(*slot_of));
+	a->stacks = calloc(p->n_counters ? p->n_counters : 1, sizeof(*a->stacks));
+	if (!a->stacks || !slot_of) {
+		free(slot_of);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < p->n_counters; i++) {
+		const struct ml_fmt_counter *c = &p->counters[i];
+		if (c->kind >= ML_KIND_COUNT)
+			continue;
+		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
+		ml_amount_add_counter(&st->kind[c->kind], c);
+		ml_amount_add_counter(&a->totals[c->kind], c);
+	}
+	free(slot_of);
+	for (size_t k = 0; k < a->n_stacks; k++) {
+		long ps = find_stack(p, a->stacks[k].id);
+		if (ps < 0)
+			continue;
+		a->stacks[k].truncated = (p->stacks[ps].flags & ML_STACK_TRUNCATED) != 0;
+		if (symbolize_stack(a, &p->stacks[ps], &a->stacks[k]) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void add_kinds(struct ml_amount *dst, const struct ml_agg_stack *st)
+{
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		ml_amount_add(&dst[k], &st->kind[k]);
+}
+
+/* The name a frame's function is grouped under: a symbol without debug
+ * info comes as "sym+0x1f" from the symbolizer; every offset is one
+ * function, so the offset is cut off (into key). */
+static const char *function_key(const struct ml_frame *fr, char *key, size_t len)
+{
+	const char *name = fr->function ? fr->function : ML_AGG_UNKNOWN;
+	const char *plus = strrchr(name, '+');
+	if (fr->file || !plus || plus == name || strncmp(plus, "+0x", 3) != 0 || !plus[3] ||
+	    strspn(plus + 3, "0123456789abcdefABCDEF") != strlen(plus + 3) ||
+	    (size_t)(plus - name) >= len)
+		return name;
+	memcpy(key, name, (size_t)(plus - name));
+	key[plus - name] = '\0';
+	return key;
+}
+
+/* Charges stack si to its innermost function and line (self), and once to
+ * every function and line on it (inclusive). */
+static int attribute_stack(struct ml_agg *a, size_t si)
+{
+	const struct ml_agg_stack *st = &a->stacks[si];
+	if (st->n_frames == 0) {
+		long f = func_lookup(a, ML_AGG_UNKNOWN, NULL);
+		if (f < 0)
+			return -ENOMEM;
+		add_kinds(a->funcs[f].self, st);
+		add_kinds(a->funcs[f].total, st);
+		return 0;
+	}
+	struct agg_priv *pv = a->priv;
+	char key[512];
+	for (size_t i = 0; i < st->n_frames; i++) {
+		const struct ml_frame *fr = st->frames[i];
+		const char *name = function_key(fr, key, sizeof(key));
+		pv->scratch_name = key;
+		long f = func_lookup(a, name, fr->module);
+		pv->scratch_name = NULL;
+		if (f < 0)
+			return -ENOMEM;
+		if (i == 0)
+			add_kinds(a->funcs[f].self, st);
+		if (a->funcs[f].seen != si + 1) {
+			a->funcs[f].seen = si + 1;
+			add_kinds(a->funcs[f].total, st);
+		}
+		if (!fr->file || fr->line <= 0)
+			continue;
+		long l = line_lookup(a, fr);
+		if (l < 0)
+			return -ENOMEM;
+		if (i == 0)
+			add_kinds(a->lines[l].self, st);
+		if (a->lines[l].seen != si + 1) {
+			a->lines[l].seen = si + 1;
+			add_kinds(a->lines[l].total, st);
+		}
+	}
+	return 0;
+}
+
+int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct ml_agg **out)
+{
+	int err = -ENOMEM;
+	struct ml_agg *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->priv = calloc(1, sizeof(struct agg_priv));
+	if (!a->priv)
+		goto fail;
+	a->profile = p;
+	a->resolver = r;
+	err = collect_stacks(a);
+	if (err < 0)
+		goto fail;
+	for (size_t i = 0; i < a->n_stacks; i++) {
+		err = attribute_stack(a, i);
+		if (err < 0)
+			goto fail;
+	}
+	*out = a;
+	return 0;
+fail:
+	ml_agg_free(a);
+	return err;
+}
+
+void ml_agg_free(struct ml_agg *a)
+{
+	if (!a)
+		return;
+	struct agg_priv *pv = a->priv;
+	if (pv) {
+		free(pv->funcs.slots);
+		free(pv->lines.slots);
+		for (size_t i = 0; i < pv->n_names; i++)
+			free(pv->names[i]);
+		free(pv->names);
+		free(pv);
+	}
+	for (size_t i = 0; i < a->n_stacks; i++)
+		free(a->stacks[i].frames);
+	free(a->stacks);
+	free(a->funcs);
+	free(a->lines);
+	free(a);
+}
+
+const struct ml_agg_func *ml_agg_find_func(const struct ml_agg *a, const char *name)
+{
+	for (size_t i = 0; i < a->n_funcs; i++)
+		if (strcmp(a->funcs[i].name, name) == 0)
+			return &a->funcs[i];
+	return NULL;
+}

@@ -1,0 +1,89 @@
+/* report/aggregate.h - a profile's counters summed per stack, per function and
+ * per source line, with self and inclusive semantics (DESIGN.md "Attribution").
+ * Symbolization goes through struct ml_resolver, a seam tests can fake. */
+#ifndef ML_REPORT_AGGREGATE_H
+#define ML_REPORT_AGGREGATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "report/profile.h"
+#include "report/symbolize.h"
+
+/* What counters say, summed. */
+struct ml_amount {
+	uint64_t allocs, alloc_bytes;
+	uint64_t frees, freed_bytes;
+	uint64_t live_blocks, live_bytes;	/* at exit: leaked */
+	uint64_t peak_blocks, peak_bytes;	/* live at the kind's peak */
+};
+
+/* Symbolization, as the aggregation needs it.  The real one wraps
+ * ml_sym_resolve / ml_sym_function_source (report/resolver.c); tests pass a
+ * fake.  Frames returned must outlive the aggregation. */
+struct ml_resolver {
+	void *ctx;
+	int (*resolve)(void *ctx, uint64_t addr, bool return_address,
+		       const struct ml_frame **frames, size_t *n);
+	int (*function_source)(void *ctx, const char *name, const char **file,
+			       int *first_line, int *last_line);
+};
+
+struct ml_agg_stack {
+	uint32_t id;
+	bool truncated;			/* the real stack was deeper */
+	const struct ml_frame **frames;	/* program frames, innermost first */
+	size_t n_frames;
+	struct ml_amount kind[ML_KIND_COUNT];
+};
+
+struct ml_agg_func {
+	const char *name;
+	const char *module;		/* where it was first seen */
+	struct ml_amount self[ML_KIND_COUNT];	/* innermost program frame here */
+	struct ml_amount total[ML_KIND_COUNT];	/* anywhere on the stack, once */
+	size_t seen;			/* internal: last stack index + 1 */
+};
+
+struct ml_agg_line {
+	const char *file;		/* as the symbolizer gives it */
+	int line;
+	const char *function;		/* the frame's function at that line */
+	struct ml_amount self[ML_KIND_COUNT];
+	struct ml_amount total[ML_KIND_COUNT];
+	size_t seen;
+};
+
+struct ml_agg {
+	const struct ml_profile *profile;
+	const struct ml_resolver *resolver;
+	struct ml_agg_stack *stacks;
+	size_t n_stacks;
+	struct ml_agg_func *funcs;
+	size_t n_funcs;
+	struct ml_agg_line *lines;
+	size_t n_lines;
+	struct ml_amount totals[ML_KIND_COUNT];	/* sum of every counter */
+	void *priv;
+};
+
+/* Name used for stacks with no program frame left (all memline's). */
+#define ML_AGG_UNKNOWN "[unknown]"
+
+/* Aggregates p's counters through r.  Returns 0 and *out (free with
+ * ml_agg_free), or -errno.  Allocates; not thread-safe; p and r must
+ * outlive the result. */
+int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct ml_agg **out);
+void ml_agg_free(struct ml_agg *a);
+
+/* The function with this name, or NULL. */
+const struct ml_agg_func *ml_agg_find_func(const struct ml_agg *a, const char *name);
+
+/* Adds a counter's numbers into an amount. */
+void ml_amount_add_counter(struct ml_amount *dst, const struct ml_fmt_counter *c);
+void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src);
+
+/* A short name for a kind: "heap", "cuda_device", ... */
+const char *ml_kind_name(enum ml_kind kind);
+
+#endif

@@ -1,0 +1,30 @@
+/* report/units.c - binary units for byte counts (B, KiB, MiB, GiB), never "Mb". */
+#include <stdio.h>
+#include "report/units.h"
+
+static const char *const unit_names[] = { "B", "KiB", "MiB", "GiB" };
+#define N_UNITS (sizeof(unit_names) / sizeof(unit_names[0]))
+
+char *ml_units_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	if (bytes < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+		return buf;
+	}
+	double value = (double)bytes / 1024.0;
+	size_t unit = 1;
+	/* Move up while the value would print as 1024.00 or more. */
+	while (unit + 1 < N_UNITS && value >= 1023.995) {
+		value /= 1024.0;
+		unit++;
+	}
+	snprintf(buf, len, "%.2f %s", value, unit_names[unit]);
+	return buf;
+}
+
+char *ml_units_seconds(uint64_t ns, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu.%03llu s", (unsigned long long)(ns / 1000000000ull),
+		 (unsigned long long)(ns % 1000000000ull / 1000000ull));
+	return buf;
+}

@@ -1,0 +1,82 @@
+/* report/view_common.c - what several views share: totals of a kind, stack
+ * ordering by a field, and "N bytes (1.50 KiB)" text. */
+#include <stdlib.h>
+#include "report/view_common.h"
+#include "report/units.h"
+
+struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind)
+{
+	const struct ml_profile *p = a->profile;
+	struct ml_amount t = a->totals[kind];
+	if (p->kinds_present & (1u << kind)) {
+		const struct ml_fmt_total *ft = &p->totals[kind];
+		t.allocs = ft->allocs;
+		t.alloc_bytes = ft->alloc_bytes;
+		t.frees = ft->frees;
+		t.freed_bytes = ft->freed_bytes;
+		t.live_blocks = ft->live_blocks;
+		t.live_bytes = ft->live_bytes;
+		t.peak_bytes = ft->peak_bytes;
+	}
+	return t;
+}
+
+uint64_t ml_view_peak_time(const struct ml_agg *a, enum ml_kind kind)
+{
+	const struct ml_profile *p = a->profile;
+	return (p->kinds_present & (1u << kind)) ? p->totals[kind].peak_time_ns : 0;
+}
+
+static enum ml_kind sort_kind;
+static bool sort_by_peak;
+
+static int cmp_stack(const void *x, const void *y)
+{
+	const struct ml_agg_stack *a = *(const struct ml_agg_stack *const *)x;
+	const struct ml_agg_stack *b = *(const struct ml_agg_stack *const *)y;
+	const struct ml_amount *ma = &a->kind[sort_kind], *mb = &b->kind[sort_kind];
+	uint64_t va = sort_by_peak ? ma->peak_bytes : ma->live_bytes;
+	uint64_t vb = sort_by_peak ? mb->peak_bytes : mb->live_bytes;
+	uint64_t ca = sort_by_peak ? ma->peak_blocks : ma->live_blocks;
+	uint64_t cb = sort_by_peak ? mb->peak_blocks : mb->live_blocks;
+	if (va != vb)
+		return va > vb ? -1 : 1;
+	if (ca != cb)
+		return ca > cb ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+const struct ml_agg_stack **ml_view_stacks(const struct ml_agg *a, enum ml_kind kind,
+					   bool peak, size_t *n)
+{
+	const struct ml_agg_stack **rows = calloc(a->n_stacks + 1, sizeof(*rows));
+	*n = 0;
+	if (!rows)
+		return NULL;
+	for (size_t i = 0; i < a->n_stacks; i++) {
+		const struct ml_amount *m = &a->stacks[i].kind[kind];
+		if (peak ? m->peak_bytes || m->peak_blocks : m->live_bytes || m->live_blocks)
+			rows[(*n)++] = &a->stacks[i];
+	}
+	/* Not thread-safe (qsort has no context argument); the report is
+	 * single-threaded. */
+	sort_kind = kind;
+	sort_by_peak = peak;
+	qsort(rows, *n, sizeof(*rows), cmp_stack);
+	return rows;
+}
+
+void ml_view_bytes(FILE *out, uint64_t bytes)
+{
+	char u[ML_UNITS_LEN];
+	if (bytes < 1024)
+		fprintf(out, "%llu bytes", (unsigned long long)bytes);
+	else
+		fprintf(out, "%llu bytes (%s)", (unsigned long long)bytes,
+			ml_units_bytes(bytes, u, sizeof(u)));
+}
+
+size_t ml_view_limit(long limit, size_t n)
+{
+	return limit >= 0 && (size_t)limit < n ? (size_t)limit : n;
+}

@@ -1,0 +1,28 @@
+/* report/view_common.h - helpers shared by the views (internal to report/). */
+#ifndef ML_REPORT_VIEW_COMMON_H
+#define ML_REPORT_VIEW_COMMON_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "report/views.h"
+
+/* The kind's totals: the file's own totals where it has them, else the sum
+ * of the counters. */
+struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind);
+
+/* When the kind reached its peak, ns since start-up (0 if unknown). */
+uint64_t ml_view_peak_time(const struct ml_agg *a, enum ml_kind kind);
+
+/* The stacks with bytes live at exit (peak false) or at the peak (true),
+ * largest first.  Returns a calloc'd array of *n pointers (caller frees),
+ * NULL on ENOMEM. */
+const struct ml_agg_stack **ml_view_stacks(const struct ml_agg *a, enum ml_kind kind,
+					   bool peak, size_t *n);
+
+/* Prints "N bytes", with " (1.50 KiB)" added from 1 KiB up. */
+void ml_view_bytes(FILE *out, uint64_t bytes);
+
+/* How many of n rows a --limit lets through (limit < 0: all). */
+size_t ml_view_limit(long limit, size_t n);
+
+#endif

@@ -1,0 +1,96 @@
+/* report/view_leaks.c - the leaks view: blocks live at exit grouped by stack,
+ * largest first, with a valgrind-like summary. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include "report/view_common.h"
+
+static void summary_text(FILE *out, const struct ml_agg *a, enum ml_kind kind)
+{
+	struct ml_amount t = ml_view_totals(a, kind);
+	const char *name = ml_kind_name(kind);
+	for (const char *c = name; *c; c++)
+		fputc(toupper((unsigned char)*c), out);
+	fputs(" SUMMARY:\n    in use at exit: ", out);
+	ml_view_bytes(out, t.live_bytes);
+	fprintf(out, " in %llu blocks\n", (unsigned long long)t.live_blocks);
+	fprintf(out, "  total %s usage: %llu allocs, %llu frees, ", name,
+		(unsigned long long)t.allocs, (unsigned long long)t.frees);
+	ml_view_bytes(out, t.alloc_bytes);
+	fputs(" allocated\n", out);
+}
+
+static void leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		       const struct ml_agg_stack **rows, size_t n)
+{
+	size_t shown = ml_view_limit(o->limit, n);
+	for (size_t i = 0; i < shown; i++) {
+		const struct ml_amount *m = &rows[i]->kind[o->kind];
+		ml_view_bytes(out, m->live_bytes);
+		fprintf(out, " in %llu blocks were never freed (record %zu of %zu)\n",
+			(unsigned long long)m->live_blocks, i + 1, n);
+		ml_stack_print(out, rows[i]);
+		fputc('\n', out);
+	}
+	if (shown < n)
+		fprintf(out, "%zu more records not shown (--limit %ld)\n\n", n - shown, o->limit);
+	if (n == 0)
+		fprintf(out, "No leaks: every %s block was freed.\n\n", ml_kind_name(o->kind));
+	summary_text(out, a, o->kind);
+}
+
+static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, struct ml_json *j,
+		       const struct ml_agg_stack **rows, size_t n)
+{
+	struct ml_amount t = ml_view_totals(a, o->kind);
+	size_t shown = ml_view_limit(o->limit, n);
+	ml_json_key(j, "total_records");
+	ml_json_u64(j, n);
+	ml_json_key(j, "records");
+	ml_json_array_begin(j);
+	for (size_t i = 0; i < shown; i++) {
+		const struct ml_amount *m = &rows[i]->kind[o->kind];
+		ml_json_object_begin(j);
+		ml_json_key(j, "bytes");
+		ml_json_u64(j, m->live_bytes);
+		ml_json_key(j, "blocks");
+		ml_json_u64(j, m->live_blocks);
+		ml_json_key(j, "stack_id");
+		ml_json_u64(j, rows[i]->id);
+		ml_json_key(j, "truncated");
+		ml_json_bool(j, rows[i]->truncated);
+		ml_json_key(j, "frames");
+		ml_stack_json(j, rows[i]);
+		ml_json_object_end(j);
+	}
+	ml_json_array_end(j);
+	ml_json_key(j, "summary");
+	ml_json_object_begin(j);
+	ml_json_key(j, "in_use_bytes");
+	ml_json_u64(j, t.live_bytes);
+	ml_json_key(j, "in_use_blocks");
+	ml_json_u64(j, t.live_blocks);
+	ml_json_key(j, "allocs");
+	ml_json_u64(j, t.allocs);
+	ml_json_key(j, "frees");
+	ml_json_u64(j, t.frees);
+	ml_json_key(j, "alloc_bytes");
+	ml_json_u64(j, t.alloc_bytes);
+	ml_json_key(j, "freed_bytes");
+	ml_json_u64(j, t.freed_bytes);
+	ml_json_object_end(j);
+}
+
+int ml_view_leaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j)
+{
+	size_t n;
+	const struct ml_agg_stack **rows = ml_view_stacks(a, o->kind, false, &n);
+	if (!rows)
+		return -ENOMEM;
+	if (j)
+		leaks_json(a, o, j, rows, n);
+	else
+		leaks_text(a, o, out, rows, n);
+	free(rows);
+	return 0;
+}

@@ -1,0 +1,207 @@
+/* report/view_ops.c - the ops view: one row per function in the PyTorch
+ * profiler's key_averages().table() layout, sortable by PyTorch's keys. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report/view_common.h"
+#include "report/units.h"
+
+static const char *const key_names[ML_OPS_KEY_COUNT] = {
+	[ML_OPS_SELF_CPU_MEMORY_USAGE] = "self_cpu_memory_usage",
+	[ML_OPS_CPU_MEMORY_USAGE] = "cpu_memory_usage",
+	[ML_OPS_COUNT] = "count",
+	[ML_OPS_PEAK_CPU_MEMORY] = "peak_cpu_memory",
+	[ML_OPS_LEAKED_CPU_MEMORY] = "leaked_cpu_memory",
+	[ML_OPS_SELF_PEAK_CPU_MEMORY] = "self_peak_cpu_memory",
+	[ML_OPS_ALLOCS] = "allocs",
+};
+
+/* The table's columns after Name.  A CUDA column is one more entry here
+ * (with its own key and kind) once the counters carry CUDA kinds. */
+struct ops_column {
+	const char *header;
+	enum ml_ops_key key;
+	bool bytes;		/* shown in binary units */
+};
+
+static const struct ops_column columns[] = {
+	{ "CPU Mem", ML_OPS_CPU_MEMORY_USAGE, true },
+	{ "Self CPU Mem", ML_OPS_SELF_CPU_MEMORY_USAGE, true },
+	{ "Peak CPU Mem", ML_OPS_PEAK_CPU_MEMORY, true },
+	{ "Leaked CPU Mem", ML_OPS_LEAKED_CPU_MEMORY, true },
+	{ "# of Allocs", ML_OPS_COUNT, false },
+};
+#define N_COLUMNS (sizeof(columns) / sizeof(columns[0]))
+
+/* PyTorch's widths: 12 per column, the name column at most 55 wide. */
+#define COLUMN_WIDTH 12
+#define MAX_NAME_WIDTH 55
+
+int ml_ops_key_parse(const char *name)
+{
+	for (int k = 0; k < ML_OPS_KEY_COUNT; k++)
+		if (strcmp(name, key_names[k]) == 0)
+			return k;
+	return -1;
+}
+
+const char *ml_ops_key_name(enum ml_ops_key key)
+{
+	return (unsigned)key < ML_OPS_KEY_COUNT ? key_names[key] : "?";
+}
+
+const char *ml_ops_key_list(void)
+{
+	return "self_cpu_memory_usage, cpu_memory_usage, count, peak_cpu_memory, "
+	       "leaked_cpu_memory, self_peak_cpu_memory, allocs";
+}
+
+uint64_t ml_ops_key_value(const struct ml_agg_func *f, enum ml_ops_key key, enum ml_kind kind)
+{
+	switch (key) {
+	case ML_OPS_SELF_CPU_MEMORY_USAGE: return f->self[kind].alloc_bytes;
+	case ML_OPS_CPU_MEMORY_USAGE: return f->total[kind].alloc_bytes;
+	case ML_OPS_COUNT: return f->self[kind].allocs;
+	case ML_OPS_PEAK_CPU_MEMORY: return f->total[kind].peak_bytes;
+	case ML_OPS_LEAKED_CPU_MEMORY: return f->total[kind].live_bytes;
+	case ML_OPS_SELF_PEAK_CPU_MEMORY: return f->self[kind].peak_bytes;
+	case ML_OPS_ALLOCS: return f->total[kind].allocs;
+	default: return 0;
+	}
+}
+
+static enum ml_ops_key sort_key;
+static enum ml_kind sort_kind;
+
+static int cmp_func(const void *x, const void *y)
+{
+	const struct ml_agg_func *a = *(const struct ml_agg_func *const *)x;
+	const struct ml_agg_func *b = *(const struct ml_agg_func *const *)y;
+	uint64_t va = ml_ops_key_value(a, sort_key, sort_kind);
+	uint64_t vb = ml_ops_key_value(b, sort_key, sort_kind);
+	if (va != vb)
+		return va > vb ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+void ml_ops_sort(const struct ml_agg_func **rows, size_t n, enum ml_ops_key key, enum ml_kind kind)
+{
+	/* File-scope sort state: the report is single-threaded. */
+	sort_key = key;
+	sort_kind = kind;
+	qsort(rows, n, sizeof(*rows), cmp_func);
+}
+
+static int column_width(const struct ops_column *c)
+{
+	int len = (int)strlen(c->header);
+	return len > COLUMN_WIDTH ? len : COLUMN_WIDTH;
+}
+
+static void dashes(FILE *out, int name_width)
+{
+	for (int i = 0; i < name_width; i++)
+		fputc('-', out);
+	fputs("  ", out);
+	for (size_t c = 0; c < N_COLUMNS; c++) {
+		for (int i = 0; i < column_width(&columns[c]); i++)
+			fputc('-', out);
+		fputs("  ", out);
+	}
+	fputc('\n', out);
+}
+
+static void row_text(FILE *out, const struct ml_agg_func *f, enum ml_kind kind, int name_width)
+{
+	char name[MAX_NAME_WIDTH + 1], cell[ML_UNITS_LEN];
+	size_t len = strlen(f->name);
+	if (len >= MAX_NAME_WIDTH - 3)	/* PyTorch cuts long names to 52 + "..." */
+		snprintf(name, sizeof(name), "%.*s...", MAX_NAME_WIDTH - 3, f->name);
+	else
+		snprintf(name, sizeof(name), "%s", f->name);
+	fprintf(out, "%*s  ", name_width, name);
+	for (size_t c = 0; c < N_COLUMNS; c++) {
+		uint64_t v = ml_ops_key_value(f, columns[c].key, kind);
+		if (columns[c].bytes)
+			ml_units_bytes(v, cell, sizeof(cell));
+		else
+			snprintf(cell, sizeof(cell), "%llu", (unsigned long long)v);
+		fprintf(out, "%*s  ", column_width(&columns[c]), cell);
+	}
+	fputc('\n', out);
+}
+
+static void ops_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		     const struct ml_agg_func **rows, size_t n)
+{
+	size_t shown = ml_view_limit(o->limit, n);
+	int name_width = (int)strlen("Name");
+	for (size_t i = 0; i < n; i++) {
+		int len = (int)strlen(rows[i]->name) + 4;
+		name_width = len > name_width ? len : name_width;
+	}
+	if (name_width > MAX_NAME_WIDTH)
+		name_width = MAX_NAME_WIDTH;
+	dashes(out, name_width);
+	fprintf(out, "%*s  ", name_width, "Name");
+	for (size_t c = 0; c < N_COLUMNS; c++)
+		fprintf(out, "%*s  ", column_width(&columns[c]), columns[c].header);
+	fputc('\n', out);
+	dashes(out, name_width);
+	for (size_t i = 0; i < shown; i++)
+		row_text(out, rows[i], o->kind, name_width);
+	dashes(out, name_width);
+	char u[ML_UNITS_LEN];
+	fprintf(out, "Self CPU Mem total: %s\n\n",
+		ml_units_bytes(a->totals[o->kind].alloc_bytes, u, sizeof(u)));
+}
+
+static void ops_json(const struct ml_agg *a, const struct ml_view_opts *o, struct ml_json *j,
+		     const struct ml_agg_func **rows, size_t n)
+{
+	ml_json_key(j, "sort");
+	ml_json_string(j, ml_ops_key_name(o->sort));
+	ml_json_key(j, "self_total_bytes");
+	ml_json_u64(j, a->totals[o->kind].alloc_bytes);
+	ml_json_key(j, "total_functions");
+	ml_json_u64(j, n);
+	ml_json_key(j, "functions");
+	ml_json_array_begin(j);
+	for (size_t i = 0; i < ml_view_limit(o->limit, n); i++) {
+		ml_json_object_begin(j);
+		ml_json_key(j, "name");
+		ml_json_string(j, rows[i]->name);
+		ml_json_key(j, "module");
+		ml_json_string(j, rows[i]->module);
+		ml_json_key(j, "self");
+		ml_json_object_begin(j);
+		ml_amount_json(j, &rows[i]->self[o->kind]);
+		ml_json_object_end(j);
+		ml_json_key(j, "total");
+		ml_json_object_begin(j);
+		ml_amount_json(j, &rows[i]->total[o->kind]);
+		ml_json_object_end(j);
+		ml_json_object_end(j);
+	}
+	ml_json_array_end(j);
+}
+
+int ml_view_ops(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j)
+{
+	const struct ml_agg_func **rows = calloc(a->n_funcs + 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < a->n_funcs; i++) {
+		const struct ml_amount *t = &a->funcs[i].total[o->kind];
+		if (t->allocs || t->alloc_bytes || t->frees)
+			rows[n++] = &a->funcs[i];
+	}
+	ml_ops_sort(rows, n, o->sort, o->kind);
+	if (j)
+		ops_json(a, o, j, rows, n);
+	else
+		ops_text(a, o, out, rows, n);
+	free(rows);
+	return 0;
+}

@@ -1,0 +1,148 @@
+/* report/view_peak.c - the peak view: what was live at the kind's peak, by
+ * stack (largest first) and by source line (self: the allocating line). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report/view_common.h"
+#include "report/units.h"
+
+static enum ml_kind line_kind;
+
+static int cmp_line(const void *x, const void *y)
+{
+	const struct ml_agg_line *a = *(const struct ml_agg_line *const *)x;
+	const struct ml_agg_line *b = *(const struct ml_agg_line *const *)y;
+	uint64_t va = a->self[line_kind].peak_bytes, vb = b->self[line_kind].peak_bytes;
+	if (va != vb)
+		return va > vb ? -1 : 1;
+	int c = strcmp(a->file, b->file);
+	return c ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+/* Source lines that allocated blocks live at the peak, largest first.
+ * Caller frees; NULL on ENOMEM. */
+static const struct ml_agg_line **peak_lines(const struct ml_agg *a, enum ml_kind kind, size_t *n)
+{
+	const struct ml_agg_line **rows = calloc(a->n_lines + 1, sizeof(*rows));
+	*n = 0;
+	if (!rows)
+		return NULL;
+	for (size_t i = 0; i < a->n_lines; i++)
+		if (a->lines[i].self[kind].peak_bytes || a->lines[i].self[kind].peak_blocks)
+			rows[(*n)++] = &a->lines[i];
+	line_kind = kind;
+	qsort(rows, *n, sizeof(*rows), cmp_line);
+	return rows;
+}
+
+static void lines_table(FILE *out, const struct ml_agg_line **lines, size_t n, enum ml_kind kind)
+{
+	char loc[4096], u[ML_UNITS_LEN];
+	int wloc = (int)strlen("Location"), wfn = (int)strlen("Function");
+	for (size_t i = 0; i < n; i++) {
+		const char *slash = strrchr(lines[i]->file, '/');
+		int len = snprintf(loc, sizeof(loc), "%s:%d", slash ? slash + 1 : lines[i]->file,
+				   lines[i]->line);
+		wloc = len > wloc ? len : wloc;
+		int lf = (int)strlen(lines[i]->function);
+		wfn = lf > wfn ? lf : wfn;
+	}
+	fprintf(out, "%-*s  %-*s  %12s  %14s  %8s\n", wloc, "Location", wfn, "Function",
+		"Peak Mem", "Bytes", "Blocks");
+	for (size_t i = 0; i < n; i++) {
+		const struct ml_amount *m = &lines[i]->self[kind];
+		const char *slash = strrchr(lines[i]->file, '/');
+		snprintf(loc, sizeof(loc), "%s:%d", slash ? slash + 1 : lines[i]->file, lines[i]->line);
+		fprintf(out, "%-*s  %-*s  %12s  %14llu  %8llu\n", wloc, loc, wfn, lines[i]->function,
+			ml_units_bytes(m->peak_bytes, u, sizeof(u)),
+			(unsigned long long)m->peak_bytes, (unsigned long long)m->peak_blocks);
+	}
+}
+
+static void peak_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		      const struct ml_agg_stack **rows, size_t n,
+		      const struct ml_agg_line **lines, size_t n_lines)
+{
+	struct ml_amount t = ml_view_totals(a, o->kind);
+	char u[ML_UNITS_LEN], s[ML_UNITS_LEN];
+	fprintf(out, "peak %s: %s (%llu bytes) at %s\n\n", ml_kind_name(o->kind),
+		ml_units_bytes(t.peak_bytes, u, sizeof(u)), (unsigned long long)t.peak_bytes,
+		ml_units_seconds(ml_view_peak_time(a, o->kind), s, sizeof(s)));
+	size_t shown = ml_view_limit(o->limit, n);
+	for (size_t i = 0; i < shown; i++) {
+		const struct ml_amount *m = &rows[i]->kind[o->kind];
+		ml_view_bytes(out, m->peak_bytes);
+		fprintf(out, " in %llu blocks live at the peak (record %zu of %zu)\n",
+			(unsigned long long)m->peak_blocks, i + 1, n);
+		ml_stack_print(out, rows[i]);
+		fputc('\n', out);
+	}
+	if (shown < n)
+		fprintf(out, "%zu more records not shown (--limit %ld)\n\n", n - shown, o->limit);
+	fputs("Live at the peak by source line:\n", out);
+	lines_table(out, lines, ml_view_limit(o->limit, n_lines), o->kind);
+}
+
+static void peak_json(const struct ml_agg *a, const struct ml_view_opts *o, struct ml_json *j,
+		      const struct ml_agg_stack **rows, size_t n,
+		      const struct ml_agg_line **lines, size_t n_lines)
+{
+	struct ml_amount t = ml_view_totals(a, o->kind);
+	ml_json_key(j, "peak_bytes");
+	ml_json_u64(j, t.peak_bytes);
+	ml_json_key(j, "peak_time_ns");
+	ml_json_u64(j, ml_view_peak_time(a, o->kind));
+	ml_json_key(j, "total_records");
+	ml_json_u64(j, n);
+	ml_json_key(j, "stacks");
+	ml_json_array_begin(j);
+	for (size_t i = 0; i < ml_view_limit(o->limit, n); i++) {
+		ml_json_object_begin(j);
+		ml_json_key(j, "bytes");
+		ml_json_u64(j, rows[i]->kind[o->kind].peak_bytes);
+		ml_json_key(j, "blocks");
+		ml_json_u64(j, rows[i]->kind[o->kind].peak_blocks);
+		ml_json_key(j, "stack_id");
+		ml_json_u64(j, rows[i]->id);
+		ml_json_key(j, "frames");
+		ml_stack_json(j, rows[i]);
+		ml_json_object_end(j);
+	}
+	ml_json_array_end(j);
+	ml_json_key(j, "lines");
+	ml_json_array_begin(j);
+	for (size_t i = 0; i < ml_view_limit(o->limit, n_lines); i++) {
+		ml_json_object_begin(j);
+		ml_json_key(j, "file");
+		ml_json_string(j, lines[i]->file);
+		ml_json_key(j, "line");
+		ml_json_i64(j, lines[i]->line);
+		ml_json_key(j, "function");
+		ml_json_string(j, lines[i]->function);
+		ml_json_key(j, "bytes");
+		ml_json_u64(j, lines[i]->self[o->kind].peak_bytes);
+		ml_json_key(j, "blocks");
+		ml_json_u64(j, lines[i]->self[o->kind].peak_blocks);
+		ml_json_object_end(j);
+	}
+	ml_json_array_end(j);
+}
+
+int ml_view_peak(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j)
+{
+	size_t n, n_lines;
+	const struct ml_agg_stack **rows = ml_view_stacks(a, o->kind, true, &n);
+	const struct ml_agg_line **lines = peak_lines(a, o->kind, &n_lines);
+	if (!rows || !lines) {
+		free(rows);
+		free(lines);
+		return -ENOMEM;
+	}
+	if (j)
+		peak_json(a, o, j, rows, n, lines, n_lines);
+	else
+		peak_text(a, o, out, rows, n, lines, n_lines);
+	free(rows);
+	free(lines);
+	return 0;
+}

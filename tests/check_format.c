@@ -1,0 +1,926 @@
+/* tests/check_format.c - the profile writer and reader: round trip, and the
+ * reader's rejection of truncated, corrupt, foreign and malformed files. */
+#include "common/format.h"
+#include "common/writer.h"
+#include "report/profile.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/check_format.XXXXXX";
+static char errbuf[256];
+
+static void setup(void)
+{
+	strcpy(dir, "/tmp/check_format.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	errbuf[0] = '\0';
+}
+
+static void teardown(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[512];
+
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+static const char *in_dir(const char *name)
+{
+	static char paths[4][512];
+	static int next;
+	char *p = paths[next++ % 4];
+
+	snprintf(p, 512, "%s/%s", dir, name);
+	return p;
+}
+
+/* Files in the temp dir, "." and ".." excluded. */
+static int count_files(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* ---- building profiles through the writer ---- */
+
+static const char test_exe[] = "/usr/bin/prog";
+static const char test_argv[] = "prog\0-x\0an arg";	/* + the final NUL: 15 bytes */
+static const uint8_t test_build_id[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6,
+					   7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+static const uint64_t frames_a[3] = { 0x401010, 0x401234, 0x7f0000001000 };
+static const uint64_t frames_b[1] = { 0x401020 };
+static const uint64_t frames_c[5] = { 1, 2, 3, 4, 5 };
+
+static void put_meta(struct ml_writer *w, uint32_t argc, uint32_t max_depth)
+{
+	struct ml_fmt_meta m = {
+		.pid = 4242, .ppid = 17, .start_realtime_ns = 1700000000123456789ull,
+		.duration_ns = 987654321, .end_reason = ML_END_SIGNAL, .end_status = -11,
+		.max_depth = max_depth, .flags = ML_META_FORKED | ML_META_TRUNCATED_STACKS,
+		.exe_len = sizeof(test_exe) - 1, .argv_len = sizeof(test_argv), .argc = argc,
+	};
+
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_META), 0);
+	ck_assert_int_eq(ml_writer_put(w, &m, sizeof(m)), 0);
+	ck_assert_int_eq(ml_writer_put(w, test_exe, m.exe_len), 0);
+	ck_assert_int_eq(ml_writer_put(w, test_argv, m.argv_len), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void put_module(struct ml_writer *w, const char *path, uint64_t lo, uint64_t hi,
+		       const uint8_t *bid, uint32_t bid_len, uint32_t flags)
+{
+	struct ml_fmt_module m = {
+		.bias = lo - 0x1000, .lo = lo, .hi = hi, .path_len = (uint32_t)strlen(path),
+		.build_id_len = bid_len, .flags = flags,
+	};
+
+	ck_assert_int_eq(ml_writer_put(w, &m, sizeof(m)), 0);
+	ck_assert_int_eq(ml_writer_put(w, path, m.path_len), 0);
+	ck_assert_int_eq(ml_writer_put(w, bid, bid_len), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+}
+
+static void put_modules(struct ml_writer *w)
+{
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_MODULES), 0);
+	put_module(w, "/usr/bin/prog", 0x400000, 0x402000, test_build_id, 20, ML_MOD_MAIN);
+	put_module(w, "/lib/libc.so.6", 0x7f0000000000, 0x7f0000200000, NULL, 0, 0);
+	put_module(w, "/gone.so", 0x7f1000000000, 0x7f1000001000, test_build_id, 3,
+		   ML_MOD_UNLOADED);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void put_stack(struct ml_writer *w, uint32_t id, const uint64_t *frames,
+		      uint32_t depth, uint32_t flags)
+{
+	struct ml_fmt_stack s = { .id = id, .depth = depth, .flags = flags };
+
+	ck_assert_int_eq(ml_writer_put(w, &s, sizeof(s)), 0);
+	ck_assert_int_eq(ml_writer_put(w, frames, depth * sizeof(*frames)), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+}
+
+/* Stacks 7, 2, 5: out of order on purpose, the reader sorts them. */
+static void put_stacks(struct ml_writer *w)
+{
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
+	put_stack(w, 7, frames_a, 3, ML_STACK_EXACT_IP);
+	put_stack(w, 2, frames_b, 1, 0);
+	put_stack(w, 5, frames_c, 5, ML_STACK_TRUNCATED);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static struct ml_fmt_counter counter(uint32_t stack_id, uint32_t kind, uint64_t base)
+{
+	return (struct ml_fmt_counter){
+		.stack_id = stack_id, .kind = kind, .allocs = base + 1, .alloc_bytes = base + 2,
+		.frees = base + 3, .freed_bytes = base + 4, .live_blocks = base + 5,
+		.live_bytes = base + 6, .peak_blocks = base + 7, .peak_bytes = base + 8,
+	};
+}
+
+static void put_records(struct ml_writer *w, uint32_t type, const void *recs, size_t size,
+			size_t n)
+{
+	ck_assert_int_eq(ml_writer_begin(w, type), 0);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_int_eq(ml_writer_put(w, (const char *)recs + i * size, size), 0);
+		ck_assert_int_eq(ml_writer_record(w), 0);
+	}
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static const struct ml_fmt_total test_totals[2] = {
+	{ .kind = ML_KIND_HEAP, .allocs = 10, .alloc_bytes = 1000, .frees = 8, .freed_bytes = 800,
+	  .live_blocks = 2, .live_bytes = 200, .peak_bytes = 640, .peak_time_ns = 5555 },
+	{ .kind = ML_KIND_CUDA_MANAGED, .allocs = 1, .alloc_bytes = 4096, .live_blocks = 1,
+	  .live_bytes = 4096, .peak_bytes = 4096, .peak_time_ns = 77 },
+};
+
+static const struct ml_fmt_timepoint test_timeline[3] = {
+	{ .kind = ML_KIND_HEAP, .time_ns = 10, .live_bytes = 100 },
+	{ .kind = ML_KIND_CUDA_MANAGED, .time_ns = 20, .live_bytes = 4096 },
+	{ .kind = ML_KIND_HEAP, .time_ns = 30, .live_bytes = 640 },
+};
+
+static void put_counters(struct ml_writer *w)
+{
+	struct ml_fmt_counter c[4] = {
+		counter(7, ML_KIND_HEAP, 100), counter(2, ML_KIND_HEAP, 200),
+		counter(7, ML_KIND_CUDA_MANAGED, 300), counter(5, ML_KIND_HEAP, 400),
+	};
+
+	put_records(w, ML_SEC_COUNTERS, c, sizeof(c[0]), 4);
+}
+
+/* An unknown section (type 99) and a reserved one: both must be skipped. */
+static void put_unknown(struct ml_writer *w, uint32_t type)
+{
+	ck_assert_int_eq(ml_writer_begin(w, type), 0);
+	ck_assert_int_eq(ml_writer_put(w, "whatever!", 9), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+/* The full test profile at path. */
+static void write_full(const char *path)
+{
+	struct ml_writer w;
+
+	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	put_unknown(&w, 99);
+	put_modules(&w);
+	put_stacks(&w);
+	put_meta(&w, 3, 64);
+	put_counters(&w);
+	put_records(&w, ML_SEC_TOTALS, test_totals, sizeof(test_totals[0]), 2);
+	put_records(&w, ML_SEC_TIMELINE, test_timeline, sizeof(test_timeline[0]), 3);
+	put_unknown(&w, ML_SEC_SAMPLES);
+	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+}
+
+/* A small profile: META, STACKS and COUNTERS. */
+static void write_small(const char *path)
+{
+	struct ml_writer w;
+
+	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	put_meta(&w, 3, 64);
+	put_stacks(&w);
+	put_counters(&w);
+	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	unsigned char *buf;
+	int fd = open(path, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	buf = malloc((size_t)st.st_size + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(read(fd, buf, (size_t)st.st_size), st.st_size);
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
+static void spit(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+/* Parses data expecting failure; returns the error line. */
+static const char *parse_fails(const void *data, size_t len)
+{
+	struct ml_profile *p = NULL;
+	int rc;
+
+	errbuf[0] = '\0';
+	rc = ml_profile_parse(data, len, &p, errbuf, sizeof(errbuf));
+	ck_assert_msg(rc == -EINVAL, "len %zu: rc %d, err '%s'", len, rc, errbuf);
+	ck_assert_ptr_null(p);
+	ck_assert_msg(errbuf[0] && !strchr(errbuf, '\n'), "not one line: '%s'", errbuf);
+	return errbuf;
+}
+
+/* ---- round trip ---- */
+
+static void check_meta(const struct ml_profile *p)
+{
+	ck_assert_uint_eq(p->meta.pid, 4242);
+	ck_assert_uint_eq(p->meta.ppid, 17);
+	ck_assert_uint_eq(p->meta.start_realtime_ns, 1700000000123456789ull);
+	ck_assert_uint_eq(p->meta.duration_ns, 987654321);
+	ck_assert_uint_eq(p->meta.end_reason, ML_END_SIGNAL);
+	ck_assert_int_eq(p->meta.end_status, -11);
+	ck_assert_uint_eq(p->meta.max_depth, 64);
+	ck_assert_uint_eq(p->meta.flags, ML_META_FORKED | ML_META_TRUNCATED_STACKS);
+	ck_assert_uint_eq(p->meta.argc, 3);
+	ck_assert_str_eq(p->exe, "/usr/bin/prog");
+	ck_assert_str_eq(p->argv[0], "prog");
+	ck_assert_str_eq(p->argv[1], "-x");
+	ck_assert_str_eq(p->argv[2], "an arg");
+	ck_assert_ptr_null(p->argv[3]);
+}
+
+static void check_modules(const struct ml_profile *p)
+{
+	ck_assert_uint_eq(p->n_modules, 3);
+	ck_assert_str_eq(p->modules[0].path, "/usr/bin/prog");
+	ck_assert_uint_eq(p->modules[0].bias, 0x3ff000);
+	ck_assert_uint_eq(p->modules[0].lo, 0x400000);
+	ck_assert_uint_eq(p->modules[0].hi, 0x402000);
+	ck_assert_uint_eq(p->modules[0].flags, ML_MOD_MAIN);
+	ck_assert_uint_eq(p->modules[0].build_id_len, 20);
+	ck_assert_mem_eq(p->modules[0].build_id, test_build_id, 20);
+	ck_assert_str_eq(p->modules[1].path, "/lib/libc.so.6");
+	ck_assert_uint_eq(p->modules[1].build_id_len, 0);
+	ck_assert_ptr_null(p->modules[1].build_id);
+	ck_assert_str_eq(p->modules[2].path, "/gone.so");
+	ck_assert_uint_eq(p->modules[2].flags, ML_MOD_UNLOADED);
+	ck_assert_uint_eq(p->modules[2].build_id_len, 3);
+	ck_assert_mem_eq(p->modules[2].build_id, test_build_id, 3);
+	ck_assert_ptr_eq(ml_profile_module(p, 0x401234), &p->modules[0]);
+	ck_assert_ptr_eq(ml_profile_module(p, 0x400000), &p->modules[0]);
+	ck_assert_ptr_null(ml_profile_module(p, 0x402000));
+	ck_assert_ptr_eq(ml_profile_module(p, 0x7f00001fffff), &p->modules[1]);
+	ck_assert_ptr_null(ml_profile_module(p, 0x10));
+}
+
+static void check_stacks(const struct ml_profile *p)
+{
+	const struct ml_stack *s;
+
+	ck_assert_uint_eq(p->n_stacks, 3);
+	ck_assert_uint_eq(p->stacks[0].id, 2);
+	ck_assert_uint_eq(p->stacks[1].id, 5);
+	ck_assert_uint_eq(p->stacks[2].id, 7);
+	s = ml_profile_stack(p, 7);
+	ck_assert_ptr_eq(s, &p->stacks[2]);
+	ck_assert_uint_eq(s->depth, 3);
+	ck_assert_uint_eq(s->flags, ML_STACK_EXACT_IP);
+	ck_assert_mem_eq(s->frames, frames_a, sizeof(frames_a));
+	s = ml_profile_stack(p, 2);
+	ck_assert_uint_eq(s->depth, 1);
+	ck_assert_uint_eq(s->frames[0], 0x401020);
+	s = ml_profile_stack(p, 5);
+	ck_assert_uint_eq(s->flags, ML_STACK_TRUNCATED);
+	ck_assert_mem_eq(s->frames, frames_c, sizeof(frames_c));
+	ck_assert_ptr_null(ml_profile_stack(p, 1));
+	ck_assert_ptr_null(ml_profile_stack(p, 3));
+	ck_assert_ptr_null(ml_profile_stack(p, 8));
+	ck_assert_ptr_null(ml_profile_stack(p, 0));
+}
+
+static void check_counters(const struct ml_profile *p)
+{
+	static const uint32_t ids[4] = { 7, 2, 7, 5 }, kinds[4] = { 0, 0, 2, 0 };
+
+	ck_assert_uint_eq(p->n_counters, 4);
+	for (int i = 0; i < 4; i++) {
+		struct ml_fmt_counter want = counter(ids[i], kinds[i], 100 * (uint64_t)(i + 1));
+
+		ck_assert_mem_eq(&p->counters[i], &want, sizeof(want));
+	}
+}
+
+static void check_totals_timeline(const struct ml_profile *p)
+{
+	ck_assert_uint_eq(p->kinds_present, 1u << ML_KIND_HEAP | 1u << ML_KIND_CUDA_MANAGED);
+	ck_assert_mem_eq(&p->totals[ML_KIND_HEAP], &test_totals[0], sizeof(test_totals[0]));
+	ck_assert_mem_eq(&p->totals[ML_KIND_CUDA_MANAGED], &test_totals[1],
+			 sizeof(test_totals[1]));
+	ck_assert_uint_eq(p->totals[ML_KIND_CUDA_DEVICE].allocs, 0);
+	ck_assert_uint_eq(p->n_timeline, 3);
+	ck_assert_mem_eq(p->timeline, test_timeline, sizeof(test_timeline));
+}
+
+START_TEST(round_trip)
+{
+	const char *path = in_dir("full.prof");
+	struct ml_profile *p = NULL;
+	struct ml_fmt_header h;
+	size_t len;
+	unsigned char *raw;
+
+	write_full(path);
+	ck_assert_int_eq(count_files(), 1);	/* no temporary left */
+	raw = slurp(path, &len);
+	memcpy(&h, raw, sizeof(h));
+	ck_assert_mem_eq(h.magic, "MEMLINE\0", 8);
+	ck_assert_uint_eq(h.version, 1);
+	ck_assert_uint_eq(h.header_size, 64);
+	ck_assert_uint_eq(h.file_size, len);
+	ck_assert_uint_eq(h.section_count, 8);
+	ck_assert_uint_eq(h.checksum, ml_fnv1a(ML_FNV_INIT, raw + 64, len - 64));
+	ck_assert_uint_eq(len % 8, 0);
+	free(raw);
+
+	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
+	ck_assert_str_eq(p->path, path);
+	check_meta(p);
+	check_modules(p);
+	check_stacks(p);
+	check_counters(p);
+	check_totals_timeline(p);
+	ml_profile_free(p);
+}
+END_TEST
+
+/* Past the 16 KiB buffer: section headers are patched in the file, and the
+ * checksum is computed over several reads. */
+START_TEST(round_trip_large)
+{
+	const char *path = in_dir("large.prof");
+	struct ml_profile *p = NULL;
+	struct ml_writer w;
+	uint64_t frames[40];
+
+	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	put_meta(&w, 3, 40);
+	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_STACKS), 0);
+	for (uint32_t id = 1; id <= 3000; id++) {
+		for (uint32_t f = 0; f < 40; f++)
+			frames[f] = (uint64_t)id << 20 | f;
+		put_stack(&w, id, frames, 1 + id % 40, 0);
+	}
+	ck_assert_int_eq(ml_writer_end(&w), 0);
+	put_counters(&w);
+	ck_assert_int_eq(ml_writer_commit(&w, path, false), 0);
+
+	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
+	ck_assert_uint_eq(p->n_stacks, 3000);
+	for (uint32_t id = 1; id <= 3000; id++) {
+		const struct ml_stack *s = ml_profile_stack(p, id);
+
+		ck_assert_ptr_nonnull(s);
+		ck_assert_uint_eq(s->depth, 1 + id % 40);
+		ck_assert_uint_eq(s->frames[s->depth - 1], (uint64_t)id << 20 | (s->depth - 1));
+	}
+	ck_assert_uint_eq(p->n_counters, 4);
+	ml_profile_free(p);
+}
+END_TEST
+
+/* ---- rejection ---- */
+
+START_TEST(truncated_everywhere)
+{
+	const char *path = in_dir("small.prof");
+	unsigned char *raw;
+	size_t len;
+	char want[64];
+
+	write_small(path);
+	raw = slurp(path, &len);
+	ck_assert_uint_gt(len, 64);
+	for (size_t cut = 1; cut < len; cut++) {
+		const char *err = parse_fails(raw, cut);
+
+		ck_assert_msg(!strncmp(err, "truncated: ", 11), "cut %zu: '%s'", cut, err);
+		if (cut >= 24) {
+			snprintf(want, sizeof(want), "truncated: %zu of %zu bytes", cut, len);
+			ck_assert_str_eq(err, want);
+		}
+	}
+	/* The same through a file. */
+	spit(in_dir("cut.prof"), raw, 100);
+	ck_assert_int_eq(ml_profile_load(in_dir("cut.prof"), &(struct ml_profile *){ NULL },
+					 errbuf, sizeof(errbuf)), -EINVAL);
+	snprintf(want, sizeof(want), "truncated: 100 of %zu bytes", len);
+	ck_assert_str_eq(errbuf, want);
+	free(raw);
+}
+END_TEST
+
+START_TEST(corrupt_every_byte)
+{
+	const char *path = in_dir("small.prof");
+	struct ml_profile *p = NULL;
+	unsigned char *raw;
+	size_t len;
+
+	write_small(path);
+	raw = slurp(path, &len);
+	ck_assert_int_eq(ml_profile_parse(raw, len, &p, errbuf, sizeof(errbuf)), 0);
+	ml_profile_free(p);
+	/* Every byte, every other value: 616 x 255 files. */
+	for (size_t i = 0; i < len; i++) {
+		for (unsigned flip = 1; flip < 256; flip++) {
+			raw[i] ^= (unsigned char)flip;
+			parse_fails(raw, len);
+			raw[i] ^= (unsigned char)flip;
+		}
+	}
+	/* A payload byte: the checksum catches it. */
+	raw[100] ^= 1;
+	ck_assert_str_eq(parse_fails(raw, len), "corrupt: checksum mismatch");
+	raw[100] ^= 1;
+	/* One byte too many. */
+	ck_assert_uint_eq(len, 616);	/* 64 + META 112 + STACKS 136 + COUNTERS 304 */
+	raw = realloc(raw, len + 1);
+	ck_assert_ptr_nonnull(raw);
+	raw[len] = 0;
+	ck_assert_str_eq(parse_fails(raw, len + 1), "corrupt: 617 bytes, the header says 616");
+	free(raw);
+}
+END_TEST
+
+START_TEST(wrong_magic_and_version)
+{
+	const char *path = in_dir("small.prof");
+	unsigned char *raw;
+	size_t len;
+
+	write_small(path);
+	raw = slurp(path, &len);
+	raw[0] = 'X';
+	ck_assert_str_eq(parse_fails(raw, len), "not a memline profile");
+	ck_assert_str_eq(parse_fails("#!/bin/sh\n", 10), "not a memline profile");
+	ck_assert_str_eq(parse_fails("MEM", 3), "truncated: 3 bytes, shorter than the 64-byte header");
+	raw[0] = 'M';
+	raw[8] = 2;
+	ck_assert_str_eq(parse_fails(raw, len), "profile version 2, this memline reads version 1");
+	free(raw);
+}
+END_TEST
+
+START_TEST(empty_dir_missing)
+{
+	struct ml_profile *p = NULL;
+
+	spit(in_dir("empty.prof"), "", 0);
+	ck_assert_int_eq(ml_profile_load(in_dir("empty.prof"), &p, errbuf, sizeof(errbuf)), -EINVAL);
+	ck_assert_str_eq(errbuf, "empty file: not a memline profile");
+	ck_assert_int_eq(ml_profile_load(dir, &p, errbuf, sizeof(errbuf)), -EISDIR);
+	ck_assert_str_eq(errbuf, "is a directory, not a memline profile");
+	ck_assert_int_eq(ml_profile_load(in_dir("nope.prof"), &p, errbuf, sizeof(errbuf)), -ENOENT);
+	ck_assert_str_eq(errbuf, "cannot open: No such file or directory");
+	ck_assert_ptr_null(p);
+	/* err may be NULL. */
+	ck_assert_int_eq(ml_profile_load(in_dir("nope.prof"), &p, NULL, 0), -ENOENT);
+}
+END_TEST
+
+/* Sets a field of the small profile, repairs the checksum, returns the error. */
+static const char *patched_error(unsigned char *raw, size_t len, size_t off, uint64_t value,
+				 size_t width)
+{
+	static unsigned char copy[1024];
+	struct ml_fmt_header h;
+
+	ck_assert_uint_le(len, sizeof(copy));
+	memcpy(copy, raw, len);
+	memcpy(copy + off, &value, width);
+	memcpy(&h, copy, sizeof(h));
+	h.checksum = ml_fnv1a(ML_FNV_INIT, copy + 64, len - 64);
+	memcpy(copy, &h, sizeof(h));
+	return parse_fails(copy, len);
+}
+
+START_TEST(section_table)
+{
+	const char *path = in_dir("small.prof");
+	unsigned char *raw;
+	size_t len;
+
+	write_small(path);
+	raw = slurp(path, &len);
+	/* Sections: META at 64 (payload 96), STACKS at 176 (120), COUNTERS at 312 (288). */
+	ck_assert_str_eq(patched_error(raw, len, 32, 4, 4), "corrupt: 3 sections, the header says 4");
+	ck_assert_str_eq(patched_error(raw, len, 12, 72, 4), "corrupt: header size 72, expected 64");
+	ck_assert_str_eq(patched_error(raw, len, 16, 10, 8),
+			 "corrupt: file size 10 is smaller than the header");
+	ck_assert_str_eq(patched_error(raw, len, 36, 1, 4),
+			 "corrupt: reserved header fields are not zero");
+	ck_assert_str_eq(patched_error(raw, len, 63, 1, 1),
+			 "corrupt: reserved header fields are not zero");
+	ck_assert_str_eq(patched_error(raw, len, 64 + 8, 97, 8),
+			 "corrupt: section 0 (type 1) has size 97, 536 bytes left");
+	ck_assert_str_eq(patched_error(raw, len, 64 + 8, 1ull << 62, 8),
+			 "corrupt: section 0 (type 1) has size 4611686018427387904, 536 bytes left");
+	/* META exe_len (payload offset 48) 20: 64 + 20 + 15 bytes need 104, not 96. */
+	ck_assert_str_eq(patched_error(raw, len, 80 + 48, 20, 4),
+			 "corrupt: META section size 96 does not match its lengths");
+	ck_assert_str_eq(patched_error(raw, len, 80 + 48, 14, 4),
+			 "corrupt: META argv holds 4 strings, argc is 3");
+	ck_assert_str_eq(patched_error(raw, len, 64 + 4, 2, 4),
+			 "corrupt: META section has 2 records, expected 1");
+	/* STACKS as an unknown type: skipped, so the counters lose their stacks. */
+	ck_assert_str_eq(patched_error(raw, len, 176, 99, 4),
+			 "corrupt: counter 0 refers to unknown stack 7");
+	ck_assert_str_eq(patched_error(raw, len, 176, ML_SEC_META, 4), "corrupt: two META sections");
+	/* COUNTERS record count one short of its size. */
+	ck_assert_str_eq(patched_error(raw, len, 312 + 4, 3, 4),
+			 "corrupt: COUNTERS section has 288 bytes for 3 records of 72");
+	/* The last section cut by 8 bytes: what is left is not a section header. */
+	ck_assert_str_eq(patched_error(raw, len, 312 + 8, 280, 8),
+			 "corrupt: section header 3 cut short at byte 608");
+	free(raw);
+}
+END_TEST
+
+/* ---- well-checksummed files with bad structure ---- */
+
+/* Writes the profile built by fn and returns the reader's error for it. */
+static const char *structure_error(void (*fn)(struct ml_writer *))
+{
+	const char *path = in_dir("bad.prof");
+	struct ml_profile *p = NULL;
+	struct ml_writer w;
+	int rc;
+
+	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	fn(&w);
+	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+	rc = ml_profile_load(path, &p, errbuf, sizeof(errbuf));
+	ck_assert_msg(rc == -EINVAL, "rc %d", rc);
+	ck_assert_ptr_null(p);
+	return errbuf;
+}
+
+static void no_meta(struct ml_writer *w)
+{
+	put_stacks(w);
+}
+
+static void unknown_stack(struct ml_writer *w)
+{
+	struct ml_fmt_counter c = counter(6, ML_KIND_HEAP, 0);
+
+	put_meta(w, 3, 64);
+	put_stacks(w);
+	put_records(w, ML_SEC_COUNTERS, &c, sizeof(c), 1);
+}
+
+static void no_stacks_section(struct ml_writer *w)
+{
+	put_meta(w, 3, 64);
+	put_counters(w);
+}
+
+static void bad_counter_kind(struct ml_writer *w)
+{
+	struct ml_fmt_counter c = counter(7, ML_KIND_COUNT, 0);
+
+	put_meta(w, 3, 64);
+	put_stacks(w);
+	put_records(w, ML_SEC_COUNTERS, &c, sizeof(c), 1);
+}
+
+static void duplicate_counter(struct ml_writer *w)
+{
+	struct ml_fmt_counter c[2] = { counter(5, 1, 0), counter(5, 1, 9) };
+
+	put_meta(w, 3, 64);
+	put_stacks(w);
+	put_records(w, ML_SEC_COUNTERS, c, sizeof(c[0]), 2);
+}
+
+static void bad_total_kind(struct ml_writer *w)
+{
+	struct ml_fmt_total t = { .kind = 9 };
+
+	put_meta(w, 3, 64);
+	put_records(w, ML_SEC_TOTALS, &t, sizeof(t), 1);
+}
+
+static void duplicate_total(struct ml_writer *w)
+{
+	put_meta(w, 3, 64);
+	put_records(w, ML_SEC_TOTALS, &test_totals[1], sizeof(test_totals[1]), 1);
+	put_records(w, ML_SEC_TOTALS, &test_totals[0], sizeof(test_totals[0]), 1);
+}
+
+static void same_total_twice(struct ml_writer *w)
+{
+	struct ml_fmt_total t[2] = { test_totals[1], test_totals[1] };
+
+	put_meta(w, 3, 64);
+	put_records(w, ML_SEC_TOTALS, t, sizeof(t[0]), 2);
+}
+
+static void bad_timeline_kind(struct ml_writer *w)
+{
+	struct ml_fmt_timepoint t = { .kind = 7 };
+
+	put_meta(w, 3, 64);
+	put_records(w, ML_SEC_TIMELINE, &t, sizeof(t), 1);
+}
+
+static void duplicate_stack(struct ml_writer *w)
+{
+	put_meta(w, 3, 64);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
+	put_stack(w, 5, frames_a, 3, 0);
+	put_stack(w, 2, frames_a, 2, 0);
+	put_stack(w, 5, frames_b, 1, 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void stack_id_zero(struct ml_writer *w)
+{
+	put_meta(w, 3, 64);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
+	put_stack(w, 0, frames_a, 3, 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void too_deep(struct ml_writer *w)
+{
+	put_meta(w, 3, 4);
+	put_stacks(w);	/* stack 5 has 5 frames */
+}
+
+/* A stack whose depth says more frames than the section holds. */
+static void depth_overflow(struct ml_writer *w)
+{
+	struct ml_fmt_stack s = { .id = 1, .depth = 0x20000000 };
+
+	put_meta(w, 3, 0);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
+	ck_assert_int_eq(ml_writer_put(w, &s, sizeof(s)), 0);
+	ck_assert_int_eq(ml_writer_put(w, frames_a, sizeof(frames_a)), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void stack_count_lies(struct ml_writer *w)
+{
+	put_meta(w, 3, 64);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
+	put_stack(w, 1, frames_a, 3, 0);
+	put_stack(w, 2, frames_a, 3, 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);	/* counts a third, empty record */
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void bad_argc(struct ml_writer *w)
+{
+	put_meta(w, 2, 64);
+}
+
+static void module_path_overflow(struct ml_writer *w)
+{
+	struct ml_fmt_module m = { .lo = 1, .hi = 2, .path_len = 0xfffffff0u, .build_id_len = 0x20 };
+
+	put_meta(w, 3, 64);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_MODULES), 0);
+	ck_assert_int_eq(ml_writer_put(w, &m, sizeof(m)), 0);
+	ck_assert_int_eq(ml_writer_put(w, "/x", 2), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void module_backwards(struct ml_writer *w)
+{
+	put_meta(w, 3, 64);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_MODULES), 0);
+	put_module(w, "/x", 0x5000, 0x4000, NULL, 0, 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void two_metas(struct ml_writer *w)
+{
+	put_meta(w, 3, 64);
+	put_meta(w, 3, 64);
+}
+
+static void counters_size_mismatch(struct ml_writer *w)
+{
+	struct ml_fmt_counter c = counter(7, 0, 0);
+
+	put_meta(w, 3, 64);
+	put_stacks(w);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_COUNTERS), 0);
+	ck_assert_int_eq(ml_writer_put(w, &c, sizeof(c)), 0);
+	ck_assert_int_eq(ml_writer_put(w, &c, 8), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void bad_end_reason(struct ml_writer *w)
+{
+	struct ml_fmt_meta m = { .end_reason = 0 };
+
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_META), 0);
+	ck_assert_int_eq(ml_writer_put(w, &m, sizeof(m)), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+START_TEST(malformed_structure)
+{
+	ck_assert_str_eq(structure_error(no_meta), "corrupt: no META section");
+	ck_assert_str_eq(structure_error(two_metas), "corrupt: two META sections");
+	ck_assert_str_eq(structure_error(unknown_stack),
+			 "corrupt: counter 0 refers to unknown stack 6");
+	ck_assert_str_eq(structure_error(no_stacks_section),
+			 "corrupt: counter 0 refers to unknown stack 7");
+	ck_assert_str_eq(structure_error(bad_counter_kind), "corrupt: counter 0 has kind 7");
+	ck_assert_str_eq(structure_error(duplicate_counter),
+			 "corrupt: two counters for stack 5, kind 1");
+	ck_assert_str_eq(structure_error(bad_total_kind), "corrupt: total 0 has kind 9");
+	ck_assert_str_eq(structure_error(duplicate_total), "corrupt: two TOTALS sections");
+	ck_assert_str_eq(structure_error(same_total_twice), "corrupt: two totals for kind 2");
+	ck_assert_str_eq(structure_error(bad_timeline_kind),
+			 "corrupt: timeline point 0 has kind 7");
+	ck_assert_str_eq(structure_error(duplicate_stack), "corrupt: stack id 5 appears twice");
+	ck_assert_str_eq(structure_error(stack_id_zero), "corrupt: stack 0 has id 0");
+	ck_assert_str_eq(structure_error(too_deep),
+			 "corrupt: stack 5 is 5 frames deep, max_depth is 4");
+	ck_assert_str_eq(structure_error(depth_overflow),
+			 "corrupt: stack 0 does not fit in the STACKS section");
+	ck_assert_str_eq(structure_error(stack_count_lies),
+			 "corrupt: stack 2 does not fit in the STACKS section");
+	ck_assert_str_eq(structure_error(bad_argc),
+			 "corrupt: META argv holds 3 strings, argc is 2");
+	ck_assert_str_eq(structure_error(module_path_overflow),
+			 "corrupt: module 0 does not fit in the MODULES section");
+	ck_assert_str_eq(structure_error(module_backwards),
+			 "corrupt: module 0 ends (0x4000) before it starts (0x5000)");
+	ck_assert_str_eq(structure_error(counters_size_mismatch),
+			 "corrupt: COUNTERS section has 80 bytes for 1 records of 72");
+	ck_assert_str_eq(structure_error(bad_end_reason), "corrupt: META end reason 0 is unknown");
+}
+END_TEST
+
+/* ---- commit and abort ---- */
+
+START_TEST(commit_no_replace)
+{
+	const char *final = in_dir("taken.prof");
+	const char *other = in_dir("other.prof");
+	struct ml_profile *p = NULL;
+	struct ml_writer w;
+	char tmp[600];
+	size_t len;
+	unsigned char *raw;
+
+	spit(final, "occupied", 8);
+	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", final, (int)getpid());
+	ck_assert_str_eq(w.tmp_path, tmp);
+	ck_assert_int_eq(access(tmp, F_OK), 0);
+	put_meta(&w, 3, 64);
+	ck_assert_int_eq(ml_writer_commit(&w, final, false), -EEXIST);
+	/* The existing file is untouched and the temporary kept for a retry. */
+	raw = slurp(final, &len);
+	ck_assert_uint_eq(len, 8);
+	ck_assert_mem_eq(raw, "occupied", 8);
+	free(raw);
+	ck_assert_int_eq(access(tmp, F_OK), 0);
+	ck_assert_int_eq(ml_writer_commit(&w, other, false), 0);
+	ck_assert_int_eq(access(tmp, F_OK), -1);
+	ck_assert_int_eq(count_files(), 2);
+	ck_assert_int_eq(ml_profile_load(other, &p, errbuf, sizeof(errbuf)), 0);
+	check_meta(p);
+	ml_profile_free(p);
+	/* With replace, the existing file is replaced. */
+	write_small(final);
+	ck_assert_int_eq(count_files(), 2);
+	ck_assert_int_eq(ml_profile_load(final, &p, errbuf, sizeof(errbuf)), 0);
+	ck_assert_uint_eq(p->n_stacks, 3);
+	ml_profile_free(p);
+}
+END_TEST
+
+START_TEST(abort_removes_temp)
+{
+	const char *final = in_dir("aborted.prof");
+	struct ml_writer w;
+
+	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	put_meta(&w, 3, 64);
+	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_STACKS), 0);
+	ck_assert_int_eq(count_files(), 1);
+	ml_writer_abort(&w);
+	ck_assert_int_eq(count_files(), 0);
+	ck_assert_int_eq(access(final, F_OK), -1);
+	/* A second writer on the same name works: O_EXCL found nothing left. */
+	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&(struct ml_writer){ 0 }, final), -EEXIST);
+	ml_writer_abort(&w);
+	ck_assert_int_eq(count_files(), 0);
+}
+END_TEST
+
+START_TEST(writer_misuse)
+{
+	const char *final = in_dir("misuse.prof");
+	struct ml_writer w;
+
+	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_put(&w, "x", 1), -EINVAL);	/* no open section */
+	ml_writer_abort(&w);
+
+	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_META), 0);
+	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_STACKS), -EINVAL);
+	ck_assert_int_eq(ml_writer_put(&w, "x", 1), -EINVAL);	/* sticky */
+	ck_assert_int_eq(ml_writer_commit(&w, final, true), -EINVAL);
+	ml_writer_abort(&w);
+
+	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_META), 0);
+	ck_assert_int_eq(ml_writer_commit(&w, final, true), -EINVAL);	/* section open */
+	ml_writer_abort(&w);
+	ck_assert_int_eq(count_files(), 0);
+
+	ck_assert_int_eq(ml_writer_open(&w, "/nonexistent-dir/x.prof"), -ENOENT);
+	ml_writer_abort(&w);
+}
+END_TEST
+
+START_TEST(fnv1a_vectors)
+{
+	/* Published FNV-1a 64 test vectors. */
+	ck_assert_uint_eq(ml_fnv1a(ML_FNV_INIT, "", 0), 0xcbf29ce484222325ull);
+	ck_assert_uint_eq(ml_fnv1a(ML_FNV_INIT, "a", 1), 0xaf63dc4c8601ec8cull);
+	ck_assert_uint_eq(ml_fnv1a(ML_FNV_INIT, "foobar", 6), 0x85944171f73967e8ull);
+	ck_assert_uint_eq(ml_fnv1a(ml_fnv1a(ML_FNV_INIT, "foo", 3), "bar", 3),
+			  0x85944171f73967e8ull);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("format");
+	TCase *tc = tcase_create("format");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, round_trip);
+	tcase_add_test(tc, round_trip_large);
+	tcase_add_test(tc, truncated_everywhere);
+	tcase_add_test(tc, corrupt_every_byte);
+	tcase_add_test(tc, wrong_magic_and_version);
+	tcase_add_test(tc, empty_dir_missing);
+	tcase_add_test(tc, malformed_structure);
+	tcase_add_test(tc, section_table);
+	tcase_add_test(tc, commit_no_replace);
+	tcase_add_test(tc, abort_removes_temp);
+	tcase_add_test(tc, writer_misuse);
+	tcase_add_test(tc, fnv1a_vectors);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
