@@ -64,6 +64,7 @@ FIX_LDLIBS_jemalloc_cxx := $(JEMALLOC_LIBS)
 FIX_LDLIBS_threads16 := -lpthread
 FIX_CFLAGS_static_prog := -static
 -include tests/fixtures/flags.mk
+-include tests/cuda_double/cuda.mk
 
 EXAMPLE := $(BUILD)/examples/leaky
 

@@ -10,6 +10,7 @@ struct ml_config ml_config = {
 	.max_depth = ML_DEPTH_DEFAULT,
 	.follow = true,
 	.quiet = false,
+	.fast_unwind = true,
 };
 
 /* "0", "no", "false", "off" are false; anything else non-empty is true. */
@@ -39,6 +40,7 @@ void ml_config_load(void)
 	ml_config.quiet = env_bool("MEMLINE_QUIET", false);
 	ml_config.follow = env_bool("MEMLINE_FOLLOW", true);
 	ml_config.max_depth = env_depth();
+	ml_config.fast_unwind = !env_bool("MEMLINE_LIBUNWIND_ONLY", false);
 	const char *dir = getenv("MEMLINE_OUTPUT_DIR");
 	if (dir && *dir && strlen(dir) < sizeof(ml_config.output_dir)) {
 		strcpy(ml_config.output_dir, dir);

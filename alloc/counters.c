@@ -39,9 +39,9 @@ static uint64_t apply_total(uint32_t kind, int64_t delta, uint64_t *peak_before)
 		old.word = seen;
 	}
 	*peak_before = old.peak;
-	/* The coarse clock costs half a TSC read here; the peak's own time
-	 * is taken precisely, and only when it moves. */
-	ml_timeline_note(kind, ml_clock_coarse_ns(), new.live);
+	/* The timeline samples the clock per thread (timeline.c); the peak's
+	 * own time is taken precisely, and only when it moves. */
+	ml_timeline_event(kind, new.live);
 	if (new.peak > old.peak) {
 		uint64_t tsc = ml_tsc();
 		/* Keep the time of the highest peak: {peak, tsc} moves only up. */

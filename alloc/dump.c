@@ -5,11 +5,16 @@
  * predecessor with the same pid already wrote that name. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "alloc/track.h"
 #include "alloc/internal.h"
 #include "common/writer.h"
+#include "lineprof/lineprof.h"
 
 static struct ml_writer writer;
 static char cmdline[65536];
@@ -17,6 +22,7 @@ static char exe[PATH_MAX];
 static char my_path[PATH_MAX];	/* the name this process wrote, if any */
 static pid_t my_path_pid;
 static int busy;
+static volatile pid_t writer_tid;	/* the thread writing, while busy */
 static uint32_t dump_gen;
 
 /* ---- small async-signal-safe string helpers ---- */
@@ -102,6 +108,13 @@ static bool make_path(char *out, size_t cap, uint32_t n)
 }
 
 /* ---- sections ---- */
+
+/* In a signal handler: map the modules of e's frames (dlopen'd ones may be
+ * missing since the last refresh). */
+static void add_stack_modules(struct ml_stack_entry *e, void *arg)
+{
+	ml_modules_add_missing(e->frames, e->depth);
+}
 
 static size_t cmdline_len;
 
@@ -303,6 +316,8 @@ static int write_all_sections(uint32_t reason, int32_t status)
 		return rc;
 	if (reason != ML_END_SIGNAL)	/* dl_iterate_phdr takes the loader lock */
 		ml_modules_refresh();
+	else	/* lock-free: only the modules our stacks point into */
+		ml_stacktab_foreach(add_stack_modules, NULL);
 	dump_gen++;
 	put_meta(reason, status);
 	ml_writer_begin(&writer, ML_SEC_MODULES);
@@ -316,6 +331,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	ml_writer_end(&writer);
 	put_totals(totals);
 	put_timeline(totals);
+	ml_lineprof_write(&writer);
 	rc = commit();
 	if (rc < 0)
 		ml_writer_abort(&writer);
@@ -324,13 +340,36 @@ static int write_all_sections(uint32_t reason, int32_t status)
 
 void ml_dump_after_fork(void)
 {
+	writer_tid = 0;
 	busy = 0;	/* another thread may have been writing at the fork */
+}
+
+void ml_dump_wait_other(void)
+{
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	struct timespec ms = { 0, 1000000 };
+	while (__atomic_load_n(&busy, __ATOMIC_ACQUIRE) && writer_tid != me)
+		nanosleep(&ms, NULL);
 }
 
 int ml_dump_write(uint32_t reason, int32_t status)
 {
-	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+	/* The signals that end a process quietly wait until the file is
+	 * complete (SIGTERM as a process exits, say: Pool.terminate); our
+	 * handler then runs and the process still dies of them. */
+	sigset_t quiet, old;
+	sigemptyset(&quiet);
+	sigaddset(&quiet, SIGTERM);
+	sigaddset(&quiet, SIGINT);
+	sigaddset(&quiet, SIGHUP);
+	sigaddset(&quiet, SIGPIPE);
+	sigaddset(&quiet, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &quiet, &old);
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return -EBUSY;
+	}
+	writer_tid = (pid_t)syscall(SYS_gettid);
 	bool guarded = ml_guard_enter_always();
 	int saved_errno = errno;
 	int rc = write_all_sections(reason, status);
@@ -350,6 +389,8 @@ int ml_dump_write(uint32_t reason, int32_t status)
 	errno = saved_errno;
 	if (guarded)
 		ml_guard_exit();
+	writer_tid = 0;
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "alloc/track.h"
+#include "alloc/internal.h"
 #include "alloc/real.h"
 
 #define ML_EXPORT __attribute__((visibility("default")))
@@ -18,7 +19,16 @@ static inline void guard_release(bool *held)
 
 /* Takes the guard for this scope; released on return and on a C++ exception
  * thrown through the hook (the runtime is built with -fexceptions). */
-#define GUARD bool held __attribute__((cleanup(guard_release))) = ml_guard_enter()
+#define GUARD bool held __attribute__((cleanup(guard_release))) = guard_take()
+
+/* The guard, starting recording on the first call that comes before our
+ * constructor (lifecycle.c). */
+static inline bool guard_take(void)
+{
+	if (__builtin_expect(!ml_core_active, 0))
+		ml_lifecycle_start();
+	return ml_guard_enter();
+}
 
 /* Makes ml_real usable; while dlsym itself allocates, serve it from the
  * bootstrap buffer (the statement given). */
@@ -34,11 +44,14 @@ static inline void guard_release(bool *held)
 	(ml_real.field ? ml_real.field : \
 	 (ml_real.field = (__typeof__(ml_real.field))ml_real_lookup(sym)))
 
-static inline void record(bool held, void *p, size_t size)
+/* Inlined into each hook: the walk starts at the hook's own frame. */
+static inline __attribute__((always_inline)) void record(bool held, void *p, size_t size)
 {
 	if (held && p) {
 		int saved = errno;
+		ML_UNWIND_MARK();
 		ml_track_alloc(p, size, HEAP);
+		ml_unwind_unmark();
 		errno = saved;
 	}
 }

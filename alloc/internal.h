@@ -20,6 +20,7 @@ struct ml_config {
 	uint32_t max_depth;		/* MEMLINE_DEPTH, 1..ML_DEPTH_MAX */
 	bool follow;			/* MEMLINE_FOLLOW (default 1) */
 	bool quiet;			/* MEMLINE_QUIET */
+	bool fast_unwind;		/* not MEMLINE_LIBUNWIND_ONLY (unwind.c) */
 };
 extern struct ml_config ml_config;
 
@@ -121,6 +122,7 @@ struct ml_stack_entry {
 	uint16_t depth;
 	uint16_t flags;			/* ML_STACK_* */
 	uint32_t dump_mark;		/* dump.c: written in the current dump */
+	struct ml_stack_entry *next;	/* stacktab.c: every entry, newest first */
 	struct ml_counter *counter[ML_KIND_COUNT];	/* created on first use */
 	uint64_t frames[];		/* innermost first */
 };
@@ -151,6 +153,38 @@ void ml_stacktab_foreach(void (*fn)(struct ml_stack_entry *e, void *arg), void *
 /* Number of distinct stacks. */
 uint32_t ml_stacktab_count(void);
 
+/* ---- unwind.c: a cached .eh_frame walker for x86-64, libunwind's fast
+ * path (see the file comment for when it declines). ---- */
+/* Creates the rule cache (idempotent).  Returns 0 or -ENOMEM. */
+int ml_unwind_init(void);
+/* Stores the calling thread's return addresses, innermost first, into
+ * buf[0..limit) (limit <= ML_CAPTURE_BUF), as unw_backtrace() would:
+ * buf[0] is a return address into the caller of ml_unwind_fast, the last
+ * one the outermost frame's, or the limit's.  Returns the count, or -1
+ * when some frame's rule is not one it handles (then use libunwind).
+ * Never allocates through malloc; not for signal handlers that may
+ * interrupt a walk on the same thread (they get -1). */
+int ml_unwind_fast(uint64_t *buf, uint32_t limit);
+/* A hook's own frame, where the next walk on this thread may start
+ * instead of walking the runtime's frames.  Set by ML_UNWIND_MARK() in the
+ * hook itself, cleared by the walk and by the hook (ml_unwind_unmark)
+ * before it returns, so that it never outlives that frame. */
+struct ml_unwind_mark { uint64_t pc, sp, bp; };
+extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
+#define ML_UNWIND_MARK() do { \
+	uint64_t pc_, sp_, bp_; \
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" \
+			 : "=&r"(pc_), "=&r"(sp_), "=&r"(bp_)); \
+	ml_tl_mark.pc = pc_; \
+	ml_tl_mark.bp = bp_; \
+	ml_tl_mark.sp = sp_; \
+} while (0)
+static inline void ml_unwind_unmark(void) { ml_tl_mark.sp = 0; }
+/* Forgets every cached rule (after dlclose: the address may be reused). */
+void ml_unwind_flush(void);
+/* In a fork child: release the insert lock. */
+void ml_unwind_after_fork(void);
+
 /* ---- livetab.c: live blocks, address -> (size, counter). ---- */
 struct ml_live_block {
 	uint64_t addr;		/* 0 = empty slot */
@@ -177,6 +211,10 @@ void ml_livetab_reset(void);
 /* Notes that kind's total is now live_bytes at now_ns (ml_clock_coarse_ns).
  * Thread-safe, lock-free except while buckets merge. */
 void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes);
+/* The same for the hot path: kind's total is now live_bytes.  Reads the
+ * clock only every few events per thread and touches the shared bucket
+ * only when the value may raise it (see timeline.c). */
+void ml_timeline_event(uint32_t kind, uint64_t live_bytes);
 /* Calls fn(kind, ns_since_start, max_live_in_bucket) for every non-empty
  * bucket in time order, per kind. */
 void ml_timeline_foreach(void (*fn)(uint32_t kind, uint64_t ns, uint64_t live, void *arg),
@@ -209,6 +247,10 @@ uint64_t ml_clock_tsc_to_ns(uint64_t tsc_delta);
  * flagging those gone as ML_MOD_UNLOADED.  Not async-signal-safe in a
  * strict sense (takes the loader lock); best effort in signal handlers. */
 void ml_modules_refresh(void);
+/* Adds the modules holding any of addrs that the map lacks (dlopen'd
+ * since the last refresh), without the loader lock: for writes from
+ * signal handlers, where ml_modules_refresh must not run. */
+void ml_modules_add_missing(const uint64_t *addrs, uint32_t n);
 /* The range [lo, hi) of the module that holds addr (0,0 if none). */
 void ml_modules_range_of(uint64_t addr, uint64_t *lo, uint64_t *hi);
 /* Marks the module holding addr as the runtime (libmemline). */
@@ -233,6 +275,23 @@ void ml_modules_foreach(void (*fn)(const struct ml_module_rec *m, void *arg), vo
 void ml_dump_init(void);
 /* In a fork child: forget a write another thread had in progress. */
 void ml_dump_after_fork(void);
+/* Waits while another thread writes the profile (a signal handler that
+ * must not let the process die mid-write).  Async-signal-safe. */
+void ml_dump_wait_other(void);
+
+/* ---- lifecycle.c (libmemline.so only) ---- */
+/* Starts recording on the first allocation hook call, before our
+ * constructor, once libc is up (environ set) and the real allocator is
+ * known.  Idempotent, cheap once done; never recurses (guard held). */
+void ml_lifecycle_start(void);
+/* For the exported sigaction/signal wrappers (lineprof/hooks.c), after the
+ * real call succeeded: memline's fatal-signal handlers read as SIG_DFL,
+ * and a program's own action replaces them for good.  sigaction: adjusts
+ * *old; signal: returns the old handler the program should see. */
+struct sigaction;
+void ml_lifecycle_sigaction_seen(int sig, const struct sigaction *act, struct sigaction *old);
+typedef void (*ml_sighandler_t)(int);
+ml_sighandler_t ml_lifecycle_signal_seen(int sig, ml_sighandler_t old);
 
 /* ---- track.c: state shared by the whole core (ml_core_init: track.h). ---- */
 extern volatile int ml_core_active;	/* recording on */

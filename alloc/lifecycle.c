@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "alloc/track.h"
 #include "alloc/internal.h"
 #include "alloc/real.h"
+#include "lineprof/lineprof.h"
 
 #define ML_EXPORT __attribute__((visibility("default")))
 
@@ -24,8 +26,14 @@ static volatile int no_write;		/* a fork child with MEMLINE_FOLLOW=0 */
 /* The process whose profile this memory holds.  A vfork or raw clone child
  * (no atfork handler ran) shares or copies it, and must not write it. */
 static volatile pid_t profiled_pid;
+static const char *self_path;	/* libmemline's path, for exec'd programs' LD_PRELOAD */
+static void save_settings(void);
 
-static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+/* Faults and abort, and the signals whose default action ends the process
+ * quietly (kill, Ctrl-C, a closed terminal, `prog | head`).  Only where
+ * the program left the default action. */
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
+				     SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT };
 
 /* The next definition of sym, looked up on first use. */
 static void *next(const char *sym, void **cache)
@@ -37,11 +45,11 @@ static void *next(const char *sym, void **cache)
 #define NEXT(type, sym) ({ static void *cache_; (type)next(sym, &cache_); })
 
 /* Writes the profile unless this process must not. */
-static void write_profile(uint32_t reason, int32_t status)
+static int write_profile(uint32_t reason, int32_t status)
 {
 	if (no_write || !ml_core_active || getpid() != profiled_pid)
-		return;
-	ml_dump_write(reason, status);
+		return 0;
+	return ml_dump_write(reason, status);
 }
 
 /* ---- fatal signals ---- */
@@ -49,28 +57,64 @@ static void write_profile(uint32_t reason, int32_t status)
 static void on_fatal(int sig, siginfo_t *info, void *uctx)
 {
 	int saved = errno;
-	if (!final_written)
-		write_profile(ML_END_SIGNAL, sig);
+	if (!final_written && write_profile(ML_END_SIGNAL, sig) == -EBUSY)
+		ml_dump_wait_other();	/* another thread is writing: let it finish */
 	/* SA_RESETHAND restored the default action; the raised signal is
 	 * delivered when we return (a fault would also repeat by itself). */
 	raise(sig);
 	errno = saved;
 }
 
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+/* Signals whose action is our handler (the program never set one). */
+static volatile sig_atomic_t ours[NSIG];
+
 /* Installs our handler only where the program left the default action. */
 static void install_signal_handlers(void)
 {
+	sigaction_fn real = NEXT(sigaction_fn, "sigaction");
+	if (!real)
+		return;
 	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+		int sig = fatal_signals[i];
 		struct sigaction old, sa;
-		if (sigaction(fatal_signals[i], NULL, &old) < 0 || old.sa_handler != SIG_DFL ||
+		if (real(sig, NULL, &old) < 0 || old.sa_handler != SIG_DFL ||
 		    (old.sa_flags & SA_SIGINFO))
 			continue;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = on_fatal;
 		sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK | SA_RESTART;
 		sigemptyset(&sa.sa_mask);
-		sigaction(fatal_signals[i], &sa, NULL);
+		ours[sig] = 1;
+		if (real(sig, &sa, NULL) < 0)
+			ours[sig] = 0;
 	}
+}
+
+/* Our handlers are invisible to the program: it reads SIG_DFL where one
+ * of ours is installed (CPython, for one, installs its SIGINT handler,
+ * KeyboardInterrupt, only over SIG_DFL), and any action it sets replaces
+ * ours for good.  Called by the exported sigaction and signal wrappers
+ * (lineprof/hooks.c) after the real call succeeded. */
+void ml_lifecycle_sigaction_seen(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig <= 0 || sig >= NSIG || !ours[sig])
+		return;
+	if (old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction == on_fatal) {
+		memset(old, 0, sizeof(*old));
+		old->sa_handler = SIG_DFL;
+		sigemptyset(&old->sa_mask);
+	}
+	if (act)
+		ours[sig] = 0;
+}
+
+ml_sighandler_t ml_lifecycle_signal_seen(int sig, ml_sighandler_t old)
+{
+	if (sig <= 0 || sig >= NSIG || !ours[sig])
+		return old;
+	ours[sig] = 0;
+	return old == (ml_sighandler_t)(void (*)(void))on_fatal ? SIG_DFL : old;
 }
 
 /* ---- fork ---- */
@@ -89,20 +133,56 @@ static void after_fork_child(void)
 
 /* ---- start-up and exit ---- */
 
+/* 0: recording not started; 1: a thread is starting it; 2: started (or
+ * failed to).  Never goes back: after exit, or in a fork child that must
+ * not record, nothing restarts it. */
+static volatile int start_state;
+
+void ml_lifecycle_start(void)
+{
+	extern char **environ;
+	if (__atomic_load_n(&start_state, __ATOMIC_ACQUIRE))
+		return;
+	/* Before libc's own start-up (the dynamic loader's early mallocs)
+	 * getenv sees nothing: wait for a later call, or the constructor. */
+	if (!environ || !ml_real.ready || ml_real_resolving())
+		return;
+	/* Whoever loses the race passes its call through unrecorded. */
+	if (__atomic_exchange_n(&start_state, 1, __ATOMIC_ACQ_REL))
+		return;
+	bool guarded = ml_guard_enter_always();
+	/* Only what is safe inside any allocation: environment, clocks, mmap'd
+	 * tables, /proc reads.  Locks the caller may hold (atfork, signal
+	 * set-up, the loader's module list) wait for the constructor. */
+	if (ml_core_init((uint64_t)(uintptr_t)&ml_lifecycle_start) < 0)
+		ml_warn("cannot start; the program runs unprofiled");
+	else
+		profiled_pid = getpid();
+	__atomic_store_n(&start_state, 2, __ATOMIC_RELEASE);
+	if (guarded)
+		ml_guard_exit();
+}
+
 __attribute__((constructor(101))) static void ml_lifecycle_init(void)
 {
 	ml_real_resolve();
+	/* Usually already started by the first allocation (libraries'
+	 * constructors run before ours: libstdc++ allocates its emergency
+	 * exception pool there). */
+	ml_lifecycle_start();
 	bool guarded = ml_guard_enter_always();
-	if (ml_core_init((uint64_t)(uintptr_t)&ml_lifecycle_init) < 0) {
-		ml_warn("cannot start; the program runs unprofiled");
+	if (!ml_core_active)
 		goto out;
-	}
-	profiled_pid = getpid();
+	save_settings();
 	if (!ml_config.follow)
 		ml_config_unpreload();
+	Dl_info self;
+	if (dladdr((void *)&ml_lifecycle_start, &self) && self.dli_fname && self.dli_fname[0] == '/')
+		self_path = self.dli_fname;
 	ml_modules_refresh();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	install_signal_handlers();
+	ml_lineprof_init();
 out:
 	if (guarded)
 		ml_guard_exit();
@@ -198,6 +278,7 @@ ML_EXPORT int dlclose(void *handle)
 	if (ml_core_active)
 		ml_modules_refresh();	/* catch it while it is still mapped */
 	int rc = NEXT(dlclose_fn, "dlclose")(handle);
+	ml_unwind_flush();	/* its code addresses may now hold other code */
 	if (ml_core_active)
 		ml_modules_refresh();	/* and flag it unloaded if it went away */
 	return rc;
@@ -206,25 +287,103 @@ ML_EXPORT int dlclose(void *handle)
 /* ---- exec: write the profile first; if exec fails, keep profiling (the
  * next write replaces the same file) ---- */
 
-static char preload_filtered[8192];
+#define PRELOAD_MAX 8192u
 
-/* With MEMLINE_FOLLOW=0, envp without libmemline in LD_PRELOAD; the copy
- * lives in out (n_env + 1 slots). */
-static char *const *exec_env(char *const *envp, char **out, size_t cap)
+/* The LD_PRELOAD entry an exec'd program gets, into buf: without
+ * libmemline when not following; when following, with libmemline first
+ * (a program such as `env LD_PRELOAD=x prog` replaces ours, and the next
+ * program must still be profiled, as valgrind --trace-children does).
+ * value is the current entry's value (NULL if none).  False: keep as is. */
+static bool preload_entry(const char *value, char *buf, size_t cap)
 {
-	if (ml_config.follow || !envp)
-		return envp;
-	size_t n = 0;
-	for (; envp[n] && n + 1 < cap; n++) {
-		out[n] = envp[n];
-		if (strncmp(envp[n], "LD_PRELOAD=", 11) == 0 &&
-		    strlen(envp[n]) < sizeof(preload_filtered)) {
-			strcpy(preload_filtered, envp[n]);
-			ml_config_filter_preload(preload_filtered + 11);
-			out[n] = preload_filtered;
-		}
+	if (!value) {	/* none at all (env -i): ours alone when following */
+		if (!ml_config.follow || !self_path || 11 + strlen(self_path) + 1 > cap)
+			return false;
+		memcpy(buf, "LD_PRELOAD=", 11);
+		strcpy(buf + 11, self_path);
+		return true;
 	}
-	out[n] = NULL;
+	if (strlen(value) + 12 > cap)
+		return false;
+	memcpy(buf, "LD_PRELOAD=", 11);
+	strcpy(buf + 11, value);
+	ml_config_filter_preload(buf + 11);
+	if (!ml_config.follow)
+		return true;
+	if (strcmp(buf + 11, value) != 0 || !self_path)
+		return false;	/* libmemline is there already: leave it as it was */
+	size_t self_len = strlen(self_path), rest = strlen(value);
+	if (11 + self_len + 1 + rest + 1 > cap)
+		return false;
+	memmove(buf + 11 + self_len + (rest ? 1 : 0), buf + 11, rest + 1);
+	memcpy(buf + 11, self_path, self_len);
+	if (rest)
+		buf[11 + self_len] = ':';
+	return true;
+}
+
+/* The MEMLINE_* settings this process started with, for exec'd programs
+ * whose environment lost them (env -i): profiles still go where asked. */
+#define SAVED_ENV_MAX 32u
+static char saved_env_buf[8192];
+static char *saved_env[SAVED_ENV_MAX];
+static uint32_t n_saved_env;
+
+static void save_settings(void)
+{
+	extern char **environ;
+	size_t used = 0;
+	for (char **e = environ; e && *e && n_saved_env < SAVED_ENV_MAX; e++) {
+		if (strncmp(*e, "MEMLINE_", 8) != 0 || !strchr(*e, '='))
+			continue;
+		size_t len = strlen(*e) + 1;
+		if (used + len > sizeof(saved_env_buf))
+			break;
+		memcpy(saved_env_buf + used, *e, len);
+		saved_env[n_saved_env++] = saved_env_buf + used;
+		used += len;
+	}
+}
+
+/* True if envp[0..n) sets the variable of entry "NAME=...". */
+static bool env_has(char *const *envp, size_t n, const char *entry)
+{
+	size_t len = (size_t)(strchr(entry, '=') - entry) + 1;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(envp[i], entry, len) == 0)
+			return true;
+	return false;
+}
+
+/* envp as the exec'd program gets it: LD_PRELOAD per preload_entry and,
+ * when following, the MEMLINE_* settings it lacks.  A copy in out
+ * (env_count(envp) slots) with the LD_PRELOAD entry in pre, or envp
+ * itself when nothing changes. */
+static char *const *exec_env(char *const *envp, char **out, size_t cap, char *pre)
+{
+	if (!envp || (ml_config.follow && !ml_core_active))
+		return envp;
+	size_t n = 0, at = (size_t)-1;
+	for (; envp[n]; n++)
+		if (strncmp(envp[n], "LD_PRELOAD=", 11) == 0)
+			at = n;
+	if (n + 2 + SAVED_ENV_MAX > cap)
+		return envp;
+	bool changed = preload_entry(at == (size_t)-1 ? NULL : envp[at] + 11, pre, PRELOAD_MAX);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		out[k++] = i == at && changed ? pre : envp[i];
+	if (changed && at == (size_t)-1)
+		out[k++] = pre;
+	if (ml_config.follow && (changed || at != (size_t)-1))
+		for (uint32_t i = 0; i < n_saved_env; i++)
+			if (!env_has(envp, n, saved_env[i])) {
+				out[k++] = saved_env[i];
+				changed = true;
+			}
+	if (!changed)
+		return envp;
+	out[k] = NULL;
 	return out;
 }
 
@@ -233,7 +392,7 @@ static size_t env_count(char *const *envp)
 	size_t n = 0;
 	while (envp && envp[n])
 		n++;
-	return n + 1;
+	return n + 2 + SAVED_ENV_MAX;	/* LD_PRELOAD, settings, the NULL */
 }
 
 static void before_exec(void)
@@ -241,42 +400,68 @@ static void before_exec(void)
 	write_profile(ML_END_EXEC, 0);
 }
 
+/* The environment of an exec'd program, on the caller's stack. */
+#define EXEC_ENV(envp, name) \
+	char pre_##name[PRELOAD_MAX]; \
+	char *slots_##name[env_count(envp)]; \
+	char *const *name = exec_env(envp, slots_##name, env_count(envp), pre_##name)
+
 ML_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	typedef int (*fn)(const char *, char *const[], char *const[]);
-	char *env[env_count(envp)];
 	before_exec();
-	return NEXT(fn, "execve")(path, argv, exec_env(envp, env, env_count(envp)));
+	EXEC_ENV(envp, env);
+	return NEXT(fn, "execve")(path, argv, env);
 }
 
 ML_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	typedef int (*fn)(const char *, char *const[], char *const[]);
-	char *env[env_count(envp)];
 	before_exec();
-	return NEXT(fn, "execvpe")(file, argv, exec_env(envp, env, env_count(envp)));
+	EXEC_ENV(envp, env);
+	return NEXT(fn, "execvpe")(file, argv, env);
 }
 
 ML_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	typedef int (*fn)(int, char *const[], char *const[]);
-	char *env[env_count(envp)];
 	before_exec();
-	return NEXT(fn, "fexecve")(fd, argv, exec_env(envp, env, env_count(envp)));
+	EXEC_ENV(envp, env);
+	return NEXT(fn, "fexecve")(fd, argv, env);
 }
 
+/* execv and execvp take the environment from environ: the same with it
+ * (glibc's own execv/execvp call an internal execve we cannot see). */
 ML_EXPORT int execv(const char *path, char *const argv[])
 {
-	typedef int (*fn)(const char *, char *const[]);
-	before_exec();
-	return NEXT(fn, "execv")(path, argv);
+	extern char **environ;
+	return execve(path, argv, environ);
 }
 
 ML_EXPORT int execvp(const char *file, char *const argv[])
 {
-	typedef int (*fn)(const char *, char *const[]);
-	before_exec();
-	return NEXT(fn, "execvp")(file, argv);
+	extern char **environ;
+	return execvpe(file, argv, environ);
+}
+
+/* posix_spawn's child execs through libc internals: give it the same
+ * environment an exec would get (the parent's profile goes on). */
+ML_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			  const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	typedef int (*fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			  const posix_spawnattr_t *, char *const[], char *const[]);
+	EXEC_ENV(envp, env);
+	return NEXT(fn, "posix_spawn")(pid, path, fa, attr, argv, env);
+}
+
+ML_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	typedef int (*fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			  const posix_spawnattr_t *, char *const[], char *const[]);
+	EXEC_ENV(envp, env);
+	return NEXT(fn, "posix_spawnp")(pid, file, fa, attr, argv, env);
 }
 
 /* Collects execl's variadic arguments into argv (on the stack). */

@@ -1,6 +1,8 @@
 /* alloc/modules.c - the module map (dl_iterate_phdr): path, load bias,
  * PT_LOAD range and GNU build-id of every object seen during the run.
  * Modules that were dlclose'd stay in the map, flagged ML_MOD_UNLOADED. */
+#include <dlfcn.h>
+#include <elf.h>
 #include <link.h>
 #include <string.h>
 #include <unistd.h>
@@ -159,5 +161,50 @@ void ml_modules_foreach(void (*fn)(const struct ml_module_rec *m, void *arg), vo
 	ml_spin_lock(&lock);
 	for (uint32_t i = 0; i < n_mods; i++)
 		fn(mods[i], arg);
+	ml_spin_unlock(&lock);
+}
+
+/* ---- for signal handlers: no loader lock ---- */
+
+/* True if addr lies in a module already in the map. */
+static bool known(uint64_t addr)
+{
+	for (uint32_t i = 0; i < n_mods; i++)
+		if (addr >= mods[i]->lo && addr < mods[i]->hi)
+			return true;
+	return false;
+}
+
+/* Adds the module holding addr, found with _dl_find_object (lock-free,
+ * async-signal-safe), its program headers read from its mapped ELF
+ * header.  Best effort: an object whose headers are not mapped where
+ * expected is skipped. */
+static void add_holder(uint64_t addr)
+{
+	struct dl_find_object fo;
+	if (_dl_find_object((void *)(uintptr_t)addr, &fo) != 0 || !fo.dlfo_link_map)
+		return;
+	const ElfW(Ehdr) *eh = fo.dlfo_map_start;
+	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 4096)
+		return;	/* headers beyond the first page: not trusted mapped */
+	struct dl_phdr_info info;
+	memset(&info, 0, sizeof(info));
+	info.dlpi_addr = fo.dlfo_link_map->l_addr;
+	info.dlpi_name = fo.dlfo_link_map->l_name;
+	info.dlpi_phdr = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+	info.dlpi_phnum = eh->e_phnum;
+	bool first = false;	/* never the main program: that one is known */
+	visit(&info, sizeof(info), &first);
+}
+
+void ml_modules_add_missing(const uint64_t *addrs, uint32_t n)
+{
+	if (__atomic_exchange_n(&lock.locked, 1, __ATOMIC_ACQUIRE))
+		return;	/* a refresh was interrupted: leave the map alone */
+	for (uint32_t i = 0; i < n; i++)
+		if (addrs[i] && !known(addrs[i]))
+			add_holder(addrs[i]);
 	ml_spin_unlock(&lock);
 }

@@ -13,6 +13,7 @@
 #define TABLE_LIMIT (TABLE_SLOTS / 4u * 3u)	/* keep probes short */
 
 static struct ml_stack_entry *volatile *slots;
+static struct ml_stack_entry *all;	/* every published entry, newest first */
 static uint32_t next_id = 1;
 static uint32_t n_entries;
 static uint64_t skip_lo, skip_hi;
@@ -26,6 +27,8 @@ int ml_stacktab_init(void)
 	if (p == MAP_FAILED)
 		return -ENOMEM;
 	slots = p;
+	if (ml_unwind_init() < 0)
+		ml_config.fast_unwind = false;
 	/* libunwind keeps a per-thread cache of unwind info: much faster. */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	return 0;
@@ -45,11 +48,15 @@ capture(uint64_t *buf, uint32_t max_depth, uint32_t *flags, uint32_t *skip)
 	/* void * and uint64_t are the same on the 64-bit targets we build for;
 	 * unwinding straight into buf saves a copy on every allocation. */
 	_Static_assert(sizeof(void *) == sizeof(uint64_t), "64-bit only");
-	int want = (int)(max_depth + CAPTURE_SLACK + 1);
-	int n = unw_backtrace((void **)buf, want);
-	uint32_t s = 0;
 	*flags = 0;
 	*skip = 0;
+	int want = (int)(max_depth + CAPTURE_SLACK + 1);
+	int n = -1;
+	if (ml_config.fast_unwind)
+		n = ml_unwind_fast(buf, (uint32_t)want);	/* cached; -1: declined */
+	if (n < 0)
+		n = unw_backtrace((void **)buf, want);
+	uint32_t s = 0;
 	if (n <= 0) {
 		/* Keep counting (totals stay exact) with an empty stack. */
 		ml_warn_once("cannot unwind the stack; some allocations have no call stack");
@@ -148,6 +155,12 @@ struct ml_stack_entry *ml_stacktab_intern(const uint64_t *frames, uint32_t depth
 			if (__atomic_compare_exchange_n(&slots[i], &e, fresh, false,
 							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 				__atomic_fetch_add(&n_entries, 1, __ATOMIC_RELAXED);
+				/* Also on the list the dump walks (no table scan). */
+				struct ml_stack_entry *head = __atomic_load_n(&all, __ATOMIC_RELAXED);
+				do
+					fresh->next = head;
+				while (!__atomic_compare_exchange_n(&all, &head, fresh, true,
+								    __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 				return fresh;
 			}
 			/* Someone filled this slot first: e is now theirs. */
@@ -175,13 +188,10 @@ struct ml_counter *ml_stacktab_counter(struct ml_stack_entry *e, uint32_t kind)
 
 void ml_stacktab_foreach(void (*fn)(struct ml_stack_entry *e, void *arg), void *arg)
 {
-	if (!slots)
-		return;
-	for (uint32_t i = 0; i < TABLE_SLOTS; i++) {
-		struct ml_stack_entry *e = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);
-		if (e)
-			fn(e, arg);
-	}
+	/* An entry joins the list just after its slot: one that is being
+	 * published now may be missed, as with a scan. */
+	for (struct ml_stack_entry *e = __atomic_load_n(&all, __ATOMIC_ACQUIRE); e; e = e->next)
+		fn(e, arg);
 }
 
 uint32_t ml_stacktab_count(void)

@@ -18,6 +18,21 @@ struct kind_line {
 
 static struct kind_line lines[ML_KIND_COUNT];
 static uint64_t start_ns;
+static volatile uint32_t reset_gen = 1;
+
+/* Per thread and kind: what this thread knows of the bucket it last wrote,
+ * so that most events cost no clock read and no shared access. */
+#define CLOCK_EVERY 16u
+struct thread_line {
+	uint32_t gen;		/* reset_gen it belongs to (0: never used) */
+	uint32_t countdown;	/* events left before the clock is read again */
+	uint64_t now_ns;	/* the clock at the last read */
+	uint64_t idx;		/* the bucket now_ns fell in, at shift */
+	uint32_t shift;
+	uint64_t known;		/* that bucket holds at least this (max live + 1) */
+};
+static __thread struct thread_line tl_lines[ML_KIND_COUNT]
+	__attribute__((tls_model("initial-exec")));
 
 void ml_timeline_reset(uint64_t now_ns)
 {
@@ -25,6 +40,7 @@ void ml_timeline_reset(uint64_t now_ns)
 	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
 		lines[k].shift = START_SHIFT;
 	start_ns = now_ns;
+	__atomic_add_fetch(&reset_gen, 1, __ATOMIC_RELEASE);
 }
 
 /* Halves the resolution until index idx of the old width fits. */
@@ -43,15 +59,16 @@ static void widen(struct kind_line *l, uint32_t seen_shift)
 	ml_spin_unlock(&l->lock);
 }
 
-void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes)
+/* Raises the bucket of now_ns to at least value; returns what the bucket
+ * holds afterwards, or 0 if the timeline is not started. */
+static uint64_t raise_bucket(uint32_t kind, uint64_t now_ns, uint64_t value)
 {
 	struct kind_line *l = &lines[kind];
-	uint64_t value = live_bytes + 1;
 	uint64_t t = now_ns > start_ns ? now_ns - start_ns : 0;
 	for (;;) {
 		uint32_t shift = __atomic_load_n(&l->shift, __ATOMIC_ACQUIRE);
 		if (shift == 0)
-			return;		/* not started (reset not called) */
+			return 0;	/* not started (reset not called) */
 		uint64_t idx = t >> shift;
 		if (idx >= ML_TIMELINE_POINTS) {
 			widen(l, shift);
@@ -65,8 +82,42 @@ void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes)
 		/* A merge that raced with us may have moved the buckets: redo
 		 * (a max is idempotent). */
 		if (__atomic_load_n(&l->shift, __ATOMIC_ACQUIRE) == shift)
-			return;
+			return cur > value ? cur : value;
 	}
+}
+
+void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes)
+{
+	raise_bucket(kind, now_ns, live_bytes + 1);
+}
+
+/* The clock is read every CLOCK_EVERY events of a thread (an event is
+ * placed up to that many of the thread's events late: microseconds, where
+ * a bucket is at least 4 ms).  Between reads, an event whose value does not
+ * exceed what the thread already saw in its bucket changes nothing and is
+ * skipped.  A bucket only grows (merges take maxima), so "known" stays a
+ * lower bound of the bucket holding now_ns; every value is still applied
+ * whenever it could raise a bucket. */
+void ml_timeline_event(uint32_t kind, uint64_t live_bytes)
+{
+	struct thread_line *t = &tl_lines[kind];
+	uint64_t value = live_bytes + 1;
+	uint32_t gen = __atomic_load_n(&reset_gen, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(t->gen != gen || t->countdown == 0, 0)) {
+		uint64_t now = ml_clock_coarse_ns();
+		uint32_t shift = __atomic_load_n(&lines[kind].shift, __ATOMIC_ACQUIRE);
+		uint64_t idx = (now > start_ns ? now - start_ns : 0) >> (shift ? shift : 1);
+		if (t->gen != gen || idx != t->idx || shift != t->shift)
+			t->known = 0;
+		t->gen = gen;
+		t->now_ns = now;
+		t->idx = idx;
+		t->shift = shift;
+		t->countdown = CLOCK_EVERY;
+	}
+	t->countdown--;
+	if (value > t->known)
+		t->known = raise_bucket(kind, t->now_ns, value);
 }
 
 void ml_timeline_foreach(void (*fn)(uint32_t kind, uint64_t ns, uint64_t live, void *arg),

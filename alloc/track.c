@@ -4,6 +4,7 @@
  * tests) after ml_core_init(). */
 #include "alloc/track.h"
 #include "alloc/internal.h"
+#include "lineprof/lineprof.h"
 
 volatile int ml_core_active;
 volatile uint32_t ml_core_flags;
@@ -70,6 +71,7 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	struct ml_counter *c = counter_here(kind);
 	if (c)
 		add_block(ptr, size, c);
+	ml_lineprof_note_alloc(size);
 }
 
 size_t ml_track_free(void *ptr, enum ml_kind kind)
@@ -147,6 +149,7 @@ void ml_core_after_fork(void)
 	/* Other threads vanished at the fork, maybe holding locks: reset them. */
 	ml_arena_after_fork();
 	ml_modules_after_fork();
+	ml_unwind_after_fork();
 	ml_dump_after_fork();
 	ml_livetab_reset();
 	ml_counters_reset_totals();

@@ -121,7 +121,9 @@ enum ml_kind {
 	ML_KIND_CUDA_POOL = 4,	/* stream-ordered allocations */
 	ML_KIND_CUDA_VMM = 5,	/* physical bytes from cuMemCreate */
 	ML_KIND_CUDA_ARRAY = 6,
-	ML_KIND_COUNT = 7,
+	ML_KIND_CUDA_MAPPED = 7,	/* VMM address ranges mapped by cuMemMap */
+	ML_KIND_CUDA_RESERVED = 8,	/* VMM address space from cuMemAddressReserve */
+	ML_KIND_COUNT = 9,
 };
 
 /* ML_SEC_COUNTERS record: one per (stack, kind) that saw an event. */
@@ -159,5 +161,52 @@ struct ml_fmt_timepoint {
 	uint64_t time_ns;	/* since start-up */
 	uint64_t live_bytes;
 };
+
+/* ML_SEC_SAMPLES payload (line timer, lineprof/): record 0 is one
+ * ml_fmt_sampling; records 1..count-1 are ml_fmt_sample + depth uint64_t
+ * frames (innermost first; frame 0 is the interrupted instruction pointer,
+ * flags has ML_STACK_EXACT_IP).  Samples are aggregated per (thread, stack). */
+struct ml_fmt_sampling {
+	uint64_t period_ns;	/* nanoseconds of the clock per sample */
+	uint64_t samples;	/* samples counted into the records */
+	uint64_t dropped;	/* samples lost (table full, no stack) */
+	uint32_t clock;		/* enum ml_fmt_clock */
+	uint32_t flags;		/* ML_SAMPLING_* */
+	uint32_t threads;	/* threads that were sampled */
+	uint32_t reserved;
+	uint64_t reserved2;
+};
+
+enum ml_fmt_clock {
+	ML_CLOCK_CPU = 1,	/* each thread's CPU time (CLOCK_THREAD_CPUTIME_ID) */
+	ML_CLOCK_WALL = 2,	/* wall time (CLOCK_MONOTONIC), blocked time included */
+};
+
+#define ML_SAMPLING_STEPPED_ASIDE 0x1u	/* the program took SIGPROF; sampling stopped */
+
+struct ml_fmt_sample {
+	uint32_t tid;		/* kernel thread id */
+	uint32_t depth;
+	uint32_t flags;		/* ML_STACK_* */
+	uint32_t reserved;
+	uint64_t count;		/* samples with this (tid, stack) */
+};
+
+/* ML_SEC_REGIONS record: this struct, then name_len bytes of name, padded.
+ * Regions (memline.h, NVTX ranges) form a tree: parent 0 is the root.
+ * Times are wall time (CLOCK_MONOTONIC) between begin and end; a region
+ * still open when the profile is written is not counted. */
+struct ml_fmt_region {
+	uint32_t id;		/* > 0, unique in the file */
+	uint32_t parent;	/* 0: a top-level region; else an earlier record's id */
+	uint32_t name_len;
+	uint32_t flags;		/* ML_REGION_* */
+	uint64_t count;		/* begin/end pairs completed */
+	uint64_t total_ns;	/* summed duration, children included */
+	uint64_t alloc_bytes;	/* heap bytes allocated inside, children included */
+	uint64_t allocs;
+};
+
+#define ML_REGION_NVTX 0x1u	/* came from an NVTX range */
 
 #endif

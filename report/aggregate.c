@@ -22,12 +22,49 @@ struct agg_priv {
 
 static const char *const kind_names[ML_KIND_COUNT] = {
 	"heap", "cuda_device", "cuda_managed", "cuda_pinned", "cuda_pool",
-	"cuda_vmm", "cuda_array",
+	"cuda_vmm", "cuda_array", "cuda_mapped", "cuda_reserved",
 };
 
 const char *ml_kind_name(enum ml_kind kind)
 {
 	return (unsigned)kind < ML_KIND_COUNT ? kind_names[kind] : "unknown";
+}
+
+int ml_kind_parse(const char *name)
+{
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		if (strcmp(kind_names[k], name) == 0)
+			return k;
+	return -1;
+}
+
+const char *ml_kind_list(void)
+{
+	return "heap, cuda_device, cuda_managed, cuda_pinned, cuda_pool, cuda_vmm, "
+	       "cuda_array, cuda_mapped, cuda_reserved";
+}
+
+bool ml_kind_is_gpu(enum ml_kind kind)
+{
+	return kind == ML_KIND_CUDA_DEVICE || kind == ML_KIND_CUDA_MANAGED ||
+	       kind == ML_KIND_CUDA_POOL || kind == ML_KIND_CUDA_VMM || kind == ML_KIND_CUDA_ARRAY;
+}
+
+struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind)
+{
+	struct ml_amount sum = { 0 };
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		if (ml_kind_is_gpu((enum ml_kind)k))
+			ml_amount_add(&sum, &per_kind[k]);
+	return sum;
+}
+
+bool ml_agg_has_cuda(const struct ml_agg *a)
+{
+	for (int k = 1; k < ML_KIND_COUNT; k++)
+		if (a->totals[k].allocs || (a->profile->kinds_present & (1u << k)))
+			return true;
+	return false;
 }
 
 void ml_amount_add_counter(struct ml_amount *dst, const struct ml_fmt_counter *c)
@@ -214,8 +251,29 @@ static int push_frame(struct ml_agg_stack *st, size_t *cap, const struct ml_fram
 	return 0;
 }
 
-/* The program frames of ps, innermost first: memline's own removed,
- * inlined calls expanded. */
+/* True for an allocation entry point inlined at the call site: glibc's
+ * dynamic loader calls malloc through inline wrappers named malloc, calloc,
+ * realloc, free (rtld-malloc.h), so the innermost return address of such
+ * an allocation (e.g. allocate_dtv's TLS calloc in pthread_create)
+ * symbolizes as "calloc" inlined into the caller.  The runtime already
+ * dropped its own frames; this is the allocation entry point of DESIGN.md's
+ * attribution rule, which only symbols can show. */
+static bool inlined_alloc_entry(const struct ml_frame *fr)
+{
+	static const char *const names[] = {
+		"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
+		"aligned_alloc", "memalign", "valloc", "pvalloc",
+	};
+	if (!fr->inlined || !fr->function)
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(fr->function, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The program frames of ps, innermost first: memline's own removed, the
+ * allocation entry point removed, inlined calls expanded. */
 static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st)
 {
 	size_t cap = 0;
@@ -231,6 +289,8 @@ static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct m
 		for (size_t k = 0; k < n; k++) {
 			if (frames[k].runtime)
 				continue;
+			if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
+				continue;	/* the entry point, not the program */
 			if (push_frame(st, &cap, &frames[k]) < 0)
 				return -ENOMEM;
 		}
@@ -368,6 +428,62 @@ static int attribute_stack(struct ml_agg *a, size_t si)
 	return 0;
 }
 
+/* Charges one sample record: self to its innermost program function and
+ * line, inclusive once to every function and line on its stack (a line's
+ * time includes the calls made from it, as line_profiler's does). */
+static int attribute_sample(struct ml_agg *a, size_t si)
+{
+	const struct ml_sample *sm = &a->profile->samples[si];
+	const struct ml_stack ps = { .id = 0, .depth = sm->depth, .flags = sm->flags,
+				     .frames = sm->frames };
+	struct ml_agg_stack st = { 0 };
+	struct agg_priv *pv = a->priv;
+	char key[512];
+	int err = symbolize_stack(a, &ps, &st);
+	a->total_samples += sm->count;
+	if (err < 0 || st.n_frames == 0) {
+		long f = err < 0 ? err : func_lookup(a, ML_AGG_UNKNOWN, NULL);
+		if (f >= 0) {
+			a->funcs[f].self_samples += sm->count;
+			a->funcs[f].total_samples += sm->count;
+		}
+		free(st.frames);
+		return f < 0 ? -ENOMEM : 0;
+	}
+	for (size_t i = 0; i < st.n_frames && err == 0; i++) {
+		const struct ml_frame *fr = st.frames[i];
+		const char *name = function_key(fr, key, sizeof(key));
+		pv->scratch_name = key;
+		long f = func_lookup(a, name, fr->module);
+		pv->scratch_name = NULL;
+		if (f < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		if (i == 0)
+			a->funcs[f].self_samples += sm->count;
+		if (a->funcs[f].seen_sample != si + 1) {
+			a->funcs[f].seen_sample = si + 1;
+			a->funcs[f].total_samples += sm->count;
+		}
+		if (!fr->file || fr->line <= 0)
+			continue;
+		long l = line_lookup(a, fr);
+		if (l < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		if (i == 0)
+			a->lines[l].self_samples += sm->count;
+		if (a->lines[l].seen_sample != si + 1) {
+			a->lines[l].seen_sample = si + 1;
+			a->lines[l].total_samples += sm->count;
+		}
+	}
+	free(st.frames);
+	return err;
+}
+
 int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct ml_agg **out)
 {
 	int err = -ENOMEM;
@@ -384,6 +500,11 @@ int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct
 		goto fail;
 	for (size_t i = 0; i < a->n_stacks; i++) {
 		err = attribute_stack(a, i);
+		if (err < 0)
+			goto fail;
+	}
+	for (size_t i = 0; i < p->n_samples; i++) {
+		err = attribute_sample(a, i);
 		if (err < 0)
 			goto fail;
 	}

@@ -43,6 +43,9 @@ struct ml_agg_func {
 	struct ml_amount self[ML_KIND_COUNT];	/* innermost program frame here */
 	struct ml_amount total[ML_KIND_COUNT];	/* anywhere on the stack, once */
 	size_t seen;			/* internal: last stack index + 1 */
+	uint64_t self_samples;		/* line timer: innermost program frame here */
+	uint64_t total_samples;		/* on the sampled stack, once per sample */
+	size_t seen_sample;		/* internal: last sample index + 1 */
 };
 
 struct ml_agg_line {
@@ -52,6 +55,8 @@ struct ml_agg_line {
 	struct ml_amount self[ML_KIND_COUNT];
 	struct ml_amount total[ML_KIND_COUNT];
 	size_t seen;
+	uint64_t self_samples, total_samples;	/* as for functions */
+	size_t seen_sample;
 };
 
 struct ml_agg {
@@ -64,6 +69,7 @@ struct ml_agg {
 	struct ml_agg_line *lines;
 	size_t n_lines;
 	struct ml_amount totals[ML_KIND_COUNT];	/* sum of every counter */
+	uint64_t total_samples;		/* every sample of the profile */
 	void *priv;
 };
 
@@ -85,5 +91,16 @@ void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src);
 
 /* A short name for a kind: "heap", "cuda_device", ... */
 const char *ml_kind_name(enum ml_kind kind);
+/* The kind with this name, or -1; and every name, separated by ", ". */
+int ml_kind_parse(const char *name);
+const char *ml_kind_list(void);
+/* True for the kinds that are GPU memory the program owns (device, managed,
+ * pool, VMM physical, arrays): what the CUDA Mem columns sum.  Pinned host
+ * memory and VMM address space are shown on their own. */
+bool ml_kind_is_gpu(enum ml_kind kind);
+/* The sum of amounts over the GPU kinds. */
+struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind);
+/* True when the profile saw any CUDA kind. */
+bool ml_agg_has_cuda(const struct ml_agg *a);
 
 #endif

@@ -6,29 +6,32 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "report/cli.h"
+#include "report/coverage.h"
 #include "report/resolver.h"
 #include "report/views.h"
 
-enum view { VIEW_NONE = -1, VIEW_LEAKS, VIEW_PEAK, VIEW_OPS, VIEW_LINES };
+enum view { VIEW_NONE = -1, VIEW_LEAKS, VIEW_PEAK, VIEW_OPS, VIEW_LINES, VIEW_REGIONS,
+	     VIEW_COUNT };
 
-static const char *const view_names[] = { "leaks", "peak", "ops", "lines" };
+static const char *const view_names[] = { "leaks", "peak", "ops", "lines", "regions" };
 
 typedef int (*view_fn)(const struct ml_agg *, const struct ml_view_opts *, FILE *, struct ml_json *);
-static const view_fn view_fns[] = { ml_view_leaks, ml_view_peak, ml_view_ops, ml_view_lines };
+static const view_fn view_fns[] = { ml_view_leaks, ml_view_peak, ml_view_ops, ml_view_lines,
+				    ml_view_regions };
 
 struct report_args {
 	char **files;
 	size_t n_files;
 	enum view view;
 	bool json;
-	bool limit_set, sort_set;
+	bool limit_set, sort_set, unit_set;
 	const char **functions;
 	struct ml_view_opts vo;
 };
 
 static int parse_view(const char *s)
 {
-	for (int v = 0; v < 4; v++)
+	for (int v = 0; v < VIEW_COUNT; v++)
 		if (strcmp(s, view_names[v]) == 0)
 			return v;
 	return VIEW_NONE;
@@ -72,6 +75,29 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 						  v ? v : "", ml_ops_key_list());
 		ra->vo.sort = (enum ml_ops_key)key;
 		ra->sort_set = true;
+	} else if ((v = opt_value(argc, argv, i, "--kind", &m)), m) {
+		int k = v ? ml_kind_parse(v) : -1;
+		if (k < 0)
+			return ml_cli_usage_error("report: unknown kind '%s'; valid kinds: %s",
+						  v ? v : "", ml_kind_list());
+		ra->vo.kind = (enum ml_kind)k;
+	} else if ((v = opt_value(argc, argv, i, "--top", &m)), m) {
+		char *end;
+		errno = 0;
+		long n = v ? strtol(v, &end, 10) : -1;
+		if (!v || errno || *end || end == v || n < 1)
+			return ml_cli_usage_error("report: --top takes a number of functions (1 or more)");
+		ra->vo.top = n;
+	} else if (((v = opt_value(argc, argv, i, "--unit", &m)), m) ||
+		   ((v = opt_value(argc, argv, i, "-u", &m)), m)) {
+		char *end;
+		errno = 0;
+		double u = v ? strtod(v, &end) : -1;
+		if (!v || errno || *end || end == v || !(u > 0) || u > 1e6)
+			return ml_cli_usage_error("report: --unit takes a time unit in seconds "
+						  "(e.g. 1e-6, 1e-3, 1)");
+		ra->vo.unit = u;
+		ra->unit_set = true;
 	} else if ((v = opt_value(argc, argv, i, "--function", &m)), m) {
 		if (!v || !*v)
 			return ml_cli_usage_error("report: --function needs a function name");
@@ -86,13 +112,17 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 static int check_args(const struct report_args *ra)
 {
 	if (ra->view == VIEW_NONE)
-		return ml_cli_usage_error("report: no view given (one of leaks, peak, ops, lines)");
+		return ml_cli_usage_error("report: no view given (one of leaks, peak, ops, lines, regions)");
 	if (ra->sort_set && ra->view != VIEW_OPS)
 		return ml_cli_usage_error("report: --sort only applies to the ops view");
 	if (ra->vo.n_functions && ra->view != VIEW_LINES)
 		return ml_cli_usage_error("report: --function only applies to the lines view");
-	if (ra->view == VIEW_LINES && !ra->vo.n_functions)
-		return ml_cli_usage_error("report: lines needs --function NAME");
+	if (ra->view == VIEW_LINES && !ra->vo.n_functions && !ra->vo.top)
+		return ml_cli_usage_error("report: lines needs --function NAME or --top N");
+	if (ra->view == VIEW_LINES && ra->vo.n_functions && ra->vo.top)
+		return ml_cli_usage_error("report: lines takes --function NAME or --top N, not both");
+	if ((ra->vo.top || ra->unit_set) && ra->view != VIEW_LINES)
+		return ml_cli_usage_error("report: --top and --unit only apply to the lines view");
 	if (ra->limit_set && ra->view == VIEW_LINES)
 		return ml_cli_usage_error("report: --limit does not apply to the lines view");
 	return 0;
@@ -218,7 +248,8 @@ static void header_text(FILE *out, const struct ml_profile *p, bool first)
 /* Writes one profile's JSON document around the view.  The document goes
  * to a buffer first, so a failed view leaves no half document in j.
  * Returns the view's result (0 or -errno). */
-static int show_json(const struct report_args *ra, const struct ml_agg *agg, struct ml_json *j)
+static int show_json(const struct report_args *ra, const struct ml_view_opts *vo,
+		     const struct ml_agg *agg, struct ml_json *j)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -239,7 +270,7 @@ static int show_json(const struct report_args *ra, const struct ml_agg *agg, str
 	profile_json(&doc, agg->profile);
 	ml_json_key(&doc, view_names[ra->view]);
 	ml_json_object_begin(&doc);
-	int err = view_fns[ra->view](agg, &ra->vo, NULL, &doc);
+	int err = view_fns[ra->view](agg, vo, NULL, &doc);
 	ml_json_object_end(&doc);
 	ml_json_object_end(&doc);
 	fclose(mem);
@@ -258,6 +289,7 @@ static int report_one(const struct report_args *ra, const struct ml_profile *p, 
 {
 	struct ml_symbolizer *sym = NULL;
 	struct ml_agg *agg = NULL;
+	struct ml_cov *cov = NULL;
 	struct ml_resolver r;
 	int err = ml_sym_open(p, &sym);
 	if (err < 0) {
@@ -265,6 +297,11 @@ static int report_one(const struct report_args *ra, const struct ml_profile *p, 
 		goto out;
 	}
 	ml_resolver_from_symbolizer(&r, sym);
+	struct ml_view_opts vo = ra->vo;
+	if (p->has_samples && (ra->view == VIEW_LINES || ra->view == VIEW_OPS) &&
+	    ml_cov_load(p->exe, p->path, p->meta.start_realtime_ns, &cov) < 0)
+		cov = NULL;
+	vo.cov = cov;
 	err = ml_agg_build(p, &r, &agg);
 	if (err < 0) {
 		fprintf(stderr, "memline: %s: %s\n", p->path, strerror(-err));
@@ -275,12 +312,13 @@ static int report_one(const struct report_args *ra, const struct ml_profile *p, 
 			"recording; its numbers may be incomplete\n", p->path);
 	if (!j && ra->n_files > 1)
 		header_text(stdout, p, first);
-	err = j ? show_json(ra, agg, j) : view_fns[ra->view](agg, &ra->vo, stdout, NULL);
+	err = j ? show_json(ra, &vo, agg, j) : view_fns[ra->view](agg, &vo, stdout, NULL);
 	/* -ENOENT: the view has said what it could not find. */
 	if (err < 0 && err != -ENOENT)
 		fprintf(stderr, "memline: %s: %s\n", p->path, strerror(-err));
 out:
 	ml_agg_free(agg);
+	ml_cov_free(cov);
 	if (sym)
 		ml_sym_close(sym);
 	return err < 0 ? ML_EXIT_FAIL : 0;

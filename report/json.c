@@ -123,3 +123,12 @@ void ml_json_finish(struct ml_json *j)
 {
 	fputc('\n', j->out);
 }
+
+void ml_json_double(struct ml_json *j, double v)
+{
+	before_item(j);
+	if (v != v || v > 1e300 || v < -1e300)
+		fputs("null", j->out);
+	else
+		fprintf(j->out, "%.9g", v);
+}

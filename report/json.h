@@ -35,6 +35,8 @@ void ml_json_u64(struct ml_json *j, uint64_t v);
 void ml_json_i64(struct ml_json *j, int64_t v);
 void ml_json_bool(struct ml_json *j, bool v);
 void ml_json_null(struct ml_json *j);
+/* A number with up to 9 significant digits (null if not finite). */
+void ml_json_double(struct ml_json *j, double v);
 
 /* Writes s as a quoted, escaped JSON string to out (no commas, no layout). */
 void ml_json_write_escaped(FILE *out, const char *s);

@@ -2,6 +2,7 @@
 #ifndef ML_REPORT_PROFILE_H
 #define ML_REPORT_PROFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "common/format.h"
@@ -21,6 +22,24 @@ struct ml_stack {
 	const uint64_t *frames;		/* innermost first */
 };
 
+/* A SAMPLES record: samples of one thread with one stack (line timer). */
+struct ml_sample {
+	uint32_t tid;
+	uint32_t depth;
+	uint32_t flags;			/* ML_STACK_*: frame 0 is an exact IP */
+	uint64_t count;
+	const uint64_t *frames;		/* innermost first */
+};
+
+/* A REGIONS record: a node of the region tree (memline.h, NVTX). */
+struct ml_region {
+	uint32_t id;
+	uint32_t parent;		/* 0: top level; else an earlier region's id */
+	uint32_t flags;			/* ML_REGION_* */
+	const char *name;
+	uint64_t count, total_ns, alloc_bytes, allocs;
+};
+
 struct ml_profile {
 	const char *path;		/* the file it was read from */
 	struct ml_fmt_meta meta;
@@ -36,6 +55,12 @@ struct ml_profile {
 	uint32_t kinds_present;		/* bit k set: totals[k] came from the file */
 	struct ml_fmt_timepoint *timeline;
 	size_t n_timeline;
+	bool has_samples;		/* a SAMPLES section: the run used --lines */
+	struct ml_fmt_sampling sampling;	/* its header record */
+	struct ml_sample *samples;
+	size_t n_samples;
+	struct ml_region *regions;	/* in file order: parents first */
+	size_t n_regions;
 	void *priv;			/* owned storage */
 };
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_TIMELINE + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_REGIONS + 1)
 
 _Static_assert(sizeof(struct ml_fmt_meta) == 64, "meta layout");
 _Static_assert(sizeof(struct ml_fmt_module) == 40, "module layout");
@@ -23,6 +23,9 @@ _Static_assert(sizeof(struct ml_fmt_stack) == 16, "stack layout");
 _Static_assert(sizeof(struct ml_fmt_counter) == 72, "counter layout");
 _Static_assert(sizeof(struct ml_fmt_total) == 72, "total layout");
 _Static_assert(sizeof(struct ml_fmt_timepoint) == 24, "timepoint layout");
+_Static_assert(sizeof(struct ml_fmt_sampling) == 48, "sampling layout");
+_Static_assert(sizeof(struct ml_fmt_sample) == 24, "sample layout");
+_Static_assert(sizeof(struct ml_fmt_region) == 48, "region layout");
 
 /* Everything a profile owns; ml_profile.priv points here. */
 struct owned {
@@ -59,6 +62,7 @@ struct cursor {
 static const char *const section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_META] = "META", [ML_SEC_MODULES] = "MODULES", [ML_SEC_STACKS] = "STACKS",
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
+	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS",
 };
 
 static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -455,6 +459,108 @@ static int parse_timeline(struct parse *ps)
 	return 0;
 }
 
+/* SAMPLES: the sampling header, then (tid, stack, count) records. */
+static int parse_samples(struct parse *ps)
+{
+	const struct span *s = &ps->sec[ML_SEC_SAMPLES];
+	struct cursor c = { s->payload, s->size };
+	struct ml_profile *p = ps->p;
+	uint32_t max_depth = p->meta.max_depth ? p->meta.max_depth : 256;
+	uint64_t sum = 0;
+
+	if (!s->seen)
+		return 0;
+	if (s->count < 1 || !take_record(&c, &p->sampling, sizeof(p->sampling), 0, NULL))
+		return BAD(ps, "corrupt: SAMPLES section has no sampling record");
+	if (p->sampling.period_ns == 0 || (p->sampling.clock != ML_CLOCK_CPU &&
+					   p->sampling.clock != ML_CLOCK_WALL))
+		return BAD(ps, "corrupt: SAMPLES period %llu ns, clock %u",
+			   (unsigned long long)p->sampling.period_ns, p->sampling.clock);
+	if (s->count - 1 > s->size / sizeof(struct ml_fmt_sample))
+		return BAD(ps, "corrupt: SAMPLES section too small for %u records", s->count);
+	p->samples = calloc((size_t)s->count, sizeof(*p->samples));
+	if (!p->samples)
+		return set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	p->has_samples = true;
+	for (uint32_t i = 1; i < s->count; i++) {
+		struct ml_fmt_sample fs;
+		const unsigned char *frames;
+		struct ml_sample *sm = &p->samples[p->n_samples];
+
+		if (!peek(&c, &fs, sizeof(fs)) ||
+		    !take_record(&c, &fs, sizeof(fs), (uint64_t)fs.depth * sizeof(uint64_t), &frames))
+			return BAD(ps, "corrupt: sample record %u does not fit in the SAMPLES section", i);
+		if (fs.depth == 0 || fs.depth > max_depth)
+			return BAD(ps, "corrupt: sample record %u is %u frames deep", i, fs.depth);
+		if (fs.count == 0 || fs.count > UINT64_MAX - sum)
+			return BAD(ps, "corrupt: sample record %u counts %llu", i,
+				   (unsigned long long)fs.count);
+		sum += fs.count;
+		sm->tid = fs.tid;
+		sm->depth = fs.depth;
+		sm->flags = fs.flags;
+		sm->count = fs.count;
+		sm->frames = (const uint64_t *)(const void *)frames;	/* 8-aligned */
+		p->n_samples++;
+	}
+	if (c.left)
+		return BAD(ps, "corrupt: %llu stray bytes after the last sample",
+			   (unsigned long long)c.left);
+	if (sum != p->sampling.samples)
+		return BAD(ps, "corrupt: SAMPLES records hold %llu samples, the header says %llu",
+			   (unsigned long long)sum, (unsigned long long)p->sampling.samples);
+	return 0;
+}
+
+/* REGIONS: a tree; every parent is an earlier record. */
+static int parse_regions(struct parse *ps)
+{
+	const struct span *s = &ps->sec[ML_SEC_REGIONS];
+	struct cursor c = { s->payload, s->size };
+	struct ml_profile *p = ps->p;
+
+	if (!s->seen || !s->count)
+		return s->seen && s->size ? BAD(ps, "corrupt: REGIONS section has bytes but no records") : 0;
+	if (s->count > s->size / sizeof(struct ml_fmt_region))
+		return BAD(ps, "corrupt: REGIONS section too small for %u records", s->count);
+	p->regions = calloc(s->count, sizeof(*p->regions));
+	if (!p->regions)
+		return set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < s->count; i++) {
+		struct ml_fmt_region fr;
+		const unsigned char *name;
+		struct ml_region *r = &p->regions[i];
+		bool parent_ok;
+
+		if (!peek(&c, &fr, sizeof(fr)) ||
+		    !take_record(&c, &fr, sizeof(fr), fr.name_len, &name))
+			return BAD(ps, "corrupt: region %u does not fit in the REGIONS section", i);
+		parent_ok = fr.parent == 0;
+		for (uint32_t k = 0; k < i; k++) {
+			if (p->regions[k].id == fr.id)
+				return BAD(ps, "corrupt: region id %u appears twice", fr.id);
+			parent_ok = parent_ok || p->regions[k].id == fr.parent;
+		}
+		if (fr.id == 0 || !parent_ok)
+			return BAD(ps, "corrupt: region %u has id %u, parent %u", i, fr.id, fr.parent);
+		r->id = fr.id;
+		r->parent = fr.parent;
+		r->flags = fr.flags;
+		r->count = fr.count;
+		r->total_ns = fr.total_ns;
+		r->alloc_bytes = fr.alloc_bytes;
+		r->allocs = fr.allocs;
+		r->name = copy_string(ps->o, name, fr.name_len);
+		if (!r->name || memchr(name, '\0', fr.name_len))
+			return BAD(ps, "corrupt: region %u name", i);
+		p->n_regions++;
+	}
+	if (c.left)
+		return BAD(ps, "corrupt: %llu stray bytes after the last region",
+			   (unsigned long long)c.left);
+	return 0;
+}
+
 /* Sets up an empty profile owning data (len bytes) and room for strings. */
 static struct ml_profile *profile_new(unsigned char *data, size_t len, const char *path)
 {
@@ -510,6 +616,10 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		rc = parse_totals(&ps);
 	if (!rc)
 		rc = parse_timeline(&ps);
+	if (!rc)
+		rc = parse_samples(&ps);
+	if (!rc)
+		rc = parse_regions(&ps);
 	if (rc) {
 		ml_profile_free(ps.p);
 		return rc;
@@ -613,6 +723,8 @@ void ml_profile_free(struct ml_profile *p)
 	}
 	free(p->modules);
 	free(p->stacks);
+	free(p->samples);
+	free(p->regions);
 	free(p);
 }
 

@@ -17,6 +17,10 @@ struct run_opts {
 	const char *out_dir;	/* -o DIR, NULL for the current directory */
 	const char *depth;	/* --depth N, validated */
 	bool no_follow;
+	bool no_torch_cache;	/* --no-torch-cache: PYTORCH_NO_CUDA_MEMORY_CACHING=1 */
+	bool lines;		/* --lines: the line timer */
+	const char *clock;	/* --clock cpu|wall, validated */
+	const char *rate;	/* --rate HZ, validated */
 	char **prog_argv;	/* PROG ARGS, NULL-terminated */
 };
 
@@ -60,6 +64,29 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			o->depth = v;
 		} else if (strcmp(a, "--no-follow") == 0) {
 			o->no_follow = true;
+		} else if (strcmp(a, "--no-torch-cache") == 0) {
+			o->no_torch_cache = true;
+		} else if (strcmp(a, "--lines") == 0) {
+			o->lines = true;
+		} else if (strcmp(a, "--clock") == 0 || strcmp(a, "--rate") == 0) {
+			if (i + 1 >= argc)
+				return ml_cli_usage_error("run: %s needs a value", a);
+			const char *v = argv[++i];
+			o->lines = true;	/* --clock and --rate imply --lines */
+			if (a[2] == 'c') {
+				if (strcmp(v, "cpu") != 0 && strcmp(v, "wall") != 0)
+					return ml_cli_usage_error("run: --clock takes cpu or wall, "
+								  "not '%s'", v);
+				o->clock = v;
+				continue;
+			}
+			char *end;
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			if (errno || *end || end == v || n < 1 || n > 100000)
+				return ml_cli_usage_error("run: --rate takes samples per second "
+							  "from 1 to 100000, not '%s'", v);
+			o->rate = v;
 		} else {
 			return ml_cli_usage_error("run: unknown option '%s'", a);
 		}
@@ -124,6 +151,21 @@ static void exec_child(const char *path, const struct run_opts *o, const char *r
 		setenv("MEMLINE_DEPTH", o->depth, 1);
 	if (o->no_follow)
 		setenv("MEMLINE_FOLLOW", "0", 1);
+	/* PyTorch then asks the driver for every tensor (slower): memline sees
+	 * each one instead of the caching allocator's segments. */
+	if (o->no_torch_cache)
+		setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+	if (o->lines) {
+		setenv("MEMLINE_LINES", "1", 1);
+		setenv("MEMLINE_CLOCK", o->clock ? o->clock : "cpu", 1);
+		if (o->rate)
+			setenv("MEMLINE_RATE", o->rate, 1);
+	}
+	/* NVTX v3 loads its tool from here: libmemline records the ranges.  Not
+	 * with --no-follow: programs exec'd without the preload would load
+	 * libmemline through it. */
+	if (!o->no_follow && !getenv("NVTX_INJECTION64_PATH"))
+		setenv("NVTX_INJECTION64_PATH", runtime, 1);
 	execv(path, o->prog_argv);
 	int err = errno;
 	fprintf(stderr, "memline: cannot run %s: %s\n", o->prog_argv[0], strerror(err));

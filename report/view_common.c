@@ -1,6 +1,7 @@
 /* report/view_common.c - what several views share: totals of a kind, stack
  * ordering by a field, and "N bytes (1.50 KiB)" text. */
 #include <stdlib.h>
+#include <string.h>
 #include "report/view_common.h"
 #include "report/units.h"
 
@@ -80,3 +81,17 @@ size_t ml_view_limit(long limit, size_t n)
 {
 	return limit >= 0 && (size_t)limit < n ? (size_t)limit : n;
 }
+
+bool ml_view_is_torch(const struct ml_agg *a)
+{
+	const struct ml_profile *p = a->profile;
+	for (size_t i = 0; i < p->n_modules; i++)
+		if (p->modules[i].path && strstr(p->modules[i].path, "libc10_cuda"))
+			return true;
+	return false;
+}
+
+const char ml_view_torch_note[] =
+	"PyTorch: unless it ran with PYTORCH_NO_CUDA_MEMORY_CACHING=1, the CUDA blocks\n"
+	"here are its caching allocator's segments (what the driver sees), not tensors.\n"
+	"For one block per tensor: `memline run --no-torch-cache` (sets it; slower).\n";

@@ -81,6 +81,128 @@ static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, str
 	ml_json_object_end(j);
 }
 
+/* ---- CUDA: blocks of every CUDA kind never freed, after the heap's, in the
+ * spirit of compute-sanitizer --leak-check full ---- */
+
+static bool cuda_kind_used(const struct ml_agg *a, int k)
+{
+	struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
+	return t.allocs || t.live_blocks;
+}
+
+static void cuda_leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out)
+{
+	uint64_t bytes = 0, blocks = 0;
+	fputs("\nCUDA (host stack at allocation; a block still allocated when the profile was "
+	      "written,\nor when its context was destroyed, counts as leaked):\n\n", out);
+	for (int k = 1; k < ML_KIND_COUNT; k++) {
+		if (!cuda_kind_used(a, k))
+			continue;
+		size_t n;
+		const struct ml_agg_stack **rows = ml_view_stacks(a, (enum ml_kind)k, false, &n);
+		if (!rows)
+			return;
+		size_t shown = ml_view_limit(o->limit, n);
+		for (size_t i = 0; i < shown; i++) {
+			const struct ml_amount *m = &rows[i]->kind[k];
+			fputs("Leaked ", out);
+			ml_view_bytes(out, m->live_bytes);
+			fprintf(out, " in %llu %s allocations (record %zu of %zu)\n",
+				(unsigned long long)m->live_blocks, ml_kind_name((enum ml_kind)k), i + 1, n);
+			ml_stack_print(out, rows[i]);
+			fputc('\n', out);
+		}
+		if (shown < n)
+			fprintf(out, "%zu more %s records not shown (--limit %ld)\n\n", n - shown,
+				ml_kind_name((enum ml_kind)k), o->limit);
+		free(rows);
+		struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
+		if (ml_kind_is_gpu((enum ml_kind)k)) {
+			bytes += t.live_bytes;
+			blocks += t.live_blocks;
+		}
+		summary_text(out, a, (enum ml_kind)k);
+		fputc('\n', out);
+	}
+	fprintf(out, "CUDA LEAK SUMMARY: %llu bytes leaked in %llu allocations "
+		"(device, managed, pool, VMM physical, arrays)\n",
+		(unsigned long long)bytes, (unsigned long long)blocks);
+	if (ml_view_is_torch(a))
+		fprintf(out, "\n%s", ml_view_torch_note);
+}
+
+static void cuda_leaks_json(const struct ml_agg *a, const struct ml_view_opts *o,
+			    struct ml_json *j)
+{
+	uint64_t bytes = 0, blocks = 0;
+	ml_json_key(j, "cuda");
+	ml_json_object_begin(j);
+	ml_json_key(j, "records");
+	ml_json_array_begin(j);
+	for (int k = 1; k < ML_KIND_COUNT; k++) {
+		size_t n;
+		if (!cuda_kind_used(a, k))
+			continue;
+		const struct ml_agg_stack **rows = ml_view_stacks(a, (enum ml_kind)k, false, &n);
+		if (!rows)
+			break;
+		for (size_t i = 0; i < ml_view_limit(o->limit, n); i++) {
+			const struct ml_amount *m = &rows[i]->kind[k];
+			ml_json_object_begin(j);
+			ml_json_key(j, "kind");
+			ml_json_string(j, ml_kind_name((enum ml_kind)k));
+			ml_json_key(j, "bytes");
+			ml_json_u64(j, m->live_bytes);
+			ml_json_key(j, "blocks");
+			ml_json_u64(j, m->live_blocks);
+			ml_json_key(j, "stack_id");
+			ml_json_u64(j, rows[i]->id);
+			ml_json_key(j, "truncated");
+			ml_json_bool(j, rows[i]->truncated);
+			ml_json_key(j, "frames");
+			ml_stack_json(j, rows[i]);
+			ml_json_object_end(j);
+		}
+		free(rows);
+	}
+	ml_json_array_end(j);
+	ml_json_key(j, "kinds");
+	ml_json_array_begin(j);
+	for (int k = 1; k < ML_KIND_COUNT; k++) {
+		if (!cuda_kind_used(a, k))
+			continue;
+		struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
+		if (ml_kind_is_gpu((enum ml_kind)k)) {
+			bytes += t.live_bytes;
+			blocks += t.live_blocks;
+		}
+		ml_json_object_begin(j);
+		ml_json_key(j, "kind");
+		ml_json_string(j, ml_kind_name((enum ml_kind)k));
+		ml_json_key(j, "in_use_bytes");
+		ml_json_u64(j, t.live_bytes);
+		ml_json_key(j, "in_use_blocks");
+		ml_json_u64(j, t.live_blocks);
+		ml_json_key(j, "allocs");
+		ml_json_u64(j, t.allocs);
+		ml_json_key(j, "frees");
+		ml_json_u64(j, t.frees);
+		ml_json_key(j, "alloc_bytes");
+		ml_json_u64(j, t.alloc_bytes);
+		ml_json_key(j, "freed_bytes");
+		ml_json_u64(j, t.freed_bytes);
+		ml_json_object_end(j);
+	}
+	ml_json_array_end(j);
+	ml_json_key(j, "leaked_bytes");
+	ml_json_u64(j, bytes);
+	ml_json_key(j, "leaked_blocks");
+	ml_json_u64(j, blocks);
+	ml_json_key(j, "pytorch_caching_allocator");
+	ml_json_bool(j, ml_view_is_torch(a));
+	ml_json_object_end(j);
+}
+
 int ml_view_leaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j)
 {
 	size_t n;
@@ -92,5 +214,11 @@ int ml_view_leaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE *ou
 	else
 		leaks_text(a, o, out, rows, n);
 	free(rows);
+	if (o->kind == ML_KIND_HEAP && ml_agg_has_cuda(a)) {
+		if (j)
+			cuda_leaks_json(a, o, j);
+		else
+			cuda_leaks_text(a, o, out);
+	}
 	return 0;
 }

@@ -10,6 +10,8 @@
 /* One row: a source line's numbers within the function. */
 struct line_row {
 	uint64_t self_bytes, total_bytes, peak_bytes, leaked_bytes, allocs;
+	/* GPU kinds summed (ml_kind_is_gpu), each at its own kind's peak */
+	uint64_t cuda_self, cuda_total, cuda_peak, cuda_leaked;
 	bool any;
 };
 
@@ -19,6 +21,7 @@ struct func_lines {
 	struct line_row *rows;	/* rows[i] is line first + i */
 	struct ml_source src;
 	bool have_source;
+	bool cuda;		/* the profile has CUDA kinds: CUDA columns */
 };
 
 static const char *base_name(const char *path)
@@ -55,6 +58,12 @@ static void fill_rows(const struct ml_agg *a, enum ml_kind kind, struct func_lin
 		r->leaked_bytes += l->total[kind].live_bytes;
 		r->allocs += l->total[kind].allocs;
 		r->any = r->any || l->total[kind].allocs || l->total[kind].alloc_bytes;
+		struct ml_amount gs = ml_amount_gpu(l->self), gt = ml_amount_gpu(l->total);
+		r->cuda_self += gs.alloc_bytes;
+		r->cuda_total += gt.alloc_bytes;
+		r->cuda_peak += gt.peak_bytes;
+		r->cuda_leaked += gt.live_bytes;
+		r->any = r->any || gt.allocs;
 	}
 }
 
@@ -76,6 +85,7 @@ static int load_function(const struct ml_agg *a, enum ml_kind kind, const char *
 	fl->rows = calloc((size_t)(fl->last - fl->first + 1), sizeof(*fl->rows));
 	if (!fl->rows)
 		return -ENOMEM;
+	fl->cuda = ml_agg_has_cuda(a);
 	fill_rows(a, kind, fl);
 	if (ml_source_load(fl->file, &fl->src) == 0)
 		fl->have_source = true;
@@ -91,6 +101,8 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 	fprintf(out, "Filename: %s\n\n", fl->file);
 	int len = fprintf(out, "%6s %12s %12s %12s %12s  %10s", "Line #", "Self Alloc",
 			  "Total Alloc", "Peak", "Leaked", "Allocs");
+	if (fl->cuda)
+		len += fprintf(out, " %12s %12s %12s", "CUDA Alloc", "CUDA Peak", "CUDA Leaked");
 	if (fl->have_source)
 		len += fprintf(out, "   %s", "Line Contents");
 	fputc('\n', out);
@@ -109,6 +121,15 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 			snprintf(allocs, sizeof(allocs), "%llu", (unsigned long long)r->allocs);
 		}
 		fprintf(out, "%6d %12s %12s %12s %12s  %10s", line, self, total, peak, leaked, allocs);
+		if (fl->cuda) {
+			char ca[ML_UNITS_LEN] = "", cp[ML_UNITS_LEN] = "", cl[ML_UNITS_LEN] = "";
+			if (r->any) {
+				ml_units_bytes(r->cuda_total, ca, sizeof(ca));
+				ml_units_bytes(r->cuda_peak, cp, sizeof(cp));
+				ml_units_bytes(r->cuda_leaked, cl, sizeof(cl));
+			}
+			fprintf(out, " %12s %12s %12s", ca, cp, cl);
+		}
 		if (fl->have_source) {
 			const char *text = ml_source_line(&fl->src, line);
 			fprintf(out, "   %s", text ? text : "");
@@ -150,6 +171,16 @@ static void lines_json(struct ml_json *j, const struct func_lines *fl)
 		ml_json_u64(j, r->leaked_bytes);
 		ml_json_key(j, "allocs");
 		ml_json_u64(j, r->allocs);
+		if (fl->cuda) {
+			ml_json_key(j, "cuda_self_alloc_bytes");
+			ml_json_u64(j, r->cuda_self);
+			ml_json_key(j, "cuda_total_alloc_bytes");
+			ml_json_u64(j, r->cuda_total);
+			ml_json_key(j, "cuda_peak_bytes");
+			ml_json_u64(j, r->cuda_peak);
+			ml_json_key(j, "cuda_leaked_bytes");
+			ml_json_u64(j, r->cuda_leaked);
+		}
 		ml_json_object_end(j);
 	}
 	ml_json_array_end(j);
@@ -158,6 +189,13 @@ static void lines_json(struct ml_json *j, const struct func_lines *fl)
 
 int ml_view_lines(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j)
 {
+	if (a->profile->has_samples)	/* memline run --lines: line_profiler's layout */
+		return ml_view_lines_timed(a, o, out, j);
+	if (o->top) {
+		fprintf(stderr, "memline: lines --top needs a profile made with "
+			"`memline run --lines`; name functions with --function\n");
+		return -ENOENT;
+	}
 	struct func_lines *fls = calloc(o->n_functions + 1, sizeof(*fls));
 	if (!fls)
 		return -ENOMEM;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "report/view_common.h"
 #include "report/units.h"
+#include "report/ops_time.h"
 
 static const char *const key_names[ML_OPS_KEY_COUNT] = {
 	[ML_OPS_SELF_CPU_MEMORY_USAGE] = "self_cpu_memory_usage",
@@ -14,6 +15,10 @@ static const char *const key_names[ML_OPS_KEY_COUNT] = {
 	[ML_OPS_LEAKED_CPU_MEMORY] = "leaked_cpu_memory",
 	[ML_OPS_SELF_PEAK_CPU_MEMORY] = "self_peak_cpu_memory",
 	[ML_OPS_ALLOCS] = "allocs",
+	[ML_OPS_SELF_CUDA_MEMORY_USAGE] = "self_cuda_memory_usage",
+	[ML_OPS_CUDA_MEMORY_USAGE] = "cuda_memory_usage",
+	[ML_OPS_SELF_CPU_TIME_TOTAL] = "self_cpu_time_total",
+	[ML_OPS_CPU_TIME_TOTAL] = "cpu_time_total",
 };
 
 /* The table's columns after Name.  A CUDA column is one more entry here
@@ -22,14 +27,17 @@ struct ops_column {
 	const char *header;
 	enum ml_ops_key key;
 	bool bytes;		/* shown in binary units */
+	bool cuda;		/* shown only when the profile has CUDA kinds */
 };
 
 static const struct ops_column columns[] = {
-	{ "CPU Mem", ML_OPS_CPU_MEMORY_USAGE, true },
-	{ "Self CPU Mem", ML_OPS_SELF_CPU_MEMORY_USAGE, true },
-	{ "Peak CPU Mem", ML_OPS_PEAK_CPU_MEMORY, true },
-	{ "Leaked CPU Mem", ML_OPS_LEAKED_CPU_MEMORY, true },
-	{ "# of Allocs", ML_OPS_COUNT, false },
+	{ "CPU Mem", ML_OPS_CPU_MEMORY_USAGE, true, false },
+	{ "Self CPU Mem", ML_OPS_SELF_CPU_MEMORY_USAGE, true, false },
+	{ "CUDA Mem", ML_OPS_CUDA_MEMORY_USAGE, true, true },
+	{ "Self CUDA Mem", ML_OPS_SELF_CUDA_MEMORY_USAGE, true, true },
+	{ "Peak CPU Mem", ML_OPS_PEAK_CPU_MEMORY, true, false },
+	{ "Leaked CPU Mem", ML_OPS_LEAKED_CPU_MEMORY, true, false },
+	{ "# of Allocs", ML_OPS_COUNT, false, false },
 };
 #define N_COLUMNS (sizeof(columns) / sizeof(columns[0]))
 
@@ -53,7 +61,8 @@ const char *ml_ops_key_name(enum ml_ops_key key)
 const char *ml_ops_key_list(void)
 {
 	return "self_cpu_memory_usage, cpu_memory_usage, count, peak_cpu_memory, "
-	       "leaked_cpu_memory, self_peak_cpu_memory, allocs";
+	       "leaked_cpu_memory, self_peak_cpu_memory, allocs, self_cuda_memory_usage, "
+	       "cuda_memory_usage, self_cpu_time_total, cpu_time_total";
 }
 
 uint64_t ml_ops_key_value(const struct ml_agg_func *f, enum ml_ops_key key, enum ml_kind kind)
@@ -66,6 +75,10 @@ uint64_t ml_ops_key_value(const struct ml_agg_func *f, enum ml_ops_key key, enum
 	case ML_OPS_LEAKED_CPU_MEMORY: return f->total[kind].live_bytes;
 	case ML_OPS_SELF_PEAK_CPU_MEMORY: return f->self[kind].peak_bytes;
 	case ML_OPS_ALLOCS: return f->total[kind].allocs;
+	case ML_OPS_SELF_CUDA_MEMORY_USAGE: return ml_amount_gpu(f->self).alloc_bytes;
+	case ML_OPS_CUDA_MEMORY_USAGE: return ml_amount_gpu(f->total).alloc_bytes;
+	case ML_OPS_SELF_CPU_TIME_TOTAL: return f->self_samples;
+	case ML_OPS_CPU_TIME_TOTAL: return f->total_samples;
 	default: return 0;
 	}
 }
@@ -92,6 +105,15 @@ void ml_ops_sort(const struct ml_agg_func **rows, size_t n, enum ml_ops_key key,
 	qsort(rows, n, sizeof(*rows), cmp_func);
 }
 
+/* Whether the CUDA columns are shown (set per view; the report is
+ * single-threaded). */
+static bool show_cuda;
+
+static bool shown_column(size_t c)
+{
+	return !columns[c].cuda || show_cuda;
+}
+
 static int column_width(const struct ops_column *c)
 {
 	int len = (int)strlen(c->header);
@@ -103,7 +125,10 @@ static void dashes(FILE *out, int name_width)
 	for (int i = 0; i < name_width; i++)
 		fputc('-', out);
 	fputs("  ", out);
+	ml_ops_time_dashes(out);
 	for (size_t c = 0; c < N_COLUMNS; c++) {
+		if (!shown_column(c))
+			continue;
 		for (int i = 0; i < column_width(&columns[c]); i++)
 			fputc('-', out);
 		fputs("  ", out);
@@ -120,7 +145,10 @@ static void row_text(FILE *out, const struct ml_agg_func *f, enum ml_kind kind, 
 	else
 		snprintf(name, sizeof(name), "%s", f->name);
 	fprintf(out, "%*s  ", name_width, name);
+	ml_ops_time_cells(out, f);
 	for (size_t c = 0; c < N_COLUMNS; c++) {
+		if (!shown_column(c))
+			continue;
 		uint64_t v = ml_ops_key_value(f, columns[c].key, kind);
 		if (columns[c].bytes)
 			ml_units_bytes(v, cell, sizeof(cell));
@@ -144,8 +172,10 @@ static void ops_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE 
 		name_width = MAX_NAME_WIDTH;
 	dashes(out, name_width);
 	fprintf(out, "%*s  ", name_width, "Name");
+	ml_ops_time_header(out);
 	for (size_t c = 0; c < N_COLUMNS; c++)
-		fprintf(out, "%*s  ", column_width(&columns[c]), columns[c].header);
+		if (shown_column(c))
+			fprintf(out, "%*s  ", column_width(&columns[c]), columns[c].header);
 	fputc('\n', out);
 	dashes(out, name_width);
 	for (size_t i = 0; i < shown; i++)
@@ -154,6 +184,10 @@ static void ops_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE 
 	char u[ML_UNITS_LEN];
 	fprintf(out, "Self CPU Mem total: %s\n\n",
 		ml_units_bytes(a->totals[o->kind].alloc_bytes, u, sizeof(u)));
+	ml_ops_time_footer(out);
+	if (show_cuda)
+		fprintf(out, "Self CUDA Mem total: %s (device, managed, pool, VMM physical, arrays)\n\n",
+			ml_units_bytes(ml_amount_gpu(a->totals).alloc_bytes, u, sizeof(u)));
 }
 
 static void ops_json(const struct ml_agg *a, const struct ml_view_opts *o, struct ml_json *j,
@@ -163,6 +197,11 @@ static void ops_json(const struct ml_agg *a, const struct ml_view_opts *o, struc
 	ml_json_string(j, ml_ops_key_name(o->sort));
 	ml_json_key(j, "self_total_bytes");
 	ml_json_u64(j, a->totals[o->kind].alloc_bytes);
+	if (show_cuda) {
+		ml_json_key(j, "cuda_self_total_bytes");
+		ml_json_u64(j, ml_amount_gpu(a->totals).alloc_bytes);
+	}
+	ml_ops_time_json_totals(j);
 	ml_json_key(j, "total_functions");
 	ml_json_u64(j, n);
 	ml_json_key(j, "functions");
@@ -173,6 +212,7 @@ static void ops_json(const struct ml_agg *a, const struct ml_view_opts *o, struc
 		ml_json_string(j, rows[i]->name);
 		ml_json_key(j, "module");
 		ml_json_string(j, rows[i]->module);
+		ml_ops_time_json(j, rows[i]);
 		ml_json_key(j, "self");
 		ml_json_object_begin(j);
 		ml_amount_json(j, &rows[i]->self[o->kind]);
@@ -181,6 +221,18 @@ static void ops_json(const struct ml_agg *a, const struct ml_view_opts *o, struc
 		ml_json_object_begin(j);
 		ml_amount_json(j, &rows[i]->total[o->kind]);
 		ml_json_object_end(j);
+		if (show_cuda) {
+			struct ml_amount cs = ml_amount_gpu(rows[i]->self);
+			struct ml_amount ct = ml_amount_gpu(rows[i]->total);
+			ml_json_key(j, "cuda_self");
+			ml_json_object_begin(j);
+			ml_amount_json(j, &cs);
+			ml_json_object_end(j);
+			ml_json_key(j, "cuda_total");
+			ml_json_object_begin(j);
+			ml_amount_json(j, &ct);
+			ml_json_object_end(j);
+		}
 		ml_json_object_end(j);
 	}
 	ml_json_array_end(j);
@@ -192,9 +244,13 @@ int ml_view_ops(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
 	if (!rows)
 		return -ENOMEM;
 	size_t n = 0;
+	show_cuda = ml_agg_has_cuda(a);
+	bool show_time = ml_ops_time_begin(a, o);
 	for (size_t i = 0; i < a->n_funcs; i++) {
 		const struct ml_amount *t = &a->funcs[i].total[o->kind];
-		if (t->allocs || t->alloc_bytes || t->frees)
+		struct ml_amount g = show_cuda ? ml_amount_gpu(a->funcs[i].total) : (struct ml_amount){ 0 };
+		if (t->allocs || t->alloc_bytes || t->frees || g.allocs ||
+		    (show_time && a->funcs[i].total_samples))
 			rows[n++] = &a->funcs[i];
 	}
 	ml_ops_sort(rows, n, o->sort, o->kind);

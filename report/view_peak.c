@@ -128,6 +128,71 @@ static void peak_json(const struct ml_agg *a, const struct ml_view_opts *o, stru
 	ml_json_array_end(j);
 }
 
+/* ---- CUDA: each CUDA kind's peak is its own moment, apart from the heap's;
+ * shown after the heap's peak with the lines live at it ---- */
+
+static int cuda_peaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		      struct ml_json *j)
+{
+	char u[ML_UNITS_LEN], s[ML_UNITS_LEN];
+	if (j) {
+		ml_json_key(j, "cuda_peaks");
+		ml_json_array_begin(j);
+	} else {
+		fputs("\nCUDA: each kind's peak is its own moment; live at it by source line:\n", out);
+	}
+	for (int k = 1; k < ML_KIND_COUNT; k++) {
+		struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
+		if (!t.allocs)
+			continue;
+		size_t n;
+		const struct ml_agg_line **lines = peak_lines(a, (enum ml_kind)k, &n);
+		if (!lines)
+			return -ENOMEM;
+		size_t shown = ml_view_limit(o->limit, n);
+		uint64_t at = ml_view_peak_time(a, (enum ml_kind)k);
+		if (!j) {
+			fprintf(out, "\npeak %s: %s (%llu bytes) at %s\n", ml_kind_name((enum ml_kind)k),
+				ml_units_bytes(t.peak_bytes, u, sizeof(u)),
+				(unsigned long long)t.peak_bytes, ml_units_seconds(at, s, sizeof(s)));
+			lines_table(out, lines, shown, (enum ml_kind)k);
+			free(lines);
+			continue;
+		}
+		ml_json_object_begin(j);
+		ml_json_key(j, "kind");
+		ml_json_string(j, ml_kind_name((enum ml_kind)k));
+		ml_json_key(j, "peak_bytes");
+		ml_json_u64(j, t.peak_bytes);
+		ml_json_key(j, "peak_time_ns");
+		ml_json_u64(j, at);
+		ml_json_key(j, "lines");
+		ml_json_array_begin(j);
+		for (size_t i = 0; i < shown; i++) {
+			ml_json_object_begin(j);
+			ml_json_key(j, "file");
+			ml_json_string(j, lines[i]->file);
+			ml_json_key(j, "line");
+			ml_json_i64(j, lines[i]->line);
+			ml_json_key(j, "function");
+			ml_json_string(j, lines[i]->function);
+			ml_json_key(j, "bytes");
+			ml_json_u64(j, lines[i]->self[k].peak_bytes);
+			ml_json_key(j, "blocks");
+			ml_json_u64(j, lines[i]->self[k].peak_blocks);
+			ml_json_object_end(j);
+		}
+		ml_json_array_end(j);
+		ml_json_object_end(j);
+		free(lines);
+	}
+	if (j)
+		ml_json_array_end(j);
+	else if (ml_view_is_torch(a))
+		fprintf(out, "\n%s", ml_view_torch_note);
+	return 0;
+}
+
 int ml_view_peak(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j)
 {
 	size_t n, n_lines;
@@ -144,5 +209,7 @@ int ml_view_peak(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out
 		peak_text(a, o, out, rows, n, lines, n_lines);
 	free(rows);
 	free(lines);
+	if (o->kind == ML_KIND_HEAP && ml_agg_has_cuda(a))
+		return cuda_peaks(a, o, out, j);
 	return 0;
 }

@@ -10,6 +10,8 @@
 #include "report/aggregate.h"
 #include "report/json.h"
 
+struct ml_cov;	/* report/coverage.h */
+
 /* ops sort keys: PyTorch's names first, then ours. */
 enum ml_ops_key {
 	ML_OPS_SELF_CPU_MEMORY_USAGE,	/* self bytes allocated (default) */
@@ -19,6 +21,10 @@ enum ml_ops_key {
 	ML_OPS_LEAKED_CPU_MEMORY,	/* inclusive bytes live at exit */
 	ML_OPS_SELF_PEAK_CPU_MEMORY,	/* self bytes live at the peak */
 	ML_OPS_ALLOCS,			/* inclusive allocations */
+	ML_OPS_SELF_CUDA_MEMORY_USAGE,	/* self GPU bytes allocated (ml_kind_is_gpu kinds) */
+	ML_OPS_CUDA_MEMORY_USAGE,	/* inclusive GPU bytes allocated */
+	ML_OPS_SELF_CPU_TIME_TOTAL,	/* line timer: self samples */
+	ML_OPS_CPU_TIME_TOTAL,		/* line timer: inclusive samples */
 	ML_OPS_KEY_COUNT,
 };
 
@@ -28,6 +34,9 @@ struct ml_view_opts {
 	enum ml_ops_key sort;		/* ops only */
 	const char *const *functions;	/* lines only */
 	size_t n_functions;
+	long top;			/* lines: the N functions with most time (0: off) */
+	double unit;			/* lines: timer unit in seconds (0: 1e-6) */
+	const struct ml_cov *cov;	/* exact line and call counts (gcov), or NULL */
 };
 
 /* Each view writes text to out when j is NULL; otherwise it writes its
@@ -38,6 +47,12 @@ int ml_view_leaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE *ou
 int ml_view_peak(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j);
 int ml_view_ops(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j);
 int ml_view_lines(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j);
+/* lines for a profile with samples (--lines): line_profiler's layout. */
+int ml_view_lines_timed(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+			struct ml_json *j);
+/* regions: the tree of memline.h / NVTX regions. */
+int ml_view_regions(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		    struct ml_json *j);
 
 /* ops keys: parse a name (returns the key or -1), name a key, and list all
  * valid names separated by ", " (a static string). */

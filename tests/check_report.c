@@ -386,13 +386,16 @@ START_TEST(ops_table_layout)
 	ck_assert_int_eq(rc, 0);
 	/* Name is 10 wide (strdup + 4); other columns 12 or their header. */
 	const char *want =
-"----------  ------------  ------------  ------------  --------------  ------------  \n"
-"      Name       CPU Mem  Self CPU Mem  Peak CPU Mem  Leaked CPU Mem   # of Allocs  \n"
-"----------  ------------  ------------  ------------  --------------  ------------  \n"
-"    strdup      2.93 KiB      2.93 KiB           0 B        2.93 KiB             3  \n"
-"         h         400 B         400 B         200 B             0 B             4  \n"
-"----------  ------------  ------------  ------------  --------------  ------------  \n"
-"Self CPU Mem total: 3.43 KiB\n\n";
+/* The profile has a CUDA counter: CUDA Mem and Self CUDA Mem come after the
+ * CPU columns, in PyTorch's order. */
+"----------  ------------  ------------  ------------  -------------  ------------  --------------  ------------  \n"
+"      Name       CPU Mem  Self CPU Mem      CUDA Mem  Self CUDA Mem  Peak CPU Mem  Leaked CPU Mem   # of Allocs  \n"
+"----------  ------------  ------------  ------------  -------------  ------------  --------------  ------------  \n"
+"    strdup      2.93 KiB      2.93 KiB           0 B            0 B           0 B        2.93 KiB             3  \n"
+"         h         400 B         400 B      1.00 MiB       1.00 MiB         200 B             0 B             4  \n"
+"----------  ------------  ------------  ------------  -------------  ------------  --------------  ------------  \n"
+"Self CPU Mem total: 3.43 KiB\n\n"
+"Self CUDA Mem total: 1.00 MiB (device, managed, pool, VMM physical, arrays)\n\n";
 	ck_assert_str_eq(out, want);
 	free(out);
 }
@@ -423,7 +426,21 @@ START_TEST(leaks_view_text)
 "\n"
 "HEAP SUMMARY:\n"
 "    in use at exit: 3070 bytes (3.00 KiB) in 5 blocks\n"
-"  total heap usage: 10 allocs, 5 frees, 3510 bytes (3.43 KiB) allocated\n";
+"  total heap usage: 10 allocs, 5 frees, 3510 bytes (3.43 KiB) allocated\n"
+"\n"
+"CUDA (host stack at allocation; a block still allocated when the profile was written,\n"
+"or when its context was destroyed, counts as leaked):\n"
+"\n"
+"Leaked 1048576 bytes (1.00 MiB) in 1 cuda_device allocations (record 1 of 1)\n"
+"   at h (check_report_src.c:40) [inlined]\n"
+"   by g (check_report_src.c:31)\n"
+"   by main (check_report_src.c:10)\n"
+"\n"
+"CUDA_DEVICE SUMMARY:\n"
+"    in use at exit: 1048576 bytes (1.00 MiB) in 1 blocks\n"
+"  total cuda_device usage: 1 allocs, 0 frees, 1048576 bytes (1.00 MiB) allocated\n"
+"\n"
+"CUDA LEAK SUMMARY: 1048576 bytes leaked in 1 allocations (device, managed, pool, VMM physical, arrays)\n";
 	ck_assert_str_eq(out, want);
 	free(out);
 }
@@ -448,13 +465,13 @@ START_TEST(lines_view_text)
 	ck_assert_int_eq(strncmp(out, head, strlen(head)), 0);
 	const char *want =
 "\n"
-"Line #   Self Alloc  Total Alloc         Peak       Leaked      Allocs   Line Contents\n"
-"======================================================================================\n"
-"    19                                                                   code 19\n"
-"    20        110 B     3.04 KiB        110 B     3.00 KiB           6   code 20\n"
-"    21          0 B         10 B         10 B         10 B           1   code 21\n"
-"    22                                                                   code 22\n"
-"    23                                                                   code 23\n"
+"Line #   Self Alloc  Total Alloc         Peak       Leaked      Allocs   CUDA Alloc    CUDA Peak  CUDA Leaked   Line Contents\n"
+"=============================================================================================================================\n"
+"    19                                                                                                          code 19\n"
+"    20        110 B     3.04 KiB        110 B     3.00 KiB           6          0 B          0 B          0 B   code 20\n"
+"    21          0 B         10 B         10 B         10 B           1          0 B          0 B          0 B   code 21\n"
+"    22                                                                                                          code 22\n"
+"    23                                                                                                          code 23\n"
 "\n";
 	ck_assert_str_eq(out + strlen(head), want);
 	free(out);
@@ -477,7 +494,8 @@ START_TEST(lines_view_errors)
 	char *out = render(ml_view_lines, &o, false, &rc);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_ptr_null(strstr(out, "Line Contents"));
-	ck_assert_ptr_nonnull(strstr(out, "    21          0 B         10 B         10 B         10 B           1\n"));
+	ck_assert_ptr_nonnull(strstr(out, "    21          0 B         10 B         10 B         10 B           1"
+					 "          0 B          0 B          0 B\n"));
 	free(out);
 }
 END_TEST

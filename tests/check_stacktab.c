@@ -4,6 +4,8 @@
 #include "alloc/track.h"
 
 #include <check.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +85,58 @@ START_TEST(capture_truncates)
 	ck_assert_uint_eq(d, 5);
 	ck_assert_uint_eq(flags, ML_STACK_TRUNCATED);
 	ck_assert_uint_eq(f[2], ra);
+}
+END_TEST
+
+/* The cached walker (alloc/unwind.c) against libunwind from the same
+ * function: past frame 0 (each call's own return address) they must agree
+ * frame for frame, to the same outermost frame. */
+struct both { uint64_t fast[80], slow[80]; int n_fast, n_slow; };
+
+static int __attribute__((noinline)) both_at(int n, struct both *b)
+{
+	if (n > 0) {
+		int r = both_at(n - 1, b) + (n & 1);
+		__asm__ volatile("" ::: "memory");	/* no tail call */
+		return r;
+	}
+	b->n_fast = ml_unwind_fast(b->fast, 80);
+	b->n_slow = unw_backtrace((void **)b->slow, 80);
+	__asm__ volatile("" ::: "memory");
+	return 0;
+}
+
+static void check_both(int depth)
+{
+	struct both b;
+	for (int pass = 0; pass < 3; pass++) {	/* uncached, cached, reused */
+		memset(&b, 0, sizeof(b));
+		both_at(depth, &b);
+		ck_assert_int_gt(b.n_fast, depth + 2);
+		ck_assert_int_eq(b.n_fast, b.n_slow);
+		for (int i = 1; i < b.n_fast; i++)
+			ck_assert_uint_eq(b.fast[i], b.slow[i]);
+	}
+}
+
+static void *both_thread(void *arg)
+{
+	check_both(9);
+	return NULL;
+}
+
+START_TEST(fast_unwind_matches_libunwind)
+{
+	check_both(5);
+	check_both(20);
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, both_thread, NULL), 0);
+	pthread_join(th, NULL);
+	check_both(5);	/* a shallower stack after a deeper one */
+	/* the limit cuts the walk, also when it reuses a longer one */
+	uint64_t f[4];
+	ck_assert_int_eq(ml_unwind_fast(f, 2), 2);
+	ck_assert_int_eq(ml_unwind_fast(f, 2), 2);
 }
 END_TEST
 
@@ -196,6 +250,7 @@ int main(void)
 	tcase_add_test(tc, intern_dedups);
 	tcase_add_test(tc, capture_follows_the_calls);
 	tcase_add_test(tc, capture_truncates);
+	tcase_add_test(tc, fast_unwind_matches_libunwind);
 	tcase_add_test(tc, intern_concurrent);
 	tcase_add_test(tc, track_path);
 	suite_add_tcase(s, tc);

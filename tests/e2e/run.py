@@ -84,6 +84,17 @@ def line_of(name, marker):
 	return hits[0]
 
 
+def line_of_file(base, marker):
+	"""The line of the `L:marker` comment in tests/fixtures/BASE (a fixture
+	source that is not a program)."""
+	pat = re.compile(r"L:%s \*/" % re.escape(marker))
+	with open(os.path.join(FIXSRC, base)) as f:
+		hits = [i for i, text in enumerate(f, 1) if pat.search(text)]
+	if len(hits) != 1:
+		raise Fail("marker L:%s found %d times in %s" % (marker, len(hits), base))
+	return hits[0]
+
+
 def no_core():
 	import resource
 	resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -391,6 +402,43 @@ def peak_by_line():
 
 
 @test
+def cxx_before_constructor_like_valgrind():
+	"""Allocations made before libmemline's constructor are recorded: in
+	every C++ program libstdc++'s constructor allocates its emergency
+	exception pool first.  Allocation count and bytes equal valgrind's
+	(valgrind's __libc_freeres then frees the pool at exit; memline, like
+	the program, leaves it allocated, so in-use and frees differ by it)."""
+	check(shutil.which("valgrind"), "valgrind is not installed")
+	prof = Run("cxx_new").file("cxx_new")
+	mine = leak_summary(report(prof, "leaks"))
+	vg = valgrind_numbers(fixture("cxx_new"))
+	eq((mine[2], mine[4]), (vg[2], vg[4]), "cxx_new (allocs, bytes allocated) vs valgrind")
+	eq((mine[1], mine[3]), (vg[1] + 1, vg[3] - 1),
+	   "cxx_new (blocks in use, frees): valgrind's plus / minus the pool")
+
+
+ALLOC_ENTRY_NAMES = {"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
+		     "aligned_alloc", "memalign", "valloc", "pvalloc"}
+
+
+@test
+def no_allocator_entry_rows():
+	"""The dynamic loader allocates each thread's TLS vector through an
+	inline wrapper named calloc (glibc's rtld-malloc.h): the entry point,
+	seen as an inlined frame at allocate_dtv's return address, is not a row
+	of its own."""
+	prof = Run("threads16").file("threads16")
+	ops = ops_rows(report(prof, "ops"))
+	eq(sorted(n for n in ops if n in ALLOC_ENTRY_NAMES), [], "allocator entry points as rows")
+	leaks = report(prof, "leaks")
+	inner = [s["frames"][0]["function"] for s in leaks["leaks"]["records"] if s["frames"]]
+	eq(sorted(f for f in inner if f in ALLOC_ENTRY_NAMES), [],
+	   "allocator entry points as innermost leak frames")
+	if "allocate_dtv" in ops:	# the loader has debug info (libc6-dbg)
+		eq(ops["allocate_dtv"]["self_allocs"], 16, "allocate_dtv: one TLS calloc per thread")
+
+
+@test
 def threads16_exact():
 	prof = Run("threads16").file("threads16")
 	rows = lines_of(prof, "worker")
@@ -526,6 +574,42 @@ def vfork_exec_no_repeat():
 			eq(leaked_lines(f, "vfork_exec"), [], "the vfork child's profile repeats the parent's leaks")
 
 
+def spawn_pid(f):
+	return int(os.path.basename(f).split(".")[2])
+
+
+@test
+def posix_spawn_follows():
+	r = Run("spawn_prog", args=["inherit", fixture("exec_target")])
+	eq(leaked_lines(r.file("spawn_prog"), "spawn_prog"),
+	   [(line_of("spawn_prog", "s_parent"), 321, 1)], "spawn_prog leaks")
+	target = r.file("exec_target")
+	eq(leaked_lines(target, "exec_target"), [(line_of("exec_target", "x_target"), 789, 1)],
+	   "spawned exec_target leaks")
+	check(spawn_pid(target) != spawn_pid(r.file("spawn_prog")), "the child has its own pid")
+
+
+@test
+def posix_spawn_no_follow():
+	r = Run("spawn_prog", args=["inherit", fixture("exec_target")], opts=["--no-follow"])
+	eq(r.files("exec_target"), [], "exec_target profiled despite --no-follow")
+	eq(leaked_lines(r.file("spawn_prog"), "spawn_prog"),
+	   [(line_of("spawn_prog", "s_parent"), 321, 1)], "spawn_prog leaks")
+
+
+@test
+def posix_spawn_env_replaces_preload():
+	"""posix_spawn with an environment whose LD_PRELOAD names another
+	library only: the child is still profiled (libmemline goes first)."""
+	check(os.path.exists(JEMALLOC_SO), "libjemalloc2 is not installed")
+	r = Run("spawn_prog", args=["replace", fixture("exec_target"), JEMALLOC_SO])
+	eq(leaked_lines(r.file("exec_target"), "exec_target"),
+	   [(line_of("exec_target", "x_target"), 789, 1)], "spawned exec_target leaks")
+	r = Run("spawn_prog", args=["replace", fixture("exec_target"), JEMALLOC_SO],
+		opts=["--no-follow"])
+	eq(r.files("exec_target"), [], "exec_target profiled despite --no-follow")
+
+
 @test
 def underscore_exit():
 	r = Run("underscore_exit", expect_rc=3)
@@ -555,8 +639,146 @@ def fatal_sigsegv():
 
 
 @test
+def fatal_sigsegv_dlopened_module():
+	"""A module dlopen'd after start-up is in a profile written from a
+	fatal signal handler (where the loader's module list cannot be
+	walked): its leak symbolizes to its function and line."""
+	r = Run("dlopen_crash", args=[fixture("libdlmod.so")], expect_rc=128 + signal.SIGSEGV)
+	doc = report(r.file("dlopen_crash"), "leaks")
+	eq(doc["profile"]["end_reason"], "signal", "end of the profile")
+	mine = [s for s in doc["leaks"]["records"] if s["bytes"] == 555]
+	eq(len(mine), 1, "the 555-byte leak records")
+	fr = mine[0]["frames"][0]
+	eq((fr["function"], os.path.basename(fr.get("file") or ""), fr.get("line"),
+	    os.path.basename(fr.get("module") or "")),
+	   ("dlmod_leak", "dlmod.inc", line_of_file("dlmod.inc", "m_leak"), "libdlmod.so"),
+	   "innermost frame of the leak")
+
+
+@test
 def fatal_abort():
 	check_fatal("abort", signal.SIGABRT)
+
+
+# Signals whose default action ends the process without a core: Ctrl-C,
+# kill, a closed terminal, `prog | head -1`.  The profile must be written,
+# like for SIGSEGV (found profiling Debian programs: python's
+# multiprocessing.Pool workers, `yes | head`, Ctrl-C lost their profiles).
+def check_term_signal(arg, sig):
+	r = Run("term_signal", args=[arg], expect_rc=128 + sig)
+	prof = r.file("term_signal")
+	doc = report(prof, "leaks")
+	eq((doc["profile"]["end_reason"], doc["profile"]["end_status"]), ("signal", int(sig)),
+	   "end of the profile")
+	eq(leaked_lines(prof, "term_signal"), [(line_of("term_signal", "t_leak"), 444, 1)],
+	   "leaks at " + arg)
+
+
+@test
+def term_sigterm():
+	check_term_signal("term", signal.SIGTERM)
+
+
+@test
+def term_sigint():
+	check_term_signal("int", signal.SIGINT)
+
+
+@test
+def term_sighup():
+	check_term_signal("hup", signal.SIGHUP)
+
+
+@test
+def term_sigpipe():
+	check_term_signal("pipe", signal.SIGPIPE)
+
+
+@test
+def term_handlers_invisible():
+	"""memline's handlers for SIGINT, SIGTERM, ... must not show: a program
+	that finds them not SIG_DFL changes course (exit 10..20 here), and the
+	SIGTERM it then takes must still leave the profile."""
+	r = Run("sig_query", expect_rc=128 + signal.SIGTERM)
+	prof = r.file("sig_query")
+	eq(leaked_lines(prof, "sig_query"), [(line_of("sig_query", "sq_leak"), 333, 1)], "leaks")
+
+
+@test
+def python_keyboard_interrupt():
+	"""python installs its KeyboardInterrupt handler only where SIGINT is
+	SIG_DFL at start: under memline, Ctrl-C must still raise it."""
+	py = "/usr/bin/python3"
+	check(os.path.exists(py), "no /usr/bin/python3")
+	script = ("import os, signal, time\n"
+		  "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,"
+		  " signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)\n"
+		  "try:\n"
+		  "    os.kill(os.getpid(), signal.SIGINT)\n"
+		  "    time.sleep(5)\n"
+		  "except KeyboardInterrupt:\n"
+		  "    print('KeyboardInterrupt')\n")
+	plain = run([py, "-c", script])
+	r = Run(py, args=["-c", script], rc_ok=(0, 128 + signal.SIGINT))
+	eq(text(r.proc.stdout), text(plain.stdout), "python's output")
+	eq(r.proc.returncode, plain.returncode, "python's exit status")
+
+
+@test
+def term_during_exit_write():
+	"""SIGTERM while a process writes its exit profile (Pool.terminate on
+	python's workers) must neither lose the profile nor leave a temporary:
+	the Run checks that only profiles are left."""
+	kids = 40
+	r = Run("term_in_exit", args=[str(kids)])
+	fs = r.files("term_in_exit")
+	eq(len(fs), kids + 1, "profiles of term_in_exit (the parent and its children)")
+	# Reading all 41 takes seconds: the count and the Run's check carry the
+	# test; a few children are read to see that they are complete.
+	docs = report(fs[:4], "leaks")
+	want = [(line_of("term_in_exit", "ti_child"), 222, 1)]
+	children = 0
+	for d in docs:
+		if not d["profile"]["forked"]:
+			continue
+		children += 1
+		got = sorted((f[0][2], b, n) for b, n, f in user_leaks(d, "term_in_exit"))
+		eq(got, want, "leaks of child %d" % d["profile"]["pid"])
+	check(children >= 3, "fork children among the first 4 profiles: %d" % children)
+
+
+@test
+def exec_env_replaces_preload():
+	"""`memline run -- env LD_PRELOAD=libjemalloc.so.2 PROG`: env replaces
+	memline's LD_PRELOAD before its exec; following execs must still profile
+	PROG (valgrind --trace-children does)."""
+	check(os.path.exists(JEMALLOC_SO), "libjemalloc2 is not installed")
+	env_prog = shutil.which("env")
+	check(env_prog is not None, "no env program")
+	r = Run(env_prog, args=["LD_PRELOAD=" + JEMALLOC_SO, fixture("exec_target")])
+	eq(leaked_lines(r.file("exec_target"), "exec_target"),
+	   [(line_of("exec_target", "x_target"), 789, 1)], "exec_target leaks")
+
+
+@test
+def exec_env_cleared():
+	"""`memline run -o DIR -- env -i PROG`: PROG gets an empty environment;
+	its profile must still go to DIR (not PROG's working directory) and be
+	named by a `memline: wrote` line."""
+	env_prog = shutil.which("env")
+	check(env_prog is not None, "no env program")
+	out = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	cwd = tempfile.mkdtemp(prefix="ml-e2e-cwd-", dir=OPTS.tmp)
+	p = run([memline(), "run", "-o", out, "--", env_prog, "-i", fixture("exec_target")], cwd=cwd)
+	eq(p.returncode, 0, "exit status; stderr: %s" % text(p.stderr).strip()[-300:])
+	eq(sorted(os.listdir(cwd)), [], "files written in the program's working directory")
+	prof = glob.glob(os.path.join(out, "memline.exec_target.*.mlp"))
+	eq(len(prof), 1, "profiles of exec_target in -o DIR")
+	said = sorted(os.path.basename(m) for m in
+		      re.findall(r"^memline: wrote (\S+)$", text(p.stderr), re.M))
+	eq(said, sorted(os.listdir(out)), "profiles named by 'memline: wrote' lines")
+	eq(leaked_lines(prof[0], "exec_target"), [(line_of("exec_target", "x_target"), 789, 1)],
+	   "exec_target leaks")
 
 
 @test
@@ -851,6 +1073,543 @@ def report_all_views():
 		vals = [value(r) for r in rows]
 		eq(vals, sorted(vals, reverse=True), "ops --sort %s order" % key)
 		check(key == "leaked_cpu_memory" or (vals and vals[0] > 0), "ops --sort %s: top row is 0" % key)
+
+
+# ------------------------------------------------------------------ CUDA
+# Against the test double of the driver (build/cuda/libcuda.so.1, found
+# through LD_LIBRARY_PATH) and, when nvcc was there at build time, the real
+# CUDA runtime.  Sources and L: markers are in tests/cuda_double/.
+
+CUDA_SRC = os.path.join(ROOT, "tests", "cuda_double")
+MiB2 = 2 << 20
+
+
+def cuda_fixture(name):
+	return build_path("cuda", name)
+
+
+def cuda_env(driver=True, extra_preload=None):
+	env = dict(os.environ)
+	env.pop("LD_LIBRARY_PATH", None)
+	if driver:
+		env["LD_LIBRARY_PATH"] = build_path("cuda")
+	if extra_preload:
+		env["LD_PRELOAD"] = extra_preload
+	return env
+
+
+def cuda_line(name, marker):
+	pat = re.compile(r"L:%s( \*/|$)" % re.escape(marker))
+	for ext in (".c", ".cu"):
+		p = os.path.join(CUDA_SRC, name + ext)
+		if os.path.exists(p):
+			with open(p) as f:
+				hits = [i for i, t in enumerate(f, 1) if pat.search(t.rstrip("\n"))]
+			if len(hits) != 1:
+				raise Fail("marker L:%s found %d times in %s" % (marker, len(hits), p))
+			return hits[0]
+	raise Fail("no source for CUDA fixture " + name)
+
+
+def cuda_leaks(prof):
+	"""({kind: summary}, sorted [(kind, bytes, blocks, innermost line)])"""
+	doc = report(prof, "leaks")["leaks"]
+	check("cuda" in doc, "leaks: no cuda object although the profile has CUDA kinds")
+	kinds = {k["kind"]: (k["in_use_bytes"], k["in_use_blocks"], k["allocs"], k["frees"],
+			     k["alloc_bytes"]) for k in doc["cuda"]["kinds"]}
+	recs = sorted((r["kind"], r["bytes"], r["blocks"], r["frames"][0]["line"])
+		      for r in doc["cuda"]["records"])
+	return kinds, recs, doc["cuda"]
+
+
+def cuda_lines(prof, fn="main"):
+	out = {}
+	for f in report(prof, "lines", "--function", fn)["lines"]["functions"]:
+		for r in f["lines"]:
+			out[r["line"]] = r
+	return out
+
+
+# (marker, kind, bytes) of every allocation drv_runtime makes in main.
+DRV_ALLOCS = [("dev_leak", "cuda_device", 1000), ("dev_freed", "cuda_device", 2000),
+	      ("pitch", "cuda_device", 5120), ("managed", "cuda_managed", 3000),
+	      ("host_alloc", "cuda_pinned", 4000), ("alloc_host", "cuda_pinned", 5000),
+	      ("register", "cuda_pinned", 6000), ("array", "cuda_array", 2048),
+	      ("array3d", "cuda_array", 512), ("async_freed", "cuda_pool", 7000),
+	      ("async_leak", "cuda_pool", 7100), ("pool", "cuda_pool", 7200),
+	      ("ctx_alloc", "cuda_device", 8000)]
+
+
+def check_drv_runtime(args, reset=False):
+	r = Run(cuda_fixture("drv_runtime"), args, env=cuda_env())
+	eq(text(r.proc.stdout), "pitch 512\n", "drv_runtime output")
+	prof = r.file("drv_runtime")
+	kinds, recs, cuda = cuda_leaks(prof)
+	L = lambda m: cuda_line("drv_runtime", m)
+	if reset:  # the primary context took every block along
+		want_recs = []
+		live = {"cuda_device": (0, 0), "cuda_managed": (0, 0), "cuda_pinned": (0, 0),
+			"cuda_pool": (0, 0), "cuda_array": (0, 0)}
+	else:
+		want_recs = sorted([("cuda_device", 1000, 1, L("dev_leak")),
+				    ("cuda_device", 5120, 1, L("pitch")),
+				    ("cuda_managed", 3000, 1, L("managed")),
+				    ("cuda_pinned", 4000, 1, L("host_alloc")),
+				    ("cuda_array", 2048, 1, L("array")),
+				    ("cuda_pool", 7100, 1, L("async_leak")),
+				    ("cuda_pool", 7200, 1, L("pool"))])
+		live = {"cuda_device": (6120, 2), "cuda_managed": (3000, 1), "cuda_pinned": (4000, 1),
+			"cuda_pool": (14300, 2), "cuda_array": (2048, 1)}
+	eq(recs, want_recs, "CUDA leak records (kind, bytes, blocks, line)")
+	allocs = {"cuda_device": (4, 16120), "cuda_managed": (1, 3000), "cuda_pinned": (3, 15000),
+		  "cuda_pool": (3, 21300), "cuda_array": (2, 2560)}
+	eq(sorted(kinds), sorted(allocs), "CUDA kinds seen")
+	for k, (n, b) in allocs.items():
+		eq((kinds[k][2], kinds[k][4]), (n, b), "%s allocs and bytes" % k)
+		eq(kinds[k][:2], live[k], "%s in use at exit" % k)
+		eq(kinds[k][3], n - live[k][1], "%s frees" % k)
+	gpu_live = sum(live[k][0] for k in live if k != "cuda_pinned")
+	eq(cuda["leaked_bytes"], gpu_live, "CUDA leaked bytes (GPU kinds)")
+	rows = cuda_lines(prof)
+	for marker, kind, size in DRV_ALLOCS:
+		row = rows[L(marker)]
+		want = 0 if kind == "cuda_pinned" else size
+		eq(row["cuda_total_alloc_bytes"], want, "line %s CUDA bytes" % marker)
+		# The double mallocs inside every call: never charged to the line.
+		eq(row["total_alloc_bytes"], 0, "line %s heap bytes" % marker)
+	eq(rows[L("reg_buf")]["total_alloc_bytes"], 6000, "the registered buffer's own malloc")
+	heap_lines = report(prof, "lines", "--function", "main", "--kind", "heap")
+	hl = {r["line"]: r for f in heap_lines["lines"]["functions"] for r in f["lines"]}
+	for marker, kind, size in DRV_ALLOCS:
+		eq(hl[L(marker)]["allocs"], 0, "heap allocations charged to line %s" % marker)
+	pinned = report(prof, "lines", "--function", "main", "--kind", "cuda_pinned")
+	pl = {r["line"]: r for f in pinned["lines"]["functions"] for r in f["lines"]}
+	for marker, kind, size in DRV_ALLOCS:
+		eq(pl[L(marker)]["total_alloc_bytes"], size if kind == "cuda_pinned" else 0,
+		   "pinned bytes at line %s" % marker)
+	ops = report(prof, "ops", "--sort", "self_cuda_memory_usage")["ops"]
+	top = ops["functions"][0]
+	eq(top["name"], "main", "top function by self_cuda_memory_usage")
+	gpu_total = sum(s for m, k, s in DRV_ALLOCS if k != "cuda_pinned")
+	eq(top["cuda_self"]["alloc_bytes"], gpu_total, "main's Self CUDA Mem")
+	eq(ops["cuda_self_total_bytes"], gpu_total, "Self CUDA Mem total")
+	peak = report(prof, "peak")["peak"]
+	peaks = {p["kind"]: p for p in peak["cuda_peaks"]}
+	# Device: d1 1000 + pitch 5120 + ctx_alloc 8000 live together (d2 freed).
+	eq(peaks["cuda_device"]["peak_bytes"], 14120, "cuda_device peak")
+	eq(sorted((l["line"], l["bytes"]) for l in peaks["cuda_device"]["lines"]),
+	   sorted([(L("dev_leak"), 1000), (L("pitch"), 5120), (L("ctx_alloc"), 8000)]),
+	   "lines live at the cuda_device peak")
+	eq(peaks["cuda_pool"]["peak_bytes"], 14300, "cuda_pool peak")
+	return prof
+
+
+@test
+def cuda_runtime_lookup_v2():
+	check_drv_runtime(["v2"])
+
+
+@test
+def cuda_runtime_lookup_v1():
+	check_drv_runtime(["v1"])
+
+
+@test
+def cuda_runtime_lookup_per_thread_stream():
+	check_drv_runtime(["v2", "ptsz"])
+
+
+@test
+def cuda_primary_context_reset_frees():
+	check_drv_runtime(["v2", "reset"], reset=True)
+
+
+@test
+def cuda_vmm_pytorch_sequence():
+	r = Run(cuda_fixture("drv_vmm"), env=cuda_env())
+	prof = r.file("drv_vmm")
+	kinds, recs, cuda = cuda_leaks(prof)
+	L = lambda m: cuda_line("drv_vmm", m)
+	eq(kinds["cuda_vmm"], (2 * MiB2, 2, 4, 2, 4 * MiB2), "cuda_vmm (physical) summary")
+	eq(kinds["cuda_mapped"], (2 * MiB2, 2, 4, 2, 4 * MiB2), "cuda_mapped summary")
+	eq(kinds["cuda_reserved"], (16 * MiB2, 1, 1, 0, 16 * MiB2),
+	   "cuda_reserved summary")
+	eq(recs, sorted([("cuda_vmm", MiB2, 1, L("create")), ("cuda_vmm", MiB2, 1, L("create_leak")),
+			 ("cuda_mapped", MiB2, 1, L("map")), ("cuda_mapped", MiB2, 1, L("map_leak")),
+			 ("cuda_reserved", 16 * MiB2, 1, L("reserve"))]), "VMM leak records")
+	eq(cuda["leaked_bytes"], 2 * MiB2, "CUDA leaked bytes count physical memory only")
+	peaks = {p["kind"]: p["peak_bytes"] for p in report(prof, "peak")["peak"]["cuda_peaks"]}
+	eq(peaks["cuda_vmm"], 3 * MiB2, "physical peak: three chunks")
+
+
+@test
+def cuda_linked_counted_once():
+	r = Run(cuda_fixture("drv_linked"), env=cuda_env())
+	prof = r.file("drv_linked")
+	kinds, recs, cuda = cuda_leaks(prof)
+	L = lambda m: cuda_line("drv_linked", m)
+	eq(kinds["cuda_device"], (4444, 2, 2, 0, 4444), "cuda_device: two calls, counted once each")
+	eq(kinds["cuda_managed"], (0, 0, 1, 1, 2222), "cuda_managed")
+	eq(recs, sorted([("cuda_device", 1111, 1, L("linked_alloc")),
+			 ("cuda_device", 3333, 1, L("linked_proc"))]), "leak records")
+
+
+@test
+def cuda_local_library_linked_with_driver():
+	r = Run(cuda_fixture("drv_local"), env=cuda_env())
+	eq(text(r.proc.stdout), "ok\n", "drv_local output")
+	kinds, recs, cuda = cuda_leaks(r.file("drv_local"))
+	eq(kinds["cuda_device"], (4321, 1, 2, 1, 5555), "cuda_device through an RTLD_LOCAL library")
+	eq([(k, b, n) for k, b, n, _ in recs], [("cuda_device", 4321, 1)], "leak record")
+	lines = cuda_lines(r.file("drv_local"))
+	eq(lines[cuda_line("drv_local", "local_leak")]["cuda_total_alloc_bytes"], 4321,
+	   "CUDA bytes at the program's line")
+
+
+@test
+def cuda_dlsym_keeps_rtld_next():
+	probe = cuda_fixture("libprobe_preload.so")
+	r = Run(cuda_fixture("drv_runtime"), ["v2"], env=cuda_env(extra_preload=probe))
+	err = text(r.proc.stderr)
+	check("probe: saw mallocs" in err, "the other preloaded library did not run: %r" % err[-300:])
+	kinds, recs, cuda = cuda_leaks(r.file("drv_runtime"))
+	eq(kinds["cuda_device"][2], 4, "CUDA still recorded beside the other preload")
+
+
+@test
+def cuda_no_driver_unchanged():
+	plain = run([cuda_fixture("drv_runtime"), "v2"], env=cuda_env(driver=False))
+	r = Run(cuda_fixture("drv_runtime"), ["v2"], env=cuda_env(driver=False),
+		expect_rc=plain.returncode)
+	eq(text(r.proc.stdout), text(plain.stdout), "output without a driver")
+	doc = report(r.file("drv_runtime"), "leaks")["leaks"]
+	check("cuda" not in doc, "CUDA records without a driver")
+
+
+@test
+def cuda_pytorch_note_and_no_torch_cache():
+	r = Run(cuda_fixture("drv_runtime"), ["v2", "torch"], opts=["--no-torch-cache"],
+		env=cuda_env())
+	eq(text(r.proc.stdout), "caching 1\npitch 512\n", "PYTORCH_NO_CUDA_MEMORY_CACHING set")
+	prof = r.file("drv_runtime")
+	eq(report(prof, "leaks")["leaks"]["cuda"]["pytorch_caching_allocator"], True,
+	   "pytorch_caching_allocator with libc10_cuda loaded")
+	p = run([rcli(), "report", prof, "leaks"])
+	check("PYTORCH_NO_CUDA_MEMORY_CACHING=1" in text(p.stdout) and
+	      "caching allocator's segments" in text(p.stdout), "no PyTorch note in the leaks text")
+	r = Run(cuda_fixture("drv_runtime"), ["v2"], env=cuda_env())
+	prof = r.file("drv_runtime")
+	eq(report(prof, "leaks")["leaks"]["cuda"]["pytorch_caching_allocator"], False,
+	   "pytorch_caching_allocator without PyTorch")
+	check("PyTorch" not in text(run([rcli(), "report", prof, "leaks"]).stdout),
+	      "PyTorch note without PyTorch")
+
+
+def nvcc_fixture(name):
+	p = cuda_fixture(name)
+	if not os.path.exists(p):
+		print("skip %s: not built (no nvcc at /usr/local/cuda/bin when the fixtures were made)"
+		      % name)
+		return None
+	return p
+
+
+def stub_driver_dir():
+	stub = "/usr/local/cuda/lib64/stubs/libcuda.so"
+	if not os.path.exists(stub):
+		return None
+	d = tempfile.mkdtemp(prefix="ml-stub-", dir=OPTS.tmp)
+	os.symlink(stub, os.path.join(d, "libcuda.so.1"))
+	return d
+
+
+def check_real_runtime(name):
+	prog = nvcc_fixture(name)
+	if not prog:
+		return
+	envs = [("the test double", cuda_env()), ("no driver", cuda_env(driver=False))]
+	for _, e in envs:
+		e["MEMLINE_CUDA_TRACE"] = "1"
+	stub = stub_driver_dir()
+	if stub:
+		e = cuda_env(driver=False)
+		e["LD_LIBRARY_PATH"] = stub
+		envs.append(("the toolkit's stub driver", e))
+	for what, env in envs:
+		plain = run([prog], env=env)
+		r = Run(prog, env=env, expect_rc=plain.returncode)
+		eq(text(r.proc.stdout), text(plain.stdout), "%s with %s: output" % (name, what))
+		doc = report(r.file(name), "leaks")["leaks"]
+		check("cuda" not in doc, "%s with %s: bogus CUDA records" % (name, what))
+		err = text(r.proc.stderr)
+		if what == "the test double":
+			# The runtime found the driver through our dlsym and wrapped
+			# lookups, before it stopped at its check of the driver.
+			for sym in ("cuGetProcAddress_v2", "cuMemAlloc_v2", "cuMemFree_v2"):
+				check("memline: cuda: wrapped %s " % sym in err,
+				      "%s with the double: %s not wrapped; stderr %r" % (name, sym, err[-300:]))
+		if what == "no driver":
+			check("memline: cuda: wrapped" not in err, "%s without a driver: wrapped something" % name)
+
+
+@test
+def cuda_real_runtime_static():
+	check_real_runtime("rt_static")
+
+
+@test
+def cuda_real_runtime_shared():
+	check_real_runtime("rt_shared")
+
+
+# ------------------------------------------------ the line timer (lineprof/)
+
+def timed_lines(prof, function):
+	"""(function object, {line: row}) of `lines --function` on a --lines profile."""
+	doc = report(prof, "lines", "--function", function)
+	fns = [f for f in doc["lines"]["functions"] if f["name"] == function]
+	check(len(fns) == 1, "lines %s: want one function, got %d" % (function, len(fns)))
+	return doc, fns[0], {r["line"]: r for r in fns[0]["lines"]}
+
+
+def pct_of(fn, rows, line):
+	check(fn["samples"] > 0, "%s has no samples" % fn["name"])
+	return 100.0 * rows[line]["samples"] / fn["samples"]
+
+
+@test
+def lines_split_60_30_10():
+	r = Run("lp_split", opts=["--lines"])
+	prof = r.file("lp_split")
+	doc, fn, rows = timed_lines(prof, "main")
+	t = doc["lines"]["timer"]
+	eq((t["estimated"], t["clock"], t["period_ns"]), (True, "cpu", 1000000000 // 997), "timer")
+	check(fn["samples"] >= 500, "only %d samples in main" % fn["samples"])
+	for marker, want in (("sixty", 60), ("thirty", 30), ("ten", 10)):
+		got = pct_of(fn, rows, line_of("lp_split", marker))
+		check(abs(got - want) <= 3, "%s: %.1f%% of main's time, want %d +- 3" % (marker, got, want))
+		eq(rows[line_of("lp_split", marker)]["self_samples"], 0, marker + " self samples (all in burn)")
+	# Inclusive: main's three lines hold all of burn's time; burn's own lines hold it as self.
+	_, bfn, brows = timed_lines(prof, "burn")
+	eq(bfn["self_samples"], bfn["samples"], "burn self == total")
+	self_sum = sum(x["self_samples"] for x in brows.values())
+	eq(self_sum, bfn["samples"], "burn's lines' self samples")
+	check(abs(bfn["samples"] - fn["samples"]) <= 2, "burn %d vs main %d samples" % (bfn["samples"], fn["samples"]))
+	# The text: line_profiler's layout.
+	p = run([rcli(), "report", prof, "lines", "--function", "main"])
+	out = text(p.stdout).splitlines()
+	eq(out[0], "Timer unit: 1e-06 s", "first line")
+	check(out[1].startswith("Time is estimated from "), "estimate note: %r" % out[1])
+	check(re.match(r"^Total time: [0-9.e+-]+ s$", out[3]), "total line: %r" % out[3])
+	check(out[4].startswith("File: ") and out[4].endswith("lp_split.c"), "file line: %r" % out[4])
+	eq(out[5], "Function: main at line %d" % (line_of("lp_split", "sixty") - 3), "function line")
+	check(out[7].startswith("Line #   Samples         Time  Per Hit   % Time"), "header: %r" % out[7])
+	check(out[7].endswith("  Line Contents"), "header end: %r" % out[7])
+	eq(out[8], "=" * len(out[7]), "rule")
+	row = [l for l in out if l.endswith("/* L:sixty */")][0]
+	check(re.match(r"^ {4}\d\d {6}[ \d]{3}\d +\d+\.\d +\d+\.\d +\d+\.\d ", row), "row: %r" % row)
+	# -u: the unit scales Time.
+	p = run([rcli(), "report", prof, "lines", "--function", "main", "-u", "1e-3"])
+	eq(text(p.stdout).splitlines()[0], "Timer unit: 0.001 s", "-u 1e-3")
+	# --top 2: burn and main (the most time, with source).
+	p = run([rcli(), "report", prof, "lines", "--top", "2"])
+	funcs = re.findall(r"^Function: (\S+) at line", text(p.stdout), re.M)
+	eq(sorted(funcs), ["burn", "main"], "lines --top 2")
+	# ops: time columns and the footer.
+	ops = report(prof, "ops", "--sort", "self_cpu_time_total")["ops"]
+	eq(ops["functions"][0]["name"], "burn", "top of ops by self_cpu_time_total")
+	p = run([rcli(), "report", prof, "ops", "--sort", "cpu_time_total"])
+	o = text(p.stdout)
+	check("Self CPU %" in o and "CPU total %" in o and "CPU time avg" in o, "ops time headers")
+	check(re.search(r"^Self CPU time total: [0-9.]+m?s", o, re.M), "ops footer")
+
+
+@test
+def lines_gcov_exact_hits():
+	gcda = fixture("lp_gcov.gcda")
+	if os.path.exists(gcda):
+		os.unlink(gcda)
+	r = Run("lp_gcov", opts=["--lines"])
+	prof = r.file("lp_gcov")
+	check(os.path.exists(gcda), "no %s after the run" % gcda)
+	p = run(["gcov", "--json-format", "--stdout", gcda])
+	check(p.returncode == 0, "gcov failed: %s" % text(p.stderr))
+	want = {}
+	for f in json.loads(text(p.stdout))["files"]:
+		if os.path.basename(f["file"]) == "lp_gcov.c":
+			for l in f["lines"]:
+				want[l["line_number"]] = want.get(l["line_number"], 0) + l["count"]
+	_, fn, rows = timed_lines(prof, "main")
+	eq(fn["hits_exact"], True, "hits_exact")
+	got = {n: x["hits"] for n, x in rows.items() if x["hits"] is not None}
+	eq(got, {n: c for n, c in want.items() if fn["first_line"] <= n <= fn["last_line"]},
+	   "hits vs gcov's line counts")
+	for marker, count in (("inner_body", 3000000), ("call", 1000), ("seventh", 143), ("init", 1)):
+		eq(rows[line_of("lp_gcov", marker)]["hits"], count, marker + " hits")
+	p = run([rcli(), "report", prof, "lines", "--function", "main"])
+	check(re.search(r"^Line #      Hits         Time", text(p.stdout), re.M), "Hits header")
+	calls = {f["name"]: f.get("calls") for f in report(prof, "ops")["ops"]["functions"]}
+	eq(calls.get("main"), 1, "main's calls from gcov")
+	check(calls.get("step") in (None, 1000), "step's calls: %r" % calls.get("step"))
+
+
+@test
+def lines_llvm_cov_exact_hits():
+	if not os.path.exists(fixture("lp_llvmcov")) or not shutil.which("llvm-cov") \
+	   or not shutil.which("llvm-profdata"):
+		print("skip lines_llvm_cov_exact_hits: clang, llvm-cov or llvm-profdata not installed")
+		return
+	rawdir = tempfile.mkdtemp(prefix="ml-llvmcov-", dir=OPTS.tmp)
+	env = dict(os.environ, LLVM_PROFILE_FILE=os.path.join(rawdir, "lp.profraw"))
+	r = Run("lp_llvmcov", opts=["--lines"], env=env)
+	prof = r.file("lp_llvmcov")
+	merged = os.path.join(rawdir, "lp.profdata")
+	p = run(["llvm-profdata", "merge", "-sparse", "-o", merged, env["LLVM_PROFILE_FILE"]])
+	eq(p.returncode, 0, "llvm-profdata merge")
+	p = run(["llvm-cov", "export", "-format=lcov", "-instr-profile", merged, fixture("lp_llvmcov")])
+	want, cur = {}, None
+	for l in text(p.stdout).splitlines():
+		if l.startswith("SF:"):
+			cur = os.path.basename(l[3:])
+		elif l.startswith("DA:") and cur == "lp_gcov.c":
+			n, c = l[3:].split(",")[:2]
+			want[int(n)] = want.get(int(n), 0) + int(c)
+	cmd = [rcli(), "report", prof, "lines", "--function", "main", "--json"]
+	p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+	eq(p.returncode, 0, "report: %s" % text(p.stderr))
+	fn = json.loads(text(p.stdout))["lines"]["functions"][0]
+	eq(fn["hits_exact"], True, "hits_exact")
+	got = {x["line"]: x["hits"] for x in fn["lines"] if x["hits"] is not None}
+	eq(got, {n: c for n, c in want.items() if fn["first_line"] <= n <= fn["last_line"]},
+	   "hits vs llvm-cov's line counts")
+	for marker, count in (("inner_body", 3000000), ("call", 1000), ("seventh", 143)):
+		eq(got.get(line_of("lp_gcov", marker)), count, marker + " hits")
+
+
+@test
+def lines_threads():
+	r = Run("lp_threads", opts=["--lines"])
+	prof = r.file("lp_threads")
+	ops = {f["name"]: f for f in report(prof, "ops")["ops"]["functions"]}
+	a, b = ops["spin_a"]["samples"], ops["spin_b"]["samples"]
+	check(b >= 40, "spin_b has %d samples" % b)
+	check(1.6 <= a / b <= 2.5, "spin_a/spin_b = %d/%d, want about 2" % (a, b))
+	_, fn, rows = timed_lines(prof, "main")
+	check(rows[line_of("lp_threads", "join")]["samples"] <= 3,
+	      "main's join line has %d CPU samples" % rows[line_of("lp_threads", "join")]["samples"])
+	doc, _, _ = timed_lines(prof, "spin_a")
+	pid = doc["profile"]["pid"]
+	per = {t["tid"]: t["samples"] for t in doc["lines"]["timer"]["per_thread"]}
+	check(per.get(pid, 0) <= 3, "main thread (tid %d) has %d CPU samples" % (pid, per.get(pid, 0)))
+	others = sorted((n for t, n in per.items() if t != pid), reverse=True)
+	check(len(others) == 2, "sampled threads besides main: %r" % per)
+	check(abs(others[0] - a) <= 2 and abs(others[1] - b) <= 2,
+	      "per-thread samples %r vs spin_a %d, spin_b %d" % (others, a, b))
+	eq(doc["lines"]["timer"]["threads"], 3, "threads with a timer")
+	_, fa, ra = timed_lines(prof, "spin_a")
+	check(ra[line_of("lp_threads", "a_loop")]["samples"] + ra[line_of("lp_threads", "a_loop") + 1]["samples"]
+	      >= 0.9 * fa["samples"], "spin_a's time on its loop")
+
+
+@test
+def lines_wall_vs_cpu():
+	read_line = line_of("lp_block", "read")
+	r = Run("lp_block", opts=["--lines", "--clock", "wall"])
+	doc, fn, rows = timed_lines(r.file("lp_block"), "main")
+	eq(doc["lines"]["timer"]["clock"], "wall", "clock")
+	check(pct_of(fn, rows, read_line) >= 60, "wall: read line has %.1f%%" % pct_of(fn, rows, read_line))
+	r = Run("lp_block", opts=["--lines"])
+	doc, fn, rows = timed_lines(r.file("lp_block"), "main")
+	check(rows[read_line]["samples"] <= 2, "cpu: read line has %d samples" % rows[read_line]["samples"])
+	check(rows[line_of("lp_block", "burn")]["samples"] >= 10, "cpu: burn line has samples")
+
+
+@test
+def lines_program_sigprof():
+	plain = run([fixture("lp_sigprof")])
+	eq(plain.returncode, 0, "lp_sigprof alone")
+	r = Run("lp_sigprof", opts=["--lines"])
+	err = text(r.proc.stderr)
+	eq(err.count("memline: the program uses SIGPROF; line timing is off"), 1, "warning lines in %r" % err)
+	check(re.match(r"^ticks [1-9]\d*$", text(r.proc.stdout).strip()), "program's own ticks: %r" % text(r.proc.stdout))
+	t = report(r.file("lp_sigprof"), "lines", "--function", "main")["lines"]["timer"]
+	eq(t["stepped_aside"], True, "stepped_aside")
+
+
+@test
+def lines_run_options():
+	for opts, what in ((["--clock", "gpu"], "--clock"), (["--rate", "0"], "--rate"),
+			   (["--rate", "x"], "--rate")):
+		p = run([memline(), "run"] + opts + ["--", fixture("lp_split"), "1"])
+		eq(p.returncode, 2, "run %s exit status" % " ".join(opts))
+		check(what in text(p.stderr), "error names %s: %r" % (what, text(p.stderr)))
+	r = Run("lp_split", args=["2000000"], opts=["--rate", "211"])
+	t = report(r.file("lp_split"), "lines", "--function", "main")["lines"]["timer"]
+	eq(t["period_ns"], 1000000000 // 211, "period at --rate 211")
+	r = Run("lp_split", args=["2000000"])
+	p = run([rcli(), "report", r.file("lp_split"), "lines", "--top", "1"])
+	check(p.returncode == 1 and "--lines" in text(p.stderr), "--top without samples: %r" % text(p.stderr))
+
+
+@test
+def regions_tree():
+	r = Run("lp_regions")
+	prof = r.file("lp_regions")
+	root = report(prof, "regions")["regions"]
+	eq(root["name"], "root", "root name")
+	ch = root["children"]
+	eq(sorted(ch), ["outer", "tail"], "top-level regions")
+	outer, tail = ch["outer"], ch["tail"]
+	inner = outer["children"]["inner"]
+	eq((outer["count"], inner["count"], tail["count"]), (3, 6, 1), "counts")
+	eq((outer["alloc_bytes"], outer["self_alloc_bytes"], inner["alloc_bytes"]), (7500, 1500, 6000),
+	   "region memory")
+	eq((outer["allocs"], inner["allocs"]), (9, 6), "region allocs")
+	check(0.12 <= inner["total"] < 0.6, "inner total %.3f s for 6 x 20 ms" % inner["total"])
+	check(abs(outer["self"] - (outer["total"] - inner["total"])) < 1e-6, "outer self")
+	check(outer["total"] >= inner["total"] and tail["total"] >= 0.01, "totals")
+	eq(inner["children"], {}, "inner has no children")
+	p = run([rcli(), "report", prof, "regions"])
+	out = text(p.stdout).splitlines()
+	check(re.match(r"^outer: \d+\.\d{4}  \(count 3, self \d+\.\d{4}, alloc 7\.32 KiB in 9 allocs\)$", out[1]),
+	      "outer line: %r" % out[1])
+	check(out[2].startswith("  inner: "), "inner line indented: %r" % out[2])
+
+
+@test
+def regions_nvtx():
+	plain = run([fixture("lp_nvtx")])
+	if plain.returncode == 77:
+		print("skip regions_nvtx: built without NVTX headers (nvtx3/nvToolsExt.h not found)")
+		return
+	r = Run("lp_nvtx")
+	ch = report(r.file("lp_nvtx"), "regions")["regions"]["children"]
+	eq(sorted(ch), ["load", "step"], "NVTX regions")
+	eq((ch["step"]["count"], ch["step"]["children"]["forward"]["count"], ch["load"]["count"]), (4, 4, 1),
+	   "NVTX counts")
+	eq((ch["step"]["is_nvtx"], ch["load"]["is_nvtx"]), (True, True), "is_nvtx")
+	check(ch["load"]["total"] >= 0.005, "load range time %.4f" % ch["load"]["total"])
+
+
+@test
+def report_timed_views():
+	"""The report side of the line timer and regions (run under ASan too)."""
+	r = Run("lp_split", args=["3000000"], opts=["--lines", "--rate", "4999"])
+	prof = r.file("lp_split")
+	for args in (["lines", "--function", "main"], ["lines", "--function", "burn", "-u", "1"],
+		     ["lines", "--top", "3"], ["ops"], ["ops", "--sort", "self_cpu_time_total"],
+		     ["regions"]):
+		for j in ([], ["--json"]):
+			p = run([rcli(), "report", prof] + args + j)
+			eq(p.returncode, 0, "report %s: %s" % (" ".join(args + j), text(p.stderr)[-300:]))
+	r = Run("lp_regions")
+	for j in ([], ["--json"]):
+		p = run([rcli(), "report", r.file("lp_regions"), "regions"] + j)
+		eq(p.returncode, 0, "report regions %s: %s" % (j, text(p.stderr)[-300:]))
+	for bad in (["lines", "--top", "0"], ["lines", "--top", "2", "--function", "main"],
+		    ["ops", "--top", "2"], ["lines", "--function", "main", "-u", "x"]):
+		p = run([rcli(), "report", prof] + bad)
+		eq(p.returncode, 2, "report %s exit status" % " ".join(bad))
 
 
 # ------------------------------------------------------------- the runner

@@ -1,0 +1,1056 @@
+/* cuda_hooks/hooks.c - CUDA memory interception, and nothing else.
+ *
+ * Three doors lead to the driver's allocation functions, and each is hooked:
+ *  1. cuGetProcAddress / cuGetProcAddress_v2: how the CUDA runtime (static or
+ *     shared) and PyTorch find every driver function.  We interpose dlsym for
+ *     the exact names of the hooked functions (through an assembly trampoline
+ *     that tail-jumps to the real dlsym for every other name, so that
+ *     RTLD_NEXT still resolves relative to the real caller), and wrap what
+ *     cuGetProcAddress returns, keyed by (name, version, flags); its lookup of
+ *     itself returns our wrapper too.
+ *  2. The exported cu* symbols, for programs linked with -lcuda.
+ *  3. The runtime's cuda* symbols, for programs linked with a shared libcudart.
+ * Nested doors (cudaMalloc calling cuMemAlloc_v2) count once: the outer hook
+ * holds the reentrancy guard during the real call, so the inner one passes
+ * through, and so do the host mallocs the CUDA libraries make meanwhile.
+ *
+ * Only exact names are touched: nothing else starting with cu (cuBLAS, cuDNN),
+ * never cuGetExportTable.  When a driver hands out a function whose ABI we
+ * cannot be sure of (an older version of the symbol, an unexpected pointer),
+ * it is returned untouched: the program always gets the real behaviour. */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "alloc/track.h"
+#include "alloc/internal.h"
+#include "cuda_hooks/blocks.h"
+#include "cuda_hooks/driver.h"
+
+#define ML_EXPORT __attribute__((visibility("default")))
+
+#define K_DEVICE ML_KIND_CUDA_DEVICE
+#define K_MANAGED ML_KIND_CUDA_MANAGED
+#define K_PINNED ML_KIND_CUDA_PINNED
+#define K_POOL ML_KIND_CUDA_POOL
+#define K_VMM ML_KIND_CUDA_VMM
+#define K_ARRAY ML_KIND_CUDA_ARRAY
+#define K_MAPPED ML_KIND_CUDA_MAPPED
+#define K_RESERVED ML_KIND_CUDA_RESERVED
+#define BIT(k) (1u << (k))
+/* What cuMemFree / cudaFree / the async frees may release. */
+#define FREEABLE (BIT(K_DEVICE) | BIT(K_MANAGED) | BIT(K_POOL))
+/* What a context owns and takes along when it is destroyed. */
+#define CTX_KINDS (BIT(K_DEVICE) | BIT(K_MANAGED) | BIT(K_PINNED) | BIT(K_POOL) | BIT(K_ARRAY))
+
+/* ------------------------------------------------------------ the hook table
+ * X(id, exported symbol, base name given to cuGetProcAddress, lowest
+ *   cudaVersion that resolves the base name to this symbol, first version
+ *   that no longer does (0: none), stream variant: -1 any, 0 legacy, 1 _ptsz) */
+#define ML_CUDA_DRIVER_HOOKS(X) \
+	X(H_MEM_ALLOC, cuMemAlloc_v2, "cuMemAlloc", 3020, 0, -1) \
+	X(H_MEM_ALLOC_PITCH, cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 0, -1) \
+	X(H_MEM_FREE, cuMemFree_v2, "cuMemFree", 3020, 0, -1) \
+	X(H_MEM_ALLOC_MANAGED, cuMemAllocManaged, "cuMemAllocManaged", 0, 0, -1) \
+	X(H_MEM_HOST_ALLOC, cuMemHostAlloc, "cuMemHostAlloc", 0, 0, -1) \
+	X(H_MEM_ALLOC_HOST, cuMemAllocHost_v2, "cuMemAllocHost", 3020, 0, -1) \
+	X(H_MEM_FREE_HOST, cuMemFreeHost, "cuMemFreeHost", 0, 0, -1) \
+	X(H_MEM_HOST_REGISTER_V2, cuMemHostRegister_v2, "cuMemHostRegister", 6050, 0, -1) \
+	X(H_MEM_HOST_REGISTER, cuMemHostRegister, "cuMemHostRegister", 0, 6050, -1) \
+	X(H_MEM_HOST_UNREGISTER, cuMemHostUnregister, "cuMemHostUnregister", 0, 0, -1) \
+	X(H_ARRAY_CREATE, cuArrayCreate_v2, "cuArrayCreate", 3020, 0, -1) \
+	X(H_ARRAY3D_CREATE, cuArray3DCreate_v2, "cuArray3DCreate", 3020, 0, -1) \
+	X(H_ARRAY_DESTROY, cuArrayDestroy, "cuArrayDestroy", 0, 0, -1) \
+	X(H_MEM_ALLOC_ASYNC, cuMemAllocAsync, "cuMemAllocAsync", 0, 0, 0) \
+	X(H_MEM_ALLOC_ASYNC_PTSZ, cuMemAllocAsync_ptsz, "cuMemAllocAsync", 0, 0, 1) \
+	X(H_MEM_ALLOC_POOL_ASYNC, cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 0, 0, 0) \
+	X(H_MEM_ALLOC_POOL_ASYNC_PTSZ, cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 0, 0, 1) \
+	X(H_MEM_FREE_ASYNC, cuMemFreeAsync, "cuMemFreeAsync", 0, 0, 0) \
+	X(H_MEM_FREE_ASYNC_PTSZ, cuMemFreeAsync_ptsz, "cuMemFreeAsync", 0, 0, 1) \
+	X(H_MEM_POOL_TRIM_TO, cuMemPoolTrimTo, "cuMemPoolTrimTo", 0, 0, -1) \
+	X(H_MEM_POOL_DESTROY, cuMemPoolDestroy, "cuMemPoolDestroy", 0, 0, -1) \
+	X(H_MEM_CREATE, cuMemCreate, "cuMemCreate", 0, 0, -1) \
+	X(H_MEM_RELEASE, cuMemRelease, "cuMemRelease", 0, 0, -1) \
+	X(H_MEM_MAP, cuMemMap, "cuMemMap", 0, 0, -1) \
+	X(H_MEM_UNMAP, cuMemUnmap, "cuMemUnmap", 0, 0, -1) \
+	X(H_MEM_ADDRESS_RESERVE, cuMemAddressReserve, "cuMemAddressReserve", 0, 0, -1) \
+	X(H_MEM_ADDRESS_FREE, cuMemAddressFree, "cuMemAddressFree", 0, 0, -1) \
+	X(H_CTX_DESTROY, cuCtxDestroy_v2, "cuCtxDestroy", 4000, 0, -1) \
+	X(H_PRIMARY_RETAIN, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 0, 0, -1) \
+	X(H_PRIMARY_RESET_V2, cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, 0, -1) \
+	X(H_PRIMARY_RESET, cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 0, 11000, -1) \
+	X(H_GPA, cuGetProcAddress, "cuGetProcAddress", 0, 12000, -1) \
+	X(H_GPA_V2, cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0, -1)
+
+/* The runtime's symbols (shared libcudart only): exported, never handed out
+ * by cuGetProcAddress. */
+#define ML_CUDA_RUNTIME_HOOKS(X) \
+	X(R_MALLOC, cudaMalloc) \
+	X(R_MALLOC_MANAGED, cudaMallocManaged) \
+	X(R_MALLOC_PITCH, cudaMallocPitch) \
+	X(R_MALLOC_HOST, cudaMallocHost) \
+	X(R_HOST_ALLOC, cudaHostAlloc) \
+	X(R_FREE_HOST, cudaFreeHost) \
+	X(R_HOST_REGISTER, cudaHostRegister) \
+	X(R_HOST_UNREGISTER, cudaHostUnregister) \
+	X(R_FREE, cudaFree) \
+	X(R_MALLOC_ASYNC, cudaMallocAsync) \
+	X(R_MALLOC_ASYNC_PTSZ, cudaMallocAsync_ptsz) \
+	X(R_MALLOC_POOL_ASYNC, cudaMallocFromPoolAsync) \
+	X(R_MALLOC_POOL_ASYNC_PTSZ, cudaMallocFromPoolAsync_ptsz) \
+	X(R_FREE_ASYNC, cudaFreeAsync) \
+	X(R_FREE_ASYNC_PTSZ, cudaFreeAsync_ptsz)
+
+#define ENUM_D(id, sym, base, vmin, vmax, stream) id,
+enum { ML_CUDA_DRIVER_HOOKS(ENUM_D) H_COUNT };
+#define ENUM_R(id, sym) id,
+enum { ML_CUDA_RUNTIME_HOOKS(ENUM_R) R_COUNT };
+
+#define PROC_SLOTS 2
+struct hook {
+	const char *sym;
+	const char *base;
+	int vmin, vmax;
+	int stream;
+	/* What cuGetProcAddress / dlsym hand out, and the driver's function
+	 * behind each.  Two slots: a driver may give a different address for
+	 * the same function through dlsym and through cuGetProcAddress. */
+	void *proc_wrap[PROC_SLOTS];
+	void *volatile proc_real[PROC_SLOTS];
+	void *export_wrap;		/* our exported symbol of the same name */
+	void *volatile export_real;	/* dlsym(RTLD_NEXT, sym), for export_wrap */
+};
+static struct hook hooks[H_COUNT];
+
+static const char *const runtime_syms[R_COUNT] = {
+#define NAME_R(id, sym) #sym,
+	ML_CUDA_RUNTIME_HOOKS(NAME_R)
+};
+static void *volatile runtime_real[R_COUNT];
+static void *const runtime_exports[R_COUNT];	/* our exported functions, below */
+
+/* --------------------------------------------------------------- dlsym
+ * The real dlsym, and the trampoline that replaces it.  The trampoline asks
+ * ml_cuda_dlsym_wants(name); for any name we do not hook it jumps to the
+ * real dlsym with the caller's return address untouched (dlsym resolves
+ * RTLD_NEXT and RTLD_DEFAULT relative to its caller). */
+void *(*ml_cuda_real_dlsym)(void *, const char *);
+int ml_cuda_dlsym_wants(const char *name);
+void *ml_cuda_dlsym_hooked(void *handle, const char *name);
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+	".globl dlsym\n"
+	".type dlsym, @function\n"
+	".p2align 4\n"
+	"dlsym:\n"
+	".cfi_startproc\n"
+	"pushq %rdi\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"pushq %rsi\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"subq $8, %rsp\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"movq %rsi, %rdi\n"
+	"call ml_cuda_dlsym_wants\n"
+	"addq $8, %rsp\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"popq %rsi\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"popq %rdi\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"testl %eax, %eax\n"
+	"jnz 1f\n"
+	"jmp *ml_cuda_real_dlsym(%rip)\n"
+	"1:\n"
+	"jmp ml_cuda_dlsym_hooked\n"
+	".cfi_endproc\n"
+	".size dlsym, .-dlsym\n");
+#endif
+
+static void resolve_real_dlsym(void)
+{
+	if (ml_cuda_real_dlsym)
+		return;
+	void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!p)
+		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	__atomic_store_n(&ml_cuda_real_dlsym, (void *(*)(void *, const char *))p,
+			 __ATOMIC_RELEASE);
+}
+
+/* Our dlsym(RTLD_NEXT, sym): the call comes from inside libmemline. */
+static void *next_sym(const char *sym)
+{
+	resolve_real_dlsym();
+	return ml_cuda_real_dlsym ? ml_cuda_real_dlsym(RTLD_NEXT, sym) : NULL;
+}
+
+/* The definition of sym the program would have used without us, when
+ * RTLD_NEXT cannot see it: a library loaded with RTLD_LOCAL (a Python
+ * extension such as PyTorch's, linked with libcudart.so or -lcuda) binds its
+ * calls to our exported symbol, but its libcudart / libcuda is outside the
+ * global scope.  Searches each loaded object's own scope (dlopen NOLOAD +
+ * dlsym on the handle), skipping ours.  Guard held by the caller. */
+#define MAX_OBJECTS 512
+struct objects {
+	const char *name[MAX_OBJECTS];
+	int n;
+	uintptr_t self_base;
+};
+
+static int collect_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct objects *o = arg;
+	if (o->n < MAX_OBJECTS && info->dlpi_name && info->dlpi_name[0] &&
+	    info->dlpi_addr != o->self_base)
+		o->name[o->n++] = info->dlpi_name;
+	return 0;
+}
+
+static void *search_loaded(const char *sym, void *ours)
+{
+	static struct objects objs;	/* static: large; callers are rare (first call only) */
+	static volatile int busy;
+	Dl_info self;
+	void *found = NULL;
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		return NULL;
+	if (!dladdr((void *)search_loaded, &self))
+		goto out;
+	objs.n = 0;
+	objs.self_base = (uintptr_t)self.dli_fbase;
+	/* Names first, lookups after: dlopen must not run under the loader's
+	 * lock that dl_iterate_phdr holds. */
+	dl_iterate_phdr(collect_object, &objs);
+	int (*real_dlclose)(void *) = (int (*)(void *))next_sym("dlclose");
+	for (int i = 0; i < objs.n && !found; i++) {
+		void *h = dlopen(objs.name[i], RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			continue;
+		void *p = ml_cuda_real_dlsym(h, sym);
+		if (p && p != ours) {
+			Dl_info at;
+			if (!dladdr(p, &at) || at.dli_fbase != self.dli_fbase)
+				found = p;
+		}
+		if (real_dlclose)
+			real_dlclose(h);
+	}
+out:
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	return found;
+}
+
+/* The real definition behind our exported sym (ours: our export). */
+static void *find_real(const char *sym, void *ours)
+{
+	void *p = next_sym(sym);
+	if (p && p != ours)
+		return p;
+	bool guarded = ml_guard_enter_always();
+	p = ml_cuda_real_dlsym ? search_loaded(sym, ours) : NULL;
+	if (guarded)
+		ml_guard_exit();
+	return p;
+}
+
+static int hook_by_sym(const char *name)
+{
+	for (int i = 0; i < H_COUNT; i++)
+		if (strcmp(hooks[i].sym, name) == 0)
+			return i;
+	return -1;
+}
+
+int ml_cuda_dlsym_wants(const char *name)
+{
+	resolve_real_dlsym();
+	if (!ml_cuda_real_dlsym)
+		return 1;	/* ml_cuda_dlsym_hooked answers NULL */
+	return name && name[0] == 'c' && name[1] == 'u' && hook_by_sym(name) >= 0;
+}
+
+/* ------------------------------------------------- learning driver functions */
+
+/* The driver's own cuGetProcAddress entry points, when seen (they tell the
+ * two ABIs apart in a lookup of "cuGetProcAddress" itself). */
+static void *volatile gpa_v1_real, *volatile gpa_v2_real;
+
+/* MEMLINE_CUDA_TRACE=1: one line on stderr per driver function wrapped (for
+ * tests and for checking a new driver or runtime). */
+static int trace;
+
+static void trace_wrapped(const char *sym, int slot)
+{
+	char line[160];
+	if (!trace)
+		return;
+	int n = snprintf(line, sizeof(line), "memline: cuda: wrapped %s (slot %d)\n", sym, slot);
+	if (n > 0 && write(2, line, (size_t)n) < 0)
+		trace = 0;
+}
+
+/* Hands out h's wrapper for the driver's function real, or real itself when
+ * h already stands for another function (then the call is not counted). */
+static void *claim(struct hook *h, void *real)
+{
+	if (real == h->export_wrap)
+		return real;		/* ours already */
+	for (int s = 0; s < PROC_SLOTS; s++) {
+		void *expected = NULL;
+		if (real == h->proc_wrap[s])
+			return real;
+		if (__atomic_compare_exchange_n(&h->proc_real[s], &expected, real, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			trace_wrapped(h->sym, s);
+			return h->proc_wrap[s];
+		}
+		if (expected == real)
+			return h->proc_wrap[s];
+	}
+	static int warned;
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		ml_warn("CUDA: a driver function changed address; calls through the new one are not counted");
+	return real;
+}
+
+void *ml_cuda_dlsym_hooked(void *handle, const char *name)
+{
+	if (!ml_cuda_real_dlsym || !name)
+		return NULL;
+	void *real = ml_cuda_real_dlsym(handle, name);
+	int i = hook_by_sym(name);
+	if (!real || i < 0)
+		return real;
+	if (i == H_GPA && real != hooks[i].export_wrap)
+		gpa_v1_real = real;
+	if (i == H_GPA_V2 && real != hooks[i].export_wrap)
+		gpa_v2_real = real;
+	return claim(&hooks[i], real);
+}
+
+/* The hook for a successful lookup of symbol, or -1. */
+static int hook_for_lookup(const char *symbol, int version, uint64_t flags, void *real)
+{
+	if (strcmp(symbol, "cuGetProcAddress") == 0) {
+		if (real == gpa_v1_real)
+			return H_GPA;
+		if (real == gpa_v2_real)
+			return H_GPA_V2;
+	}
+	int ptsz = (flags & ML_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	for (int i = 0; i < H_COUNT; i++) {
+		const struct hook *h = &hooks[i];
+		if (strcmp(h->base, symbol) == 0 && version >= h->vmin &&
+		    (!h->vmax || version < h->vmax) && (h->stream < 0 || h->stream == ptsz))
+			return i;
+	}
+	return hook_by_sym(symbol);	/* asked for by its exact name */
+}
+
+/* The driver's cuCtxGetCurrent, found once. */
+static CUresult (*volatile ctx_get)(CUcontext *);
+
+static void find_ctx_get(void)
+{
+	void *p = NULL;
+	ml_cu_query_result st = 0;
+	if (gpa_v2_real)
+		((ml_cu_gpa_v2)gpa_v2_real)("cuCtxGetCurrent", &p, 4000, 0, &st);
+	if (!p && gpa_v1_real)
+		((ml_cu_gpa_v1)gpa_v1_real)("cuCtxGetCurrent", &p, 4000, 0);
+	if (!p)
+		p = next_sym("cuCtxGetCurrent");
+	if (p)
+		ctx_get = (CUresult (*)(CUcontext *))p;
+}
+
+/* The calling thread's current context (NULL if none or unknown).  Guard held. */
+static void *current_ctx(void)
+{
+	CUcontext c = NULL;
+	if (!ctx_get)
+		find_ctx_get();
+	if (ctx_get && ctx_get(&c) != ML_CUDA_SUCCESS)
+		c = NULL;
+	return c;
+}
+
+/* ------------------------------------------------------------ recording */
+
+static inline void guard_release(bool *held)
+{
+	if (*held)
+		ml_guard_exit();
+}
+
+/* Takes the guard for the scope: the real call runs with it held, so nested
+ * hooks and the CUDA libraries' own mallocs are not recorded. */
+#define GUARD bool held __attribute__((cleanup(guard_release))) = ml_guard_enter()
+
+static void note_alloc(uint64_t addr, size_t size, uint32_t kind, bool with_ctx)
+{
+	if (!addr)
+		return;
+	ml_track_alloc((void *)(uintptr_t)addr, size, (enum ml_kind)kind);
+	ml_cuda_blocks_put(addr, kind, with_ctx ? current_ctx() : NULL);
+}
+
+/* A free in progress: the block is out of both tables until it ends. */
+struct pending {
+	struct ml_track_held held;
+	uint32_t kind;
+	void *ctx;
+	bool in_blocks;
+};
+
+static void free_begin(uint64_t addr, uint32_t kinds, struct pending *p)
+{
+	p->held.addr = 0;
+	p->in_blocks = addr && ml_cuda_blocks_take(addr, kinds, &p->kind, &p->ctx);
+	if (p->in_blocks) {
+		ml_track_detach((void *)(uintptr_t)addr, (enum ml_kind)p->kind, &p->held);
+		return;
+	}
+	for (uint32_t k = 0; addr && k < ML_KIND_COUNT; k++)
+		if ((kinds & BIT(k)) && ml_track_detach((void *)(uintptr_t)addr, (enum ml_kind)k, &p->held))
+			return;
+}
+
+static void free_end(uint64_t addr, const struct pending *p, bool ok)
+{
+	if (ok) {
+		ml_track_release(&p->held);
+		return;
+	}
+	ml_track_reattach(&p->held);
+	if (p->in_blocks)
+		ml_cuda_blocks_put(addr, p->kind, p->ctx);
+}
+
+/* The real function: the export's (found with dlsym RTLD_NEXT) or the one
+ * the driver handed out. */
+static void *export_real(int id)
+{
+	struct hook *h = &hooks[id];
+	if (!h->export_real)
+		h->export_real = find_real(h->sym, h->export_wrap);
+	return h->export_real;
+}
+
+/* Export and cuGetProcAddress twins of one implementation: R is the real
+ * function inside the body given as args. */
+#define PAIR(id, impl, name, params, args) \
+	ML_EXPORT CUresult name params \
+	{ \
+		void *R = export_real(id); \
+		return impl args; \
+	} \
+	static CUresult p_##name params \
+	{ \
+		void *R = hooks[id].proc_real[0]; \
+		return impl args; \
+	} \
+	static CUresult q_##name params \
+	{ \
+		void *R = hooks[id].proc_real[1]; \
+		return impl args; \
+	}
+
+#define NOT_READY(r) if (!(r)) return ML_CUDA_ERROR_NOT_INITIALIZED
+
+/* ---- device, managed, pinned host: allocate, then record ---- */
+
+typedef CUresult (*dptr_size_fn)(CUdeviceptr *, size_t);
+static CUresult mem_alloc(void *real, CUdeviceptr *d, size_t size)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((dptr_size_fn)real)(d, size);
+	if (held && rc == ML_CUDA_SUCCESS && d)
+		note_alloc(*d, size, K_DEVICE, true);
+	return rc;
+}
+PAIR(H_MEM_ALLOC, mem_alloc, cuMemAlloc_v2, (CUdeviceptr *d, size_t s), (R, d, s))
+
+typedef CUresult (*pitch_fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+static CUresult mem_alloc_pitch(void *real, CUdeviceptr *d, size_t *pitch, size_t w, size_t h,
+				unsigned int elem)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((pitch_fn)real)(d, pitch, w, h, elem);
+	if (held && rc == ML_CUDA_SUCCESS && d && pitch)
+		note_alloc(*d, *pitch * h, K_DEVICE, true);
+	return rc;
+}
+PAIR(H_MEM_ALLOC_PITCH, mem_alloc_pitch, cuMemAllocPitch_v2,
+     (CUdeviceptr *d, size_t *p, size_t w, size_t h, unsigned int e), (R, d, p, w, h, e))
+
+typedef CUresult (*managed_fn)(CUdeviceptr *, size_t, unsigned int);
+static CUresult mem_alloc_managed(void *real, CUdeviceptr *d, size_t size, unsigned int flags)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((managed_fn)real)(d, size, flags);
+	if (held && rc == ML_CUDA_SUCCESS && d)
+		note_alloc(*d, size, K_MANAGED, true);
+	return rc;
+}
+PAIR(H_MEM_ALLOC_MANAGED, mem_alloc_managed, cuMemAllocManaged,
+     (CUdeviceptr *d, size_t s, unsigned int f), (R, d, s, f))
+
+typedef CUresult (*host_alloc_fn)(void **, size_t, unsigned int);
+static CUresult mem_host_alloc(void *real, void **pp, size_t size, unsigned int flags)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((host_alloc_fn)real)(pp, size, flags);
+	if (held && rc == ML_CUDA_SUCCESS && pp)
+		note_alloc((uintptr_t)*pp, size, K_PINNED, true);
+	return rc;
+}
+PAIR(H_MEM_HOST_ALLOC, mem_host_alloc, cuMemHostAlloc, (void **p, size_t s, unsigned int f),
+     (R, p, s, f))
+
+typedef CUresult (*alloc_host_fn)(void **, size_t);
+static CUresult mem_alloc_host(void *real, void **pp, size_t size)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((alloc_host_fn)real)(pp, size);
+	if (held && rc == ML_CUDA_SUCCESS && pp)
+		note_alloc((uintptr_t)*pp, size, K_PINNED, true);
+	return rc;
+}
+PAIR(H_MEM_ALLOC_HOST, mem_alloc_host, cuMemAllocHost_v2, (void **p, size_t s), (R, p, s))
+
+/* cuMemHostRegister pins memory the program already has: it is pinned bytes,
+ * not new CPU bytes (the heap block, if any, stays counted as heap). */
+typedef CUresult (*host_register_fn)(void *, size_t, unsigned int);
+static CUresult mem_host_register(void *real, void *p, size_t size, unsigned int flags)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((host_register_fn)real)(p, size, flags);
+	if (held && rc == ML_CUDA_SUCCESS)
+		note_alloc((uintptr_t)p, size, K_PINNED, true);
+	return rc;
+}
+PAIR(H_MEM_HOST_REGISTER_V2, mem_host_register, cuMemHostRegister_v2,
+     (void *p, size_t s, unsigned int f), (R, p, s, f))
+PAIR(H_MEM_HOST_REGISTER, mem_host_register, cuMemHostRegister,
+     (void *p, size_t s, unsigned int f), (R, p, s, f))
+
+/* ---- frees: out of the tables first (the address may be handed out again
+ * as soon as the real free returns), back in if the free failed ---- */
+
+typedef CUresult (*dptr_fn)(CUdeviceptr);
+static CUresult mem_free_kinds(void *real, uint64_t addr, uint32_t kinds, bool host)
+{
+	NOT_READY(real);
+	GUARD;
+	struct pending p;
+	if (held)
+		free_begin(addr, kinds, &p);
+	CUresult rc = host ? ((CUresult (*)(void *))real)((void *)(uintptr_t)addr)
+			   : ((dptr_fn)real)(addr);
+	if (held)
+		free_end(addr, &p, rc == ML_CUDA_SUCCESS);
+	return rc;
+}
+static CUresult mem_free(void *real, CUdeviceptr d)
+{
+	return mem_free_kinds(real, d, FREEABLE, false);
+}
+PAIR(H_MEM_FREE, mem_free, cuMemFree_v2, (CUdeviceptr d), (R, d))
+
+static CUresult mem_free_host(void *real, void *p)
+{
+	return mem_free_kinds(real, (uintptr_t)p, BIT(K_PINNED), true);
+}
+PAIR(H_MEM_FREE_HOST, mem_free_host, cuMemFreeHost, (void *p), (R, p))
+PAIR(H_MEM_HOST_UNREGISTER, mem_free_host, cuMemHostUnregister, (void *p), (R, p))
+
+/* ---- arrays: the logical size, width x height x depth x channels x element ---- */
+
+static size_t element_bytes(int format)
+{
+	switch (format) {
+	case 0x01: case 0x08: case 0xc0: case 0xc6: return 1;	/* int8, unorm/snorm int8x1 */
+	case 0x02: case 0x09: case 0x10: case 0xc1: case 0xc3: case 0xc7: case 0xc9:
+		return 2;
+	case 0x03: case 0x0a: case 0x20: case 0xc2: case 0xc4: case 0xc8: case 0xca:
+		return 4;
+	case 0xc5: case 0xcb: return 8;
+	default: return 1;	/* block-compressed and video formats: 1 byte per element */
+	}
+}
+
+static size_t array_bytes(size_t w, size_t h, size_t d, int format, unsigned int channels)
+{
+	return w * (h ? h : 1) * (d ? d : 1) * (channels ? channels : 1) * element_bytes(format);
+}
+
+typedef CUresult (*array_fn)(CUarray *, const void *);
+static CUresult array_create(void *real, CUarray *a, const struct ml_cu_array_desc *d)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((array_fn)real)(a, d);
+	if (held && rc == ML_CUDA_SUCCESS && a && d)
+		note_alloc((uintptr_t)*a, array_bytes(d->Width, d->Height, 1, d->Format,
+						       d->NumChannels), K_ARRAY, true);
+	return rc;
+}
+PAIR(H_ARRAY_CREATE, array_create, cuArrayCreate_v2,
+     (CUarray *a, const struct ml_cu_array_desc *d), (R, a, d))
+
+static CUresult array3d_create(void *real, CUarray *a, const struct ml_cu_array3d_desc *d)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((array_fn)real)(a, d);
+	if (held && rc == ML_CUDA_SUCCESS && a && d)
+		note_alloc((uintptr_t)*a, array_bytes(d->Width, d->Height, d->Depth, d->Format,
+						       d->NumChannels), K_ARRAY, true);
+	return rc;
+}
+PAIR(H_ARRAY3D_CREATE, array3d_create, cuArray3DCreate_v2,
+     (CUarray *a, const struct ml_cu_array3d_desc *d), (R, a, d))
+
+static CUresult array_destroy(void *real, CUarray a)
+{
+	return mem_free_kinds(real, (uintptr_t)a, BIT(K_ARRAY), true);
+}
+PAIR(H_ARRAY_DESTROY, array_destroy, cuArrayDestroy, (CUarray a), (R, a))
+
+/* ---- stream-ordered (pool) allocations: counted when asked for ---- */
+
+typedef CUresult (*alloc_async_fn)(CUdeviceptr *, size_t, CUstream);
+static CUresult mem_alloc_async(void *real, CUdeviceptr *d, size_t size, CUstream s)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((alloc_async_fn)real)(d, size, s);
+	if (held && rc == ML_CUDA_SUCCESS && d)
+		note_alloc(*d, size, K_POOL, true);
+	return rc;
+}
+PAIR(H_MEM_ALLOC_ASYNC, mem_alloc_async, cuMemAllocAsync,
+     (CUdeviceptr *d, size_t n, CUstream s), (R, d, n, s))
+PAIR(H_MEM_ALLOC_ASYNC_PTSZ, mem_alloc_async, cuMemAllocAsync_ptsz,
+     (CUdeviceptr *d, size_t n, CUstream s), (R, d, n, s))
+
+typedef CUresult (*alloc_pool_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+static CUresult mem_alloc_pool(void *real, CUdeviceptr *d, size_t size, CUmemoryPool pool,
+			       CUstream s)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((alloc_pool_fn)real)(d, size, pool, s);
+	if (held && rc == ML_CUDA_SUCCESS && d)
+		note_alloc(*d, size, K_POOL, true);
+	return rc;
+}
+PAIR(H_MEM_ALLOC_POOL_ASYNC, mem_alloc_pool, cuMemAllocFromPoolAsync,
+     (CUdeviceptr *d, size_t n, CUmemoryPool p, CUstream s), (R, d, n, p, s))
+PAIR(H_MEM_ALLOC_POOL_ASYNC_PTSZ, mem_alloc_pool, cuMemAllocFromPoolAsync_ptsz,
+     (CUdeviceptr *d, size_t n, CUmemoryPool p, CUstream s), (R, d, n, p, s))
+
+typedef CUresult (*free_async_fn)(CUdeviceptr, CUstream);
+static CUresult mem_free_async(void *real, CUdeviceptr d, CUstream s)
+{
+	NOT_READY(real);
+	GUARD;
+	struct pending p;
+	if (held)
+		free_begin(d, FREEABLE, &p);
+	CUresult rc = ((free_async_fn)real)(d, s);
+	if (held)
+		free_end(d, &p, rc == ML_CUDA_SUCCESS);
+	return rc;
+}
+PAIR(H_MEM_FREE_ASYNC, mem_free_async, cuMemFreeAsync, (CUdeviceptr d, CUstream s), (R, d, s))
+PAIR(H_MEM_FREE_ASYNC_PTSZ, mem_free_async, cuMemFreeAsync_ptsz, (CUdeviceptr d, CUstream s),
+     (R, d, s))
+
+/* Trimming or destroying a pool returns the pool's cached memory, which was
+ * never counted (blocks are counted as the program asks for them); held only
+ * so that the driver's host allocations are not charged to the program. */
+typedef CUresult (*pool_trim_fn)(CUmemoryPool, size_t);
+static CUresult mem_pool_trim_to(void *real, CUmemoryPool pool, size_t keep)
+{
+	NOT_READY(real);
+	GUARD;
+	return ((pool_trim_fn)real)(pool, keep);
+}
+PAIR(H_MEM_POOL_TRIM_TO, mem_pool_trim_to, cuMemPoolTrimTo, (CUmemoryPool p, size_t k), (R, p, k))
+
+static CUresult mem_pool_destroy(void *real, CUmemoryPool pool)
+{
+	NOT_READY(real);
+	GUARD;
+	return ((CUresult (*)(CUmemoryPool))real)(pool);
+}
+PAIR(H_MEM_POOL_DESTROY, mem_pool_destroy, cuMemPoolDestroy, (CUmemoryPool p), (R, p))
+
+/* ---- virtual memory management: physical bytes (cuMemCreate, keyed by the
+ * handle), mapped ranges and address reservations, each its own kind ---- */
+
+typedef CUresult (*mem_create_fn)(CUmemGenericAllocationHandle *, size_t, const void *,
+				  unsigned long long);
+static CUresult mem_create(void *real, CUmemGenericAllocationHandle *h, size_t size,
+			   const void *prop, unsigned long long flags)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((mem_create_fn)real)(h, size, prop, flags);
+	if (held && rc == ML_CUDA_SUCCESS && h)
+		note_alloc(*h, size, K_VMM, false);
+	return rc;
+}
+PAIR(H_MEM_CREATE, mem_create, cuMemCreate,
+     (CUmemGenericAllocationHandle *h, size_t s, const void *p, unsigned long long f),
+     (R, h, s, p, f))
+
+static CUresult mem_release(void *real, CUmemGenericAllocationHandle h)
+{
+	return mem_free_kinds(real, h, BIT(K_VMM), false);
+}
+PAIR(H_MEM_RELEASE, mem_release, cuMemRelease, (CUmemGenericAllocationHandle h), (R, h))
+
+typedef CUresult (*mem_map_fn)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+			       unsigned long long);
+static CUresult mem_map(void *real, CUdeviceptr ptr, size_t size, size_t offset,
+			CUmemGenericAllocationHandle h, unsigned long long flags)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((mem_map_fn)real)(ptr, size, offset, h, flags);
+	if (held && rc == ML_CUDA_SUCCESS)
+		note_alloc(ptr, size, K_MAPPED, false);
+	return rc;
+}
+PAIR(H_MEM_MAP, mem_map, cuMemMap,
+     (CUdeviceptr p, size_t s, size_t o, CUmemGenericAllocationHandle h, unsigned long long f),
+     (R, p, s, o, h, f))
+
+/* Unmaps [ptr, ptr + size): every mapping we saw starting in it, in order. */
+typedef CUresult (*range_fn)(CUdeviceptr, size_t);
+static CUresult mem_unmap_kind(void *real, CUdeviceptr ptr, size_t size, uint32_t kind)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((range_fn)real)(ptr, size);
+	if (!held || rc != ML_CUDA_SUCCESS)
+		return rc;
+	/* Recorded after the call: the range cannot be mapped again before the
+	 * program's own next call on it, unlike a freed device pointer. */
+	for (uint64_t at = ptr, end = ptr + size; at < end;) {
+		uint32_t k;
+		void *ctx;
+		ml_cuda_blocks_take(at, BIT(kind), &k, &ctx);
+		size_t got = ml_track_free((void *)(uintptr_t)at, (enum ml_kind)kind);
+		if (!got)
+			break;
+		at += got;
+	}
+	return rc;
+}
+static CUresult mem_unmap(void *real, CUdeviceptr ptr, size_t size)
+{
+	return mem_unmap_kind(real, ptr, size, K_MAPPED);
+}
+PAIR(H_MEM_UNMAP, mem_unmap, cuMemUnmap, (CUdeviceptr p, size_t s), (R, p, s))
+
+typedef CUresult (*reserve_fn)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+static CUresult mem_address_reserve(void *real, CUdeviceptr *ptr, size_t size, size_t align,
+				    CUdeviceptr addr, unsigned long long flags)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((reserve_fn)real)(ptr, size, align, addr, flags);
+	if (held && rc == ML_CUDA_SUCCESS && ptr)
+		note_alloc(*ptr, size, K_RESERVED, false);
+	return rc;
+}
+PAIR(H_MEM_ADDRESS_RESERVE, mem_address_reserve, cuMemAddressReserve,
+     (CUdeviceptr *p, size_t s, size_t a, CUdeviceptr at, unsigned long long f),
+     (R, p, s, a, at, f))
+
+static CUresult mem_address_free(void *real, CUdeviceptr ptr, size_t size)
+{
+	return mem_unmap_kind(real, ptr, size, K_RESERVED);
+}
+PAIR(H_MEM_ADDRESS_FREE, mem_address_free, cuMemAddressFree, (CUdeviceptr p, size_t s), (R, p, s))
+
+/* ---- contexts: destroying one (or resetting a device's primary context)
+ * releases every block it held ---- */
+
+static void sweep_one(uint64_t addr, uint32_t kind, void *arg)
+{
+	ml_track_free((void *)(uintptr_t)addr, (enum ml_kind)kind);
+}
+
+static CUresult ctx_destroy(void *real, CUcontext ctx)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((CUresult (*)(CUcontext))real)(ctx);
+	if (held && rc == ML_CUDA_SUCCESS && ctx)
+		ml_cuda_blocks_sweep(ctx, CTX_KINDS, sweep_one, NULL);
+	return rc;
+}
+PAIR(H_CTX_DESTROY, ctx_destroy, cuCtxDestroy_v2, (CUcontext c), (R, c))
+
+#define MAX_DEVICES 64
+static void *volatile primary_ctx[MAX_DEVICES];
+
+typedef CUresult (*retain_fn)(CUcontext *, CUdevice);
+static CUresult primary_retain(void *real, CUcontext *pctx, CUdevice dev)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((retain_fn)real)(pctx, dev);
+	if (rc == ML_CUDA_SUCCESS && pctx && dev >= 0 && dev < MAX_DEVICES)
+		primary_ctx[dev] = *pctx;
+	return rc;
+}
+PAIR(H_PRIMARY_RETAIN, primary_retain, cuDevicePrimaryCtxRetain, (CUcontext *c, CUdevice d),
+     (R, c, d))
+
+static CUresult primary_reset(void *real, CUdevice dev)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((CUresult (*)(CUdevice))real)(dev);
+	if (held && rc == ML_CUDA_SUCCESS && dev >= 0 && dev < MAX_DEVICES && primary_ctx[dev])
+		ml_cuda_blocks_sweep(primary_ctx[dev], CTX_KINDS, sweep_one, NULL);
+	return rc;
+}
+PAIR(H_PRIMARY_RESET_V2, primary_reset, cuDevicePrimaryCtxReset_v2, (CUdevice d), (R, d))
+PAIR(H_PRIMARY_RESET, primary_reset, cuDevicePrimaryCtxReset, (CUdevice d), (R, d))
+
+/* ---- cuGetProcAddress: the lookup itself, wrapped ---- */
+
+static CUresult gpa(bool v2, void *real, const char *symbol, void **pfn, int version,
+		    uint64_t flags, ml_cu_query_result *status)
+{
+	NOT_READY(real);
+	if (v2 && !gpa_v2_real)
+		gpa_v2_real = real;
+	if (!v2 && !gpa_v1_real)
+		gpa_v1_real = real;
+	GUARD;
+	CUresult rc = v2 ? ((ml_cu_gpa_v2)real)(symbol, pfn, version, flags, status)
+			 : ((ml_cu_gpa_v1)real)(symbol, pfn, version, flags);
+	if (rc != ML_CUDA_SUCCESS || !symbol || !pfn || !*pfn)
+		return rc;
+	int i = hook_for_lookup(symbol, version, flags, *pfn);
+	if (i >= 0)
+		*pfn = claim(&hooks[i], *pfn);
+	return rc;
+}
+
+static CUresult gpa_v1(void *real, const char *s, void **p, int v, uint64_t f)
+{
+	return gpa(false, real, s, p, v, f, NULL);
+}
+PAIR(H_GPA, gpa_v1, cuGetProcAddress, (const char *s, void **p, int v, uint64_t f),
+     (R, s, p, v, f))
+
+static CUresult gpa_v2(void *real, const char *s, void **p, int v, uint64_t f,
+		       ml_cu_query_result *st)
+{
+	return gpa(true, real, s, p, v, f, st);
+}
+PAIR(H_GPA_V2, gpa_v2, cuGetProcAddress_v2,
+     (const char *s, void **p, int v, uint64_t f, ml_cu_query_result *st), (R, s, p, v, f, st))
+
+#define ROW_D(id, name, b, lo, hi, st) \
+	[id] = { #name, b, lo, hi, st, { (void *)p_##name, (void *)q_##name }, { NULL, NULL }, \
+		 (void *)name, NULL },
+static struct hook hooks[H_COUNT] = { ML_CUDA_DRIVER_HOOKS(ROW_D) };
+
+/* ----------------------------------------------- the runtime (libcudart.so) */
+
+typedef int cudaError_t;
+#define ML_CUDART_ERROR_INIT 3		/* cudaErrorInitializationError */
+
+static void *rt_real(int id)
+{
+	if (!runtime_real[id])
+		runtime_real[id] = find_real(runtime_syms[id], runtime_exports[id]);
+	return runtime_real[id];
+}
+
+#define RT_BEGIN(id, type) \
+	type real_ = (type)rt_real(id); \
+	if (!real_) \
+		return ML_CUDART_ERROR_INIT; \
+	GUARD
+
+typedef cudaError_t (*rt_malloc_fn)(void **, size_t);
+ML_EXPORT cudaError_t cudaMalloc(void **p, size_t size)
+{
+	RT_BEGIN(R_MALLOC, rt_malloc_fn);
+	cudaError_t rc = real_(p, size);
+	if (held && rc == 0 && p)
+		note_alloc((uintptr_t)*p, size, K_DEVICE, true);
+	return rc;
+}
+
+typedef cudaError_t (*rt_malloc_flags_fn)(void **, size_t, unsigned int);
+ML_EXPORT cudaError_t cudaMallocManaged(void **p, size_t size, unsigned int flags)
+{
+	RT_BEGIN(R_MALLOC_MANAGED, rt_malloc_flags_fn);
+	cudaError_t rc = real_(p, size, flags);
+	if (held && rc == 0 && p)
+		note_alloc((uintptr_t)*p, size, K_MANAGED, true);
+	return rc;
+}
+
+typedef cudaError_t (*rt_pitch_fn)(void **, size_t *, size_t, size_t);
+ML_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h)
+{
+	RT_BEGIN(R_MALLOC_PITCH, rt_pitch_fn);
+	cudaError_t rc = real_(p, pitch, w, h);
+	if (held && rc == 0 && p && pitch)
+		note_alloc((uintptr_t)*p, *pitch * h, K_DEVICE, true);
+	return rc;
+}
+
+ML_EXPORT cudaError_t cudaMallocHost(void **p, size_t size)
+{
+	RT_BEGIN(R_MALLOC_HOST, rt_malloc_fn);
+	cudaError_t rc = real_(p, size);
+	if (held && rc == 0 && p)
+		note_alloc((uintptr_t)*p, size, K_PINNED, true);
+	return rc;
+}
+
+ML_EXPORT cudaError_t cudaHostAlloc(void **p, size_t size, unsigned int flags)
+{
+	RT_BEGIN(R_HOST_ALLOC, rt_malloc_flags_fn);
+	cudaError_t rc = real_(p, size, flags);
+	if (held && rc == 0 && p)
+		note_alloc((uintptr_t)*p, size, K_PINNED, true);
+	return rc;
+}
+
+typedef cudaError_t (*rt_register_fn)(void *, size_t, unsigned int);
+ML_EXPORT cudaError_t cudaHostRegister(void *p, size_t size, unsigned int flags)
+{
+	RT_BEGIN(R_HOST_REGISTER, rt_register_fn);
+	cudaError_t rc = real_(p, size, flags);
+	if (held && rc == 0)
+		note_alloc((uintptr_t)p, size, K_PINNED, true);
+	return rc;
+}
+
+/* A runtime free of addr (kinds), through real. */
+static cudaError_t rt_free(void *real, uint64_t addr, uint32_t kinds, void *stream, bool async)
+{
+	if (!real)
+		return ML_CUDART_ERROR_INIT;
+	GUARD;
+	struct pending p;
+	if (held)
+		free_begin(addr, kinds, &p);
+	void *ptr = (void *)(uintptr_t)addr;
+	cudaError_t rc = async ? ((cudaError_t (*)(void *, void *))real)(ptr, stream)
+			       : ((cudaError_t (*)(void *))real)(ptr);
+	if (held)
+		free_end(addr, &p, rc == 0);
+	return rc;
+}
+
+ML_EXPORT cudaError_t cudaFree(void *p)
+{
+	return rt_free(rt_real(R_FREE), (uintptr_t)p, FREEABLE, NULL, false);
+}
+
+ML_EXPORT cudaError_t cudaFreeHost(void *p)
+{
+	return rt_free(rt_real(R_FREE_HOST), (uintptr_t)p, BIT(K_PINNED), NULL, false);
+}
+
+ML_EXPORT cudaError_t cudaHostUnregister(void *p)
+{
+	return rt_free(rt_real(R_HOST_UNREGISTER), (uintptr_t)p, BIT(K_PINNED), NULL, false);
+}
+
+ML_EXPORT cudaError_t cudaFreeAsync(void *p, void *stream)
+{
+	return rt_free(rt_real(R_FREE_ASYNC), (uintptr_t)p, FREEABLE, stream, true);
+}
+
+ML_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, void *stream)
+{
+	return rt_free(rt_real(R_FREE_ASYNC_PTSZ), (uintptr_t)p, FREEABLE, stream, true);
+}
+
+typedef cudaError_t (*rt_async_fn)(void **, size_t, void *);
+static cudaError_t rt_malloc_async(int id, void **p, size_t size, void *stream)
+{
+	RT_BEGIN(id, rt_async_fn);
+	cudaError_t rc = real_(p, size, stream);
+	if (held && rc == 0 && p)
+		note_alloc((uintptr_t)*p, size, K_POOL, true);
+	return rc;
+}
+
+ML_EXPORT cudaError_t cudaMallocAsync(void **p, size_t size, void *stream)
+{
+	return rt_malloc_async(R_MALLOC_ASYNC, p, size, stream);
+}
+
+ML_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t size, void *stream)
+{
+	return rt_malloc_async(R_MALLOC_ASYNC_PTSZ, p, size, stream);
+}
+
+typedef cudaError_t (*rt_pool_fn)(void **, size_t, void *, void *);
+static cudaError_t rt_malloc_pool(int id, void **p, size_t size, void *pool, void *stream)
+{
+	RT_BEGIN(id, rt_pool_fn);
+	cudaError_t rc = real_(p, size, pool, stream);
+	if (held && rc == 0 && p)
+		note_alloc((uintptr_t)*p, size, K_POOL, true);
+	return rc;
+}
+
+ML_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t size, void *pool, void *stream)
+{
+	return rt_malloc_pool(R_MALLOC_POOL_ASYNC, p, size, pool, stream);
+}
+
+ML_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t size, void *pool, void *stream)
+{
+	return rt_malloc_pool(R_MALLOC_POOL_ASYNC_PTSZ, p, size, pool, stream);
+}
+
+#define EXPORT_R(id, sym) [id] = (void *)sym,
+static void *const runtime_exports[R_COUNT] = { ML_CUDA_RUNTIME_HOOKS(EXPORT_R) };
+
+/* ------------------------------------------------------------ start-up */
+
+static void after_fork_child(void)
+{
+	ml_cuda_blocks_reset();	/* the core forgot its live blocks too */
+}
+
+__attribute__((constructor(102))) static void ml_cuda_init(void)
+{
+	resolve_real_dlsym();
+	const char *t = getenv("MEMLINE_CUDA_TRACE");
+	trace = t && *t && *t != '0';
+	pthread_atfork(NULL, NULL, after_fork_child);
+}
