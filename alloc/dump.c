@@ -1,5 +1,5 @@
 /* alloc/dump.c - writes the profile file (common/format.h) through
- * common/writer.h: META, MODULES, STACKS, COUNTERS, TOTALS, TIMELINE.
+ * common/writer.h: META, MODULES, FRAMES, STACKS, COUNTERS, TOTALS, TIMELINE.
  * No malloc, no stdio: it runs at exit, before exec and in signal handlers.
  * File name: <dir>/memline.<prog>.<pid>.mlp, or .<pid>.<n>.mlp when an exec'd
  * predecessor with the same pid already wrote that name. */
@@ -180,17 +180,152 @@ static bool counter_used(const struct ml_counter *c)
 	return c && (c->allocs || c->frees || c->live_blocks);
 }
 
-static void put_stack(struct ml_stack_entry *e, void *arg)
+static bool stack_used(const struct ml_stack_entry *e)
 {
 	bool used = false;
 	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
 		used |= counter_used(e->counter[k]);
-	if (!used)
+	return used;
+}
+
+/* ---- the call-site trie (ML_SEC_FRAMES) ----
+ * Built at write time from the stacks that are written, outermost frame
+ * first: a node per distinct (parent, address), found again through an
+ * open-addressing table of node numbers.  Its memory comes from the arena
+ * (no malloc: this may run in a signal handler) and is kept for the next
+ * dump (exec, fork child) when big enough. */
+struct trie {
+	struct ml_fmt_frame *nodes;	/* [1..n]; [0] unused */
+	uint32_t *slots;		/* node numbers, 0: empty */
+	uint32_t n, cap;		/* nodes made; room for cap */
+	uint64_t mask;			/* slots - 1, a power of two minus 1 */
+};
+
+static struct trie trie;
+static void *scratch;
+static size_t scratch_size;
+
+static void sum_depths(struct ml_stack_entry *e, void *arg)
+{
+	if (stack_used(e))
+		*(uint64_t *)arg += e->depth;
+}
+
+/* Room for frames nodes (every frame of every used stack, plus slack for
+ * stacks that become used while the trie is built).  False when there is
+ * no memory for it: the dump then writes unshared nodes (put_chain). */
+static bool trie_prepare(uint64_t frames)
+{
+	uint64_t cap = frames + frames / 8 + 1024, slots = 1;
+	if (cap > (1u << 30))
+		return false;
+	while (slots < cap * 2)
+		slots <<= 1;
+	size_t need = (size_t)(cap + 1) * sizeof(struct ml_fmt_frame) +
+		(size_t)slots * sizeof(uint32_t);
+	if (need > scratch_size) {
+		/* Past what is needed, so the next dump likely fits. */
+		void *p = ml_arena_alloc(need + need / 4);
+		if (!p)
+			return false;
+		scratch = p;
+		scratch_size = need + need / 4;
+	}
+	trie.nodes = scratch;
+	trie.slots = (uint32_t *)(trie.nodes + cap + 1);
+	memset(trie.slots, 0, (size_t)slots * sizeof(uint32_t));
+	trie.n = 0;
+	trie.cap = (uint32_t)cap;
+	trie.mask = slots - 1;
+	return true;
+}
+
+static uint64_t trie_hash(uint32_t parent, uint64_t address)
+{
+	uint64_t h = (address ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	return h ^ (h >> 31);
+}
+
+/* The node (parent, address), made if new; 0 when the trie is full. */
+static uint32_t trie_node(uint32_t parent, uint64_t address)
+{
+	for (uint64_t i = trie_hash(parent, address) & trie.mask;; i = (i + 1) & trie.mask) {
+		uint32_t id = trie.slots[i];
+		if (!id)
+			break;
+		if (trie.nodes[id].parent == parent && trie.nodes[id].address == address)
+			return id;
+	}
+	if (trie.n == trie.cap)
+		return 0;
+	uint32_t id = ++trie.n;
+	trie.nodes[id] = (struct ml_fmt_frame){ .parent = parent, .address = address };
+	for (uint64_t i = trie_hash(parent, address) & trie.mask;; i = (i + 1) & trie.mask)
+		if (!trie.slots[i]) {
+			trie.slots[i] = id;
+			break;
+		}
+	return id;
+}
+
+/* Adds e's frames, outermost first, and marks e as written with its leaf. */
+static void trie_add_stack(struct ml_stack_entry *e, void *arg)
+{
+	if (!stack_used(e))
 		return;
+	uint32_t leaf = 0;
+	for (uint32_t f = e->depth; f-- > 0;) {
+		leaf = trie_node(leaf, e->frames[f]);
+		if (!leaf)
+			return;	/* full (a stack used since sum_depths): not written */
+	}
+	e->dump_leaf = leaf;
 	e->dump_mark = dump_gen;
-	struct ml_fmt_stack r = { .id = e->id, .depth = e->depth, .flags = e->flags };
+}
+
+/* Without memory for the trie: each stack's frames as a chain of its own,
+ * written as they are made. */
+static void put_chain(struct ml_stack_entry *e, void *arg)
+{
+	uint32_t *n = arg, leaf = 0;
+	if (!stack_used(e))
+		return;
+	for (uint32_t f = e->depth; f-- > 0;) {
+		struct ml_fmt_frame r = { .parent = leaf, .address = e->frames[f] };
+		ml_writer_put(&writer, &r, sizeof(r));
+		ml_writer_record(&writer);
+		leaf = ++*n;
+	}
+	e->dump_leaf = leaf;
+	e->dump_mark = dump_gen;
+}
+
+/* ML_SEC_FRAMES: every used stack's frames; marks those stacks. */
+static void put_frames(void)
+{
+	uint64_t frames = 0;
+	ml_stacktab_foreach(sum_depths, &frames);
+	ml_writer_begin(&writer, ML_SEC_FRAMES);
+	if (trie_prepare(frames)) {
+		ml_stacktab_foreach(trie_add_stack, NULL);
+		for (uint32_t id = 1; id <= trie.n; id++) {
+			ml_writer_put(&writer, &trie.nodes[id], sizeof(trie.nodes[id]));
+			ml_writer_record(&writer);
+		}
+	} else {
+		uint32_t n = 0;
+		ml_stacktab_foreach(put_chain, &n);
+	}
+	ml_writer_end(&writer);
+}
+
+static void put_stack(struct ml_stack_entry *e, void *arg)
+{
+	if (e->dump_mark != dump_gen)
+		return;
+	struct ml_fmt_stack r = { .id = e->id, .depth = e->depth, .flags = e->flags,
+				  .leaf = e->dump_leaf };
 	ml_writer_put(&writer, &r, sizeof(r));
-	ml_writer_put(&writer, e->frames, e->depth * sizeof(uint64_t));
 	ml_writer_record(&writer);
 }
 
@@ -198,7 +333,7 @@ static void put_counters(struct ml_stack_entry *e, void *arg)
 {
 	struct ml_fmt_total *totals = arg;
 	if (e->dump_mark != dump_gen)
-		return;		/* interned after the STACKS section */
+		return;		/* not in the STACKS section */
 	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
 		const struct ml_counter *c = e->counter[k];
 		if (!counter_used(c))
@@ -323,6 +458,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	ml_writer_begin(&writer, ML_SEC_MODULES);
 	ml_modules_foreach(put_module, NULL);
 	ml_writer_end(&writer);
+	put_frames();
 	ml_writer_begin(&writer, ML_SEC_STACKS);
 	ml_stacktab_foreach(put_stack, NULL);
 	ml_writer_end(&writer);

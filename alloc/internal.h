@@ -122,6 +122,7 @@ struct ml_stack_entry {
 	uint16_t depth;
 	uint16_t flags;			/* ML_STACK_* */
 	uint32_t dump_mark;		/* dump.c: written in the current dump */
+	uint32_t dump_leaf;		/* dump.c: its ML_SEC_FRAMES leaf in that dump */
 	struct ml_stack_entry *next;	/* stacktab.c: every entry, newest first */
 	struct ml_counter *counter[ML_KIND_COUNT];	/* created on first use */
 	uint64_t frames[];		/* innermost first */
@@ -284,14 +285,14 @@ void ml_dump_wait_other(void);
  * constructor, once libc is up (environ set) and the real allocator is
  * known.  Idempotent, cheap once done; never recurses (guard held). */
 void ml_lifecycle_start(void);
-/* For the exported sigaction/signal wrappers (lineprof/hooks.c), after the
- * real call succeeded: memline's fatal-signal handlers read as SIG_DFL,
- * and a program's own action replaces them for good.  sigaction: adjusts
- * *old; signal: returns the old handler the program should see. */
+/* The program's sigaction and signal calls, for the exported wrappers
+ * (lineprof/hooks.c): memline's fatal-signal handler stays installed
+ * where the program sets SIG_DFL, and is never seen: the program reads
+ * back exactly the action it set.  Same results and errno as libc's. */
 struct sigaction;
-void ml_lifecycle_sigaction_seen(int sig, const struct sigaction *act, struct sigaction *old);
+int ml_lifecycle_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 typedef void (*ml_sighandler_t)(int);
-ml_sighandler_t ml_lifecycle_signal_seen(int sig, ml_sighandler_t old);
+ml_sighandler_t ml_lifecycle_signal(int sig, ml_sighandler_t handler);
 
 /* ---- track.c: state shared by the whole core (ml_core_init: track.h). ---- */
 extern volatile int ml_core_active;	/* recording on */

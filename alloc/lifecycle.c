@@ -52,69 +52,156 @@ static int write_profile(uint32_t reason, int32_t status)
 	return ml_dump_write(reason, status);
 }
 
-/* ---- fatal signals ---- */
+/* ---- fatal signals ----
+ * Our handler is installed for each signal of fatal_signals whose action
+ * the program leaves (or sets back) at SIG_DFL, and is invisible to it:
+ * its sigaction and signal calls see and get back exactly the action it
+ * set (CPython, for one, installs its SIGINT handler, KeyboardInterrupt,
+ * only over SIG_DFL; bash sets SIG_DFL at start and later reinstalls the
+ * handler it found).  SIG_IGN or a handler of the program's replaces ours
+ * until it sets SIG_DFL again. */
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+static sigaction_fn real_sigaction_ptr;	/* resolved before any handler runs */
+/* Signals of fatal_signals, once start-up has looked at them. */
+static volatile sig_atomic_t managed[NSIG];
+/* Signals whose action is our handler. */
+static volatile sig_atomic_t ours[NSIG];
+/* Where ours is set: the SIG_DFL action the program sees. */
+static struct sigaction view[NSIG];
+static volatile int fatal_taken;	/* a fatal signal's handler writes the profile */
+
+static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	sigaction_fn real = __atomic_load_n(&real_sigaction_ptr, __ATOMIC_ACQUIRE);
+	if (!real) {
+		real = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+		__atomic_store_n(&real_sigaction_ptr, real, __ATOMIC_RELEASE);
+	}
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real(sig, act, old);
+}
 
 static void on_fatal(int sig, siginfo_t *info, void *uctx)
 {
+	(void)info;
+	(void)uctx;
 	int saved = errno;
-	if (!final_written && write_profile(ML_END_SIGNAL, sig) == -EBUSY)
+	/* The default action from now on, whatever the program does next
+	 * (not SA_RESETHAND: a program that reinstalled what it read back
+	 * would bring us back, and the raise below would loop). */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	ours[sig] = 0;
+	real_sigaction(sig, &dfl, NULL);
+	/* One profile: the first fatal signal writes it, others wait for it. */
+	if (__atomic_exchange_n(&fatal_taken, 1, __ATOMIC_ACQ_REL) || final_written ||
+	    write_profile(ML_END_SIGNAL, sig) == -EBUSY)
 		ml_dump_wait_other();	/* another thread is writing: let it finish */
-	/* SA_RESETHAND restored the default action; the raised signal is
-	 * delivered when we return (a fault would also repeat by itself). */
+	/* Delivered, with the default action, when we return (a fault would
+	 * also repeat by itself). */
 	raise(sig);
 	errno = saved;
 }
 
-typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-/* Signals whose action is our handler (the program never set one). */
-static volatile sig_atomic_t ours[NSIG];
+static bool is_ours(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_fatal;
+}
 
-/* Installs our handler only where the program left the default action. */
+/* Installs our handler where the program left the default action. */
 static void install_signal_handlers(void)
 {
-	sigaction_fn real = NEXT(sigaction_fn, "sigaction");
-	if (!real)
-		return;
 	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
 		int sig = fatal_signals[i];
 		struct sigaction old, sa;
-		if (real(sig, NULL, &old) < 0 || old.sa_handler != SIG_DFL ||
-		    (old.sa_flags & SA_SIGINFO))
+		if (real_sigaction(sig, NULL, &old) < 0)
+			continue;
+		managed[sig] = 1;
+		if (old.sa_handler != SIG_DFL)
 			continue;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = on_fatal;
-		sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK | SA_RESTART;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 		sigemptyset(&sa.sa_mask);
+		view[sig] = old;
 		ours[sig] = 1;
-		if (real(sig, &sa, NULL) < 0)
+		if (real_sigaction(sig, &sa, NULL) < 0)
 			ours[sig] = 0;
 	}
 }
 
-/* Our handlers are invisible to the program: it reads SIG_DFL where one
- * of ours is installed (CPython, for one, installs its SIGINT handler,
- * KeyboardInterrupt, only over SIG_DFL), and any action it sets replaces
- * ours for good.  Called by the exported sigaction and signal wrappers
- * (lineprof/hooks.c) after the real call succeeded. */
-void ml_lifecycle_sigaction_seen(int sig, const struct sigaction *act, struct sigaction *old)
+/* The program's sigaction(sig, act, old): SIG_DFL keeps (or brings back)
+ * our handler and is what the program reads; any other action goes in as
+ * asked.  A query reads the action the program set. */
+int ml_lifecycle_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig <= 0 || sig >= NSIG || !ours[sig])
-		return;
-	if (old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction == on_fatal) {
-		memset(old, 0, sizeof(*old));
-		old->sa_handler = SIG_DFL;
-		sigemptyset(&old->sa_mask);
-	}
-	if (act)
+	if (sig <= 0 || sig >= NSIG || !managed[sig])
+		return real_sigaction(sig, act, old);
+	struct sigaction prev = view[sig], real_old, sa;
+	sig_atomic_t was_ours = ours[sig];
+	const struct sigaction *put = act;
+	if (act && act->sa_handler == SIG_DFL) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_fatal;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		view[sig] = *act;
+		ours[sig] = 1;
+		put = &sa;
+	} else if (act) {
 		ours[sig] = 0;
+	}
+	int rc = real_sigaction(sig, put, &real_old);
+	if (rc < 0) {
+		int e = errno;
+		view[sig] = prev;
+		ours[sig] = was_ours;
+		errno = e;
+		return rc;
+	}
+	if (old)	/* the real action decides (a vfork child shares our flags) */
+		*old = is_ours(&real_old) ? prev : real_old;
+	return 0;
 }
 
-ml_sighandler_t ml_lifecycle_signal_seen(int sig, ml_sighandler_t old)
+/* The program's signal(sig, handler), the same way. */
+ml_sighandler_t ml_lifecycle_signal(int sig, ml_sighandler_t handler)
 {
-	if (sig <= 0 || sig >= NSIG || !ours[sig])
-		return old;
-	ours[sig] = 0;
-	return old == (ml_sighandler_t)(void (*)(void))on_fatal ? SIG_DFL : old;
+	typedef ml_sighandler_t (*signal_fn)(int, ml_sighandler_t);
+	if (sig <= 0 || sig >= NSIG || !managed[sig] || handler != SIG_DFL) {
+		signal_fn real = NEXT(signal_fn, "signal");
+		if (!real) {
+			errno = ENOSYS;
+			return SIG_ERR;
+		}
+		if (sig <= 0 || sig >= NSIG || !managed[sig])
+			return real(sig, handler);
+		sig_atomic_t was_ours = ours[sig];
+		struct sigaction prev = view[sig];
+		ours[sig] = 0;
+		ml_sighandler_t got = real(sig, handler);
+		if (got == SIG_ERR) {
+			ours[sig] = was_ours;
+			return got;
+		}
+		return got == (ml_sighandler_t)(void (*)(void))on_fatal ? prev.sa_handler : got;
+	}
+	/* SIG_DFL: the action glibc's signal sets (BSD semantics). */
+	struct sigaction act, old;
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = SIG_DFL;
+	sigemptyset(&act.sa_mask);
+	sigaddset(&act.sa_mask, sig);
+	act.sa_flags = SA_RESTART;
+	if (ml_lifecycle_sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
 }
 
 /* ---- fork ---- */

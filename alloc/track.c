@@ -74,6 +74,25 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	ml_lineprof_note_alloc(size);
 }
 
+void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
+{
+	if (!ptr || ml_degraded)
+		return;
+	uint64_t buf[ML_CAPTURE_BUF];
+	uint32_t flags, skip;
+	uint32_t depth = ml_stacktab_capture_raw(buf, ml_config.max_depth, &flags, &skip);
+	if (flags & ML_STACK_TRUNCATED)
+		__atomic_or_fetch(&ml_core_flags, ML_META_TRUNCATED_STACKS, __ATOMIC_RELAXED);
+	struct ml_stack_entry *e = ml_stacktab_intern(buf + skip, depth, flags);
+	struct ml_counter *c = e ? ml_stacktab_counter(e, kind) : NULL;
+	struct ml_counter *c2 = e ? ml_stacktab_counter(e, also) : NULL;
+	if (c && c2) {
+		add_block(ptr, size, c);
+		add_block(ptr, size, c2);
+	}
+	ml_lineprof_note_alloc(size);
+}
+
 size_t ml_track_free(void *ptr, enum ml_kind kind)
 {
 	struct ml_live_block b;

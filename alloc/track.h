@@ -22,6 +22,12 @@ void ml_guard_exit(void);
  * the hooked allocator; thread-safe; no global lock. */
 void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind);
 
+/* ml_track_alloc, and the same block counted a second time under the
+ * pseudo-kind also (one stack capture; its own live-table entry (ptr, also),
+ * released with ml_track_free(ptr, also) or detach/release).  For the CUDA
+ * hooks' combined GPU total (ML_KIND_CUDA_GPU); cold path. */
+void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also);
+
 /* Records the release of ptr.  Call with the guard held, BEFORE the real
  * free: after it another thread may be given the same address.  Unknown
  * pointers (allocated before start-up, or by an untracked path) are

@@ -533,6 +533,8 @@ struct thread_walk {
 	uint32_t gen;		/* flush generation it ran under */
 	uint64_t pc0;		/* frame 0's target */
 	volatile int busy;	/* a walk is running (a signal handler's must not reuse) */
+	uint32_t declined;	/* walks declined in a row (code without usable CFI) */
+	uint32_t tick;
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
 	uint64_t zero_addr;	/* END_ZERO_RA: where the 0 was read */
@@ -578,6 +580,7 @@ static struct thread_walk *walk_get(void)
 		return NULL;
 	w->n = 0;
 	w->home_top = 0;
+	w->declined = 0;
 	w->next_free = NULL;
 	tl_walk = w;
 	if (have_key)
@@ -730,12 +733,21 @@ static int walk(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t *buf, uint32_t l
 	struct thread_walk *w = walk_get();
 	if (!w || limit > ML_CAPTURE_BUF || w->busy)
 		return -1;
+	/* A thread whose stacks keep going through code we decline (JIT code
+	 * without CFI, say) tries again only every 64th capture: libunwind
+	 * would otherwise follow a wasted partial walk every time. */
+	if (w->declined >= 8 && (++w->tick & 63))
+		return -1;
 	w->busy = 1;
 	__asm__ volatile("" ::: "memory");
 	int n = walk_in(w, pc, sp, bp, buf, limit);
 	__asm__ volatile("" ::: "memory");
-	if (n < 0)
+	if (n < 0) {
 		w->n = 0;	/* the record may be half written */
+		w->declined++;
+	} else {
+		w->declined = 0;
+	}
 	w->busy = 0;
 	return n;
 }

@@ -1,4 +1,4 @@
-/* common/format.h - the memline profile file format, version 1 (on-disk layout).
+/* common/format.h - the memline profile file format, version 2 (on-disk layout).
  * Shared by the runtime's writer and the report's reader; docs/format.md is the prose. */
 #ifndef ML_COMMON_FORMAT_H
 #define ML_COMMON_FORMAT_H
@@ -21,7 +21,7 @@
  */
 
 #define ML_FMT_MAGIC "MEMLINE\0"	/* 8 bytes */
-#define ML_FMT_VERSION 1u
+#define ML_FMT_VERSION 2u
 #define ML_FMT_ALIGN 8u
 
 struct ml_fmt_header {
@@ -38,12 +38,13 @@ struct ml_fmt_header {
 enum ml_fmt_section_type {
 	ML_SEC_META = 1,	/* one ml_fmt_meta + exe path + argv */
 	ML_SEC_MODULES = 2,	/* count x (ml_fmt_module + path + build-id) */
-	ML_SEC_STACKS = 3,	/* count x (ml_fmt_stack + frames) */
+	ML_SEC_STACKS = 3,	/* count x ml_fmt_stack (frames in ML_SEC_FRAMES) */
 	ML_SEC_COUNTERS = 4,	/* count x ml_fmt_counter */
 	ML_SEC_TOTALS = 5,	/* count x ml_fmt_total, one per kind seen */
 	ML_SEC_TIMELINE = 6,	/* count x ml_fmt_timepoint */
 	ML_SEC_SAMPLES = 7,	/* line timer, reserved for lineprof/ */
 	ML_SEC_REGIONS = 8,	/* named regions, reserved for lineprof/ */
+	ML_SEC_FRAMES = 9,	/* count x ml_fmt_frame: the call-site trie */
 };
 
 struct ml_fmt_section {
@@ -99,14 +100,28 @@ struct ml_fmt_module {
 #define ML_MOD_MAIN 0x2u	/* the main executable */
 #define ML_MOD_RUNTIME 0x4u	/* libmemline itself: its frames are not the program's */
 
-/* ML_SEC_STACKS record: this struct, then depth uint64_t frames, innermost
- * first, as absolute addresses.  Every frame is a return address unless
- * ML_STACK_EXACT_IP says frame 0 is an interrupted instruction pointer. */
+/* ML_SEC_FRAMES record: one node of the call-site trie that every stack of
+ * ML_SEC_STACKS is a path of.  Nodes are numbered 1..count in file order;
+ * a node is one frame (an absolute address) whose caller is node parent,
+ * or, for parent 0, an outermost frame.  parent < the node's own number, so
+ * a reader validates the trie in one pass.  A writer shares the nodes of
+ * equal (parent, address): stacks with a common outer part store it once. */
+struct ml_fmt_frame {
+	uint32_t parent;	/* 0: root; else an earlier node's number */
+	uint32_t reserved;	/* 0 */
+	uint64_t address;
+};
+
+/* ML_SEC_STACKS record.  The frames, innermost first, are the nodes from
+ * leaf up to the root: leaf, its parent, ..., a node with parent 0; there
+ * are exactly depth of them (leaf 0: an empty stack, depth 0).  Every frame
+ * is a return address unless ML_STACK_EXACT_IP says frame 0 is an
+ * interrupted instruction pointer. */
 struct ml_fmt_stack {
 	uint32_t id;		/* > 0, unique in the file */
 	uint32_t depth;
 	uint32_t flags;		/* ML_STACK_* */
-	uint32_t reserved;
+	uint32_t leaf;		/* ML_SEC_FRAMES node of the innermost frame, or 0 */
 };
 
 #define ML_STACK_EXACT_IP 0x1u
@@ -123,7 +138,12 @@ enum ml_kind {
 	ML_KIND_CUDA_ARRAY = 6,
 	ML_KIND_CUDA_MAPPED = 7,	/* VMM address ranges mapped by cuMemMap */
 	ML_KIND_CUDA_RESERVED = 8,	/* VMM address space from cuMemAddressReserve */
-	ML_KIND_COUNT = 9,
+	/* Pseudo-kind: every block of the GPU kinds (device, managed, pool,
+	 * VMM physical, array) counted a second time under one total, so that
+	 * the combined GPU peak and each stack's bytes live at it are exact.
+	 * Not added to any sum over kinds (docs/format.md). */
+	ML_KIND_CUDA_GPU = 9,
+	ML_KIND_COUNT = 10,
 };
 
 /* ML_SEC_COUNTERS record: one per (stack, kind) that saw an event. */

@@ -42,7 +42,12 @@
 #define K_ARRAY ML_KIND_CUDA_ARRAY
 #define K_MAPPED ML_KIND_CUDA_MAPPED
 #define K_RESERVED ML_KIND_CUDA_RESERVED
+#define K_GPU ML_KIND_CUDA_GPU
 #define BIT(k) (1u << (k))
+/* The kinds added into the combined GPU total (K_GPU): GPU memory the
+ * program owns.  Not pinned host memory, not VMM mappings (views of VMM
+ * physical memory) or reservations (address space only). */
+#define GPU_KINDS (BIT(K_DEVICE) | BIT(K_MANAGED) | BIT(K_POOL) | BIT(K_VMM) | BIT(K_ARRAY))
 /* What cuMemFree / cudaFree / the async frees may release. */
 #define FREEABLE (BIT(K_DEVICE) | BIT(K_MANAGED) | BIT(K_POOL))
 /* What a context owns and takes along when it is destroyed. */
@@ -87,6 +92,28 @@
 	X(H_GPA, cuGetProcAddress, "cuGetProcAddress", 0, 12000, -1) \
 	X(H_GPA_V2, cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0, -1)
 
+/* Driver calls that allocate no memory the program owns but may malloc
+ * host memory for the driver's own state (a context, a loaded module, a
+ * stream, an event): hooked only to hold the guard, so that those mallocs
+ * are not charged to the program's line.  Each has at most six integer or
+ * pointer arguments and returns CUresult: one generic forwarder passes the
+ * six argument registers through (x86-64 SysV), so the wrapper is right for
+ * whichever revision of the function the driver hands out.  Same columns as
+ * above; lookups of a base name spread over the hooks sharing it. */
+#define ML_CUDA_GUARD_HOOKS(X) \
+	X(G_INIT, cuInit, "cuInit", 0, 0, -1) \
+	X(G_CTX_CREATE_V2, cuCtxCreate_v2, "cuCtxCreate", 3020, 0, -1) \
+	X(G_CTX_CREATE_V3, cuCtxCreate_v3, "cuCtxCreate", 3020, 0, -1) \
+	X(G_CTX_CREATE_V4, cuCtxCreate_v4, "cuCtxCreate", 3020, 0, -1) \
+	X(G_MODULE_LOAD, cuModuleLoad, "cuModuleLoad", 0, 0, -1) \
+	X(G_MODULE_LOAD_DATA, cuModuleLoadData, "cuModuleLoadData", 0, 0, -1) \
+	X(G_MODULE_LOAD_DATA_EX, cuModuleLoadDataEx, "cuModuleLoadDataEx", 0, 0, -1) \
+	X(G_MODULE_LOAD_FATBIN, cuModuleLoadFatBinary, "cuModuleLoadFatBinary", 0, 0, -1) \
+	X(G_MODULE_UNLOAD, cuModuleUnload, "cuModuleUnload", 0, 0, -1) \
+	X(G_STREAM_CREATE, cuStreamCreate, "cuStreamCreate", 0, 0, -1) \
+	X(G_STREAM_CREATE_PRIO, cuStreamCreateWithPriority, "cuStreamCreateWithPriority", 0, 0, -1) \
+	X(G_EVENT_CREATE, cuEventCreate, "cuEventCreate", 0, 0, -1)
+
 /* The runtime's symbols (shared libcudart only): exported, never handed out
  * by cuGetProcAddress. */
 #define ML_CUDA_RUNTIME_HOOKS(X) \
@@ -107,7 +134,7 @@
 	X(R_FREE_ASYNC_PTSZ, cudaFreeAsync_ptsz)
 
 #define ENUM_D(id, sym, base, vmin, vmax, stream) id,
-enum { ML_CUDA_DRIVER_HOOKS(ENUM_D) H_COUNT };
+enum { ML_CUDA_DRIVER_HOOKS(ENUM_D) ML_CUDA_GUARD_HOOKS(ENUM_D) H_COUNT };
 #define ENUM_R(id, sym) id,
 enum { ML_CUDA_RUNTIME_HOOKS(ENUM_R) R_COUNT };
 
@@ -124,6 +151,7 @@ struct hook {
 	void *volatile proc_real[PROC_SLOTS];
 	void *export_wrap;		/* our exported symbol of the same name */
 	void *volatile export_real;	/* dlsym(RTLD_NEXT, sym), for export_wrap */
+	bool guard_only;		/* ML_CUDA_GUARD_HOOKS: generic forwarder */
 };
 static struct hook hooks[H_COUNT];
 
@@ -298,7 +326,9 @@ static void trace_wrapped(const char *sym, int slot)
 
 /* Hands out h's wrapper for the driver's function real, or real itself when
  * h already stands for another function (then the call is not counted). */
-static void *claim(struct hook *h, void *real)
+/* Hands out h's wrapper for the driver's function real; NULL when both of
+ * h's slots already stand for other functions. */
+static void *claim_slot(struct hook *h, void *real)
 {
 	if (real == h->export_wrap)
 		return real;		/* ours already */
@@ -314,6 +344,21 @@ static void *claim(struct hook *h, void *real)
 		if (expected == real)
 			return h->proc_wrap[s];
 	}
+	return NULL;
+}
+
+/* Hands out h's wrapper for the driver's function real, or real itself when
+ * h already stands for other functions (then the call is not counted).  A
+ * guard-only hook's wrapper forwards any revision of its function, so the
+ * other guard-only hooks of the same base name are tried first. */
+static void *claim(struct hook *h, void *real)
+{
+	void *w = claim_slot(h, real);
+	for (int i = 0; !w && h->guard_only && i < H_COUNT; i++)
+		if (hooks[i].guard_only && &hooks[i] != h && strcmp(hooks[i].base, h->base) == 0)
+			w = claim_slot(&hooks[i], real);
+	if (w)
+		return w;
 	static int warned;
 	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		ml_warn("CUDA: a driver function changed address; calls through the new one are not counted");
@@ -398,13 +443,17 @@ static void note_alloc(uint64_t addr, size_t size, uint32_t kind, bool with_ctx)
 {
 	if (!addr)
 		return;
-	ml_track_alloc((void *)(uintptr_t)addr, size, (enum ml_kind)kind);
+	if (GPU_KINDS & BIT(kind))
+		ml_track_alloc_also((void *)(uintptr_t)addr, size, (enum ml_kind)kind, K_GPU);
+	else
+		ml_track_alloc((void *)(uintptr_t)addr, size, (enum ml_kind)kind);
 	ml_cuda_blocks_put(addr, kind, with_ctx ? current_ctx() : NULL);
 }
 
 /* A free in progress: the block is out of both tables until it ends. */
 struct pending {
 	struct ml_track_held held;
+	struct ml_track_held gpu;	/* its entry in the GPU total, if any */
 	uint32_t kind;
 	void *ctx;
 	bool in_blocks;
@@ -413,23 +462,31 @@ struct pending {
 static void free_begin(uint64_t addr, uint32_t kinds, struct pending *p)
 {
 	p->held.addr = 0;
+	p->gpu.addr = 0;
 	p->in_blocks = addr && ml_cuda_blocks_take(addr, kinds, &p->kind, &p->ctx);
 	if (p->in_blocks) {
 		ml_track_detach((void *)(uintptr_t)addr, (enum ml_kind)p->kind, &p->held);
-		return;
+	} else {
+		for (uint32_t k = 0; addr && k < ML_KIND_COUNT; k++)
+			if ((kinds & BIT(k)) &&
+			    ml_track_detach((void *)(uintptr_t)addr, (enum ml_kind)k, &p->held)) {
+				p->kind = k;
+				break;
+			}
 	}
-	for (uint32_t k = 0; addr && k < ML_KIND_COUNT; k++)
-		if ((kinds & BIT(k)) && ml_track_detach((void *)(uintptr_t)addr, (enum ml_kind)k, &p->held))
-			return;
+	if (p->held.addr && (GPU_KINDS & BIT(p->kind)))
+		ml_track_detach((void *)(uintptr_t)addr, K_GPU, &p->gpu);
 }
 
 static void free_end(uint64_t addr, const struct pending *p, bool ok)
 {
-	if (ok) {
+	if (ok) {	/* the GPU total first: it never holds a block its kind lacks */
+		ml_track_release(&p->gpu);
 		ml_track_release(&p->held);
 		return;
 	}
 	ml_track_reattach(&p->held);
+	ml_track_reattach(&p->gpu);
 	if (p->in_blocks)
 		ml_cuda_blocks_put(addr, p->kind, p->ctx);
 }
@@ -796,6 +853,8 @@ PAIR(H_MEM_ADDRESS_FREE, mem_address_free, cuMemAddressFree, (CUdeviceptr p, siz
 
 static void sweep_one(uint64_t addr, uint32_t kind, void *arg)
 {
+	if (GPU_KINDS & BIT(kind))	/* the GPU total first, as in free_end */
+		ml_track_free((void *)(uintptr_t)addr, K_GPU);
 	ml_track_free((void *)(uintptr_t)addr, (enum ml_kind)kind);
 }
 
@@ -874,10 +933,29 @@ static CUresult gpa_v2(void *real, const char *s, void **p, int v, uint64_t f,
 PAIR(H_GPA_V2, gpa_v2, cuGetProcAddress_v2,
      (const char *s, void **p, int v, uint64_t f, ml_cu_query_result *st), (R, s, p, v, f, st))
 
+/* ---- driver calls hooked only to hold the guard (ML_CUDA_GUARD_HOOKS) ---- */
+
+typedef CUresult (*fwd6_fn)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t);
+static CUresult guard_only(void *real, uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d,
+			   uintptr_t e, uintptr_t f)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((fwd6_fn)real)(a, b, c, d, e, f);
+	return rc;
+}
+#define GUARD_PAIR(id, name, base_, lo_, hi_, st_) \
+	PAIR(id, guard_only, name, (uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d, \
+				    uintptr_t e, uintptr_t f), (R, a, b, c, d, e, f))
+ML_CUDA_GUARD_HOOKS(GUARD_PAIR)
+
 #define ROW_D(id, name, b, lo, hi, st) \
 	[id] = { #name, b, lo, hi, st, { (void *)p_##name, (void *)q_##name }, { NULL, NULL }, \
-		 (void *)name, NULL },
-static struct hook hooks[H_COUNT] = { ML_CUDA_DRIVER_HOOKS(ROW_D) };
+		 (void *)name, NULL, false },
+#define ROW_G(id, name, b, lo, hi, st) \
+	[id] = { #name, b, lo, hi, st, { (void *)p_##name, (void *)q_##name }, { NULL, NULL }, \
+		 (void *)name, NULL, true },
+static struct hook hooks[H_COUNT] = { ML_CUDA_DRIVER_HOOKS(ROW_D) ML_CUDA_GUARD_HOOKS(ROW_G) };
 
 /* ----------------------------------------------- the runtime (libcudart.so) */
 

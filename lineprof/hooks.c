@@ -84,20 +84,15 @@ ML_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 {
 	if (sig == SIGPROF && act)
 		ml_lp_step_aside();
-	int rc = ml_lp_real_sigaction(sig, act, old);
-	if (rc == 0)	/* alloc/lifecycle.c: memline's fatal handlers stay hidden */
-		ml_lifecycle_sigaction_seen(sig, act, old);
-	return rc;
+	/* alloc/lifecycle.c: memline's fatal handlers stay, hidden */
+	return ml_lifecycle_sigaction(sig, act, old);
 }
 
 ML_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
-	typedef sighandler_t (*signal_fn)(int, sighandler_t);
 	if (sig == SIGPROF)
 		ml_lp_step_aside();
-	sighandler_t old = NEXT(signal_fn, "signal")(sig, handler);
-	/* alloc/lifecycle.c: memline's fatal handlers stay hidden */
-	return old == SIG_ERR ? old : ml_lifecycle_signal_seen(sig, old);
+	return ml_lifecycle_signal(sig, handler);
 }
 
 ML_EXPORT int setitimer(__itimer_which_t which, const struct itimerval *v, struct itimerval *old)

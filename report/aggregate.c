@@ -22,7 +22,7 @@ struct agg_priv {
 
 static const char *const kind_names[ML_KIND_COUNT] = {
 	"heap", "cuda_device", "cuda_managed", "cuda_pinned", "cuda_pool",
-	"cuda_vmm", "cuda_array", "cuda_mapped", "cuda_reserved",
+	"cuda_vmm", "cuda_array", "cuda_mapped", "cuda_reserved", "cuda_gpu",
 };
 
 const char *ml_kind_name(enum ml_kind kind)
@@ -41,7 +41,7 @@ int ml_kind_parse(const char *name)
 const char *ml_kind_list(void)
 {
 	return "heap, cuda_device, cuda_managed, cuda_pinned, cuda_pool, cuda_vmm, "
-	       "cuda_array, cuda_mapped, cuda_reserved";
+	       "cuda_array, cuda_mapped, cuda_reserved, cuda_gpu";
 }
 
 bool ml_kind_is_gpu(enum ml_kind kind)
@@ -56,6 +56,14 @@ struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind)
 	for (int k = 0; k < ML_KIND_COUNT; k++)
 		if (ml_kind_is_gpu((enum ml_kind)k))
 			ml_amount_add(&sum, &per_kind[k]);
+	/* At the combined GPU peak when the profile has the GPU total (the
+	 * pseudo-kind counts the same blocks at the same stacks); otherwise
+	 * (older profiles) the sum of each kind's own peak. */
+	const struct ml_amount *g = &per_kind[ML_KIND_CUDA_GPU];
+	if (g->allocs || g->frees || g->live_blocks) {
+		sum.peak_bytes = g->peak_bytes;
+		sum.peak_blocks = g->peak_blocks;
+	}
 	return sum;
 }
 
@@ -272,11 +280,45 @@ static bool inlined_alloc_entry(const struct ml_frame *fr)
 	return false;
 }
 
+/* True for a frame of the CUDA runtime, the allocation entry point of a CUDA
+ * allocation made through libcudart (docs/cuda.md, "Where the stack
+ * starts"): a frame without a source line whose function is one of the
+ * runtime's symbols: its API (cuda*), its registration and internal helpers
+ * (__cuda*, __cudart*), its C++ internals (cudart::, older toolkits) or its
+ * hashed internal functions (libcudart_static_<sha1>, CUDA 13.0).  nvcc's
+ * default links libcudart statically into the program, so these frames sit
+ * in the program's own module, between the driver call memline hooked and
+ * the program's cudaMalloc line.  A frame with a source line is the
+ * program's, whatever its name. */
+static bool cuda_runtime_frame(const struct ml_frame *fr)
+{
+	static const char *const prefixes[] = { "cuda", "__cuda", "cudart::", "libcudart_static_" };
+	if ((fr->file && fr->line > 0) || !fr->function)
+		return false;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(fr->function, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+/* True when the stack allocated CUDA memory of any kind (its counters were
+ * summed into st before symbolization). */
+static bool stack_has_cuda(const struct ml_agg_stack *st)
+{
+	for (int k = 1; k < ML_KIND_COUNT; k++)
+		if (st->kind[k].allocs || st->kind[k].frees || st->kind[k].live_blocks)
+			return true;
+	return false;
+}
+
 /* The program frames of ps, innermost first: memline's own removed, the
- * allocation entry point removed, inlined calls expanded. */
+ * allocation entry point removed, inlined calls expanded.  For a CUDA
+ * allocation, the CUDA runtime's innermost frames are the entry point too
+ * (cuda_runtime_frame); host mallocs the runtime makes keep them. */
 static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st)
 {
 	size_t cap = 0;
+	bool strip_cudart = stack_has_cuda(st);
 	for (uint32_t i = 0; i < ps->depth; i++) {
 		uint64_t addr = ps->frames[i];
 		if (addr_in_runtime(a->profile, addr))
@@ -291,6 +333,8 @@ static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct m
 				continue;
 			if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
 				continue;	/* the entry point, not the program */
+			if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
+				continue;	/* the CUDA runtime: the entry point */
 			if (push_frame(st, &cap, &frames[k]) < 0)
 				return -ENOMEM;
 		}

@@ -98,7 +98,9 @@ const char *ml_kind_list(void);
  * pool, VMM physical, arrays): what the CUDA Mem columns sum.  Pinned host
  * memory and VMM address space are shown on their own. */
 bool ml_kind_is_gpu(enum ml_kind kind);
-/* The sum of amounts over the GPU kinds. */
+/* The sum of amounts over the GPU kinds; its peak_* are the bytes and
+ * blocks live at the combined GPU peak (ML_KIND_CUDA_GPU) when the profile
+ * has it, else the sum of each kind's own peak. */
 struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind);
 /* True when the profile saw any CUDA kind. */
 bool ml_agg_has_cuda(const struct ml_agg *a);

@@ -15,11 +15,12 @@
 #include <unistd.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_REGIONS + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_FRAMES + 1)
 
 _Static_assert(sizeof(struct ml_fmt_meta) == 64, "meta layout");
 _Static_assert(sizeof(struct ml_fmt_module) == 40, "module layout");
 _Static_assert(sizeof(struct ml_fmt_stack) == 16, "stack layout");
+_Static_assert(sizeof(struct ml_fmt_frame) == 16, "frame layout");
 _Static_assert(sizeof(struct ml_fmt_counter) == 72, "counter layout");
 _Static_assert(sizeof(struct ml_fmt_total) == 72, "total layout");
 _Static_assert(sizeof(struct ml_fmt_timepoint) == 24, "timepoint layout");
@@ -33,6 +34,7 @@ struct owned {
 	char *strings;		/* NUL-terminated copies: path, exe, module paths */
 	size_t strings_used, strings_cap;
 	const char **argv;
+	uint64_t *frames;	/* every stack's frames, rebuilt from the trie */
 };
 
 /* One section as found in the file. */
@@ -51,6 +53,9 @@ struct parse {
 	struct ml_profile *p;
 	struct owned *o;
 	struct span sec[N_KNOWN_SECTIONS];
+	uint32_t n_nodes;	/* FRAMES: nodes 1..n_nodes */
+	uint32_t *node_depth;	/* [id]: frames from node id up to the root */
+	uint64_t *leaf_at;	/* [id]: where that leaf's frames start, or UINT64_MAX */
 };
 
 /* A bounded walk through one section's payload. */
@@ -62,7 +67,7 @@ struct cursor {
 static const char *const section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_META] = "META", [ML_SEC_MODULES] = "MODULES", [ML_SEC_STACKS] = "STACKS",
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
-	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS",
+	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
 };
 
 static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -308,52 +313,132 @@ static int compare_stack_ids(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int parse_stack(struct parse *ps, struct cursor *c, struct ml_stack *st, uint32_t i)
+/* FRAMES: the call-site trie; every parent is an earlier node, so one pass
+ * gives every node's depth (the length of its walk to the root). */
+static int parse_frames(struct parse *ps)
 {
-	struct ml_fmt_stack fs;
-	const unsigned char *frames;
+	const struct span *s = &ps->sec[ML_SEC_FRAMES];
+	const unsigned char *at = s->payload;
+
+	if (!s->seen || !s->count)
+		return s->seen && s->size ? BAD(ps, "corrupt: FRAMES section has bytes but no records") : 0;
+	if (s->size != (uint64_t)s->count * sizeof(struct ml_fmt_frame))
+		return BAD(ps, "corrupt: FRAMES section has %llu bytes for %u records of %zu",
+			   (unsigned long long)s->size, s->count, sizeof(struct ml_fmt_frame));
+	ps->node_depth = malloc(((size_t)s->count + 1) * sizeof(*ps->node_depth));
+	if (!ps->node_depth)
+		return set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	ps->node_depth[0] = 0;
+	for (uint32_t id = 1; id <= s->count; id++, at += sizeof(struct ml_fmt_frame)) {
+		struct ml_fmt_frame fr;
+
+		memcpy(&fr, at, sizeof(fr));
+		if (fr.parent >= id)
+			return BAD(ps, "corrupt: frame node %u has parent %u", id, fr.parent);
+		ps->node_depth[id] = ps->node_depth[fr.parent] + 1;
+	}
+	ps->n_nodes = s->count;
+	return 0;
+}
+
+/* The walk from fs's leaf to the root must be exactly fs->depth nodes long. */
+static int check_stack(struct parse *ps, const struct ml_fmt_stack *fs, uint32_t i)
+{
 	uint32_t max_depth = ps->p->meta.max_depth;
 
-	if (!peek(c, &fs, sizeof(fs)) ||
-	    !take_record(c, &fs, sizeof(fs), (uint64_t)fs.depth * sizeof(uint64_t), &frames))
-		return BAD(ps, "corrupt: stack %u does not fit in the STACKS section", i);
-	if (fs.id == 0)
+	if (fs->id == 0)
 		return BAD(ps, "corrupt: stack %u has id 0", i);
-	if (max_depth && fs.depth > max_depth)
+	if (max_depth && fs->depth > max_depth)
 		return BAD(ps, "corrupt: stack %u is %u frames deep, max_depth is %u",
-			   fs.id, fs.depth, max_depth);
-	st->id = fs.id;
-	st->depth = fs.depth;
-	st->flags = fs.flags;
-	/* 8-aligned: the buffer is malloc'd and every record starts at a multiple of 8. */
-	st->frames = (const uint64_t *)(const void *)frames;
+			   fs->id, fs->depth, max_depth);
+	if (fs->leaf > ps->n_nodes)
+		return BAD(ps, "corrupt: stack %u has leaf %u, the trie has %u frame nodes",
+			   fs->id, fs->leaf, ps->n_nodes);
+	if (ps->node_depth ? ps->node_depth[fs->leaf] != fs->depth : fs->depth != 0)
+		return BAD(ps, "corrupt: stack %u is %u frames deep, its leaf %u is %u",
+			   fs->id, fs->depth, fs->leaf,
+			   ps->node_depth ? ps->node_depth[fs->leaf] : 0);
+	return 0;
+}
+
+/* Rebuilds every stack's frames, innermost first, into one array; stacks
+ * with the same leaf share theirs. */
+static int rebuild_frames(struct parse *ps, const struct ml_fmt_stack *fs, uint32_t n)
+{
+	const struct ml_fmt_frame *nodes = (const void *)ps->sec[ML_SEC_FRAMES].payload;
+	uint64_t total = 0, at = 0;
+
+	if (ps->n_nodes) {
+		ps->leaf_at = malloc(((size_t)ps->n_nodes + 1) * sizeof(*ps->leaf_at));
+		if (!ps->leaf_at)
+			return set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+		memset(ps->leaf_at, 0xff, ((size_t)ps->n_nodes + 1) * sizeof(*ps->leaf_at));
+		for (uint32_t i = 0; i < n; i++)
+			if (fs[i].leaf && ps->leaf_at[fs[i].leaf] == UINT64_MAX) {
+				ps->leaf_at[fs[i].leaf] = 0;
+				total += fs[i].depth;
+			}
+	}
+	if (total > SIZE_MAX / sizeof(uint64_t) - 1)
+		return set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	ps->o->frames = malloc((size_t)total * sizeof(uint64_t) + 1);
+	if (!ps->o->frames)
+		return set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	if (ps->leaf_at)
+		memset(ps->leaf_at, 0xff, ((size_t)ps->n_nodes + 1) * sizeof(*ps->leaf_at));
+	for (uint32_t i = 0; i < n; i++) {
+		struct ml_stack *st = &ps->p->stacks[i];
+		uint32_t node = fs[i].leaf;
+
+		st->id = fs[i].id;
+		st->depth = fs[i].depth;
+		st->flags = fs[i].flags;
+		st->frames = ps->o->frames;	/* never NULL, even for depth 0 */
+		if (!node)
+			continue;
+		if (ps->leaf_at[node] == UINT64_MAX) {
+			ps->leaf_at[node] = at;
+			for (uint32_t f = 0; f < fs[i].depth; f++) {
+				struct ml_fmt_frame fr;
+
+				memcpy(&fr, &nodes[node - 1], sizeof(fr));
+				ps->o->frames[at++] = fr.address;
+				node = fr.parent;
+			}
+		}
+		st->frames = ps->o->frames + ps->leaf_at[fs[i].leaf];
+	}
 	return 0;
 }
 
 static int parse_stacks(struct parse *ps)
 {
 	const struct span *s = &ps->sec[ML_SEC_STACKS];
-	struct cursor c = { s->payload, s->size };
+	const struct ml_fmt_stack *fs = (const void *)s->payload;
 	struct ml_stack *st;
-	int rc;
+	int rc = parse_frames(ps);
 
+	if (rc)
+		return rc;
 	if (!s->seen || !s->count)
 		return s->size ? BAD(ps, "corrupt: STACKS section has bytes but no records") : 0;
-	if (s->count > s->size / sizeof(struct ml_fmt_stack))
-		return BAD(ps, "corrupt: STACKS section too small for %u records", s->count);
+	if (s->size != (uint64_t)s->count * sizeof(struct ml_fmt_stack))
+		return BAD(ps, "corrupt: STACKS section has %llu bytes for %u records of %zu",
+			   (unsigned long long)s->size, s->count, sizeof(struct ml_fmt_stack));
+	/* 8-aligned: the buffer is malloc'd and every section starts at a multiple of 8. */
+	for (uint32_t i = 0; i < s->count; i++) {
+		rc = check_stack(ps, &fs[i], i);
+		if (rc)
+			return rc;
+	}
 	st = calloc(s->count, sizeof(*st));
 	if (!st)
 		return set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
 	ps->p->stacks = st;
 	ps->p->n_stacks = s->count;
-	for (uint32_t i = 0; i < s->count; i++) {
-		rc = parse_stack(ps, &c, &st[i], i);
-		if (rc)
-			return rc;
-	}
-	if (c.left)
-		return BAD(ps, "corrupt: %llu stray bytes after the last stack",
-			   (unsigned long long)c.left);
+	rc = rebuild_frames(ps, fs, s->count);
+	if (rc)
+		return rc;
 	qsort(st, s->count, sizeof(*st), compare_stack_ids);
 	for (uint32_t i = 1; i < s->count; i++)
 		if (st[i].id == st[i - 1].id)
@@ -441,6 +526,51 @@ static int parse_totals(struct parse *ps)
 		ps->p->kinds_present |= 1u << t.kind;
 	}
 	return 0;
+}
+
+/* The combined GPU total (pseudo-kind ML_KIND_CUDA_GPU, docs/format.md): the
+ * runtime counts a block under it only after counting it under its own GPU
+ * kind, at the same stack, so every cuda_gpu counter's stack has a counter
+ * of a GPU kind, and a cuda_gpu total comes with a total of a GPU kind.
+ * (Sums across kinds are not compared: a profile written while other
+ * threads allocate may catch one counter of a pair before the other.) */
+static bool gpu_part_kind(uint32_t k)
+{
+	return k == ML_KIND_CUDA_DEVICE || k == ML_KIND_CUDA_MANAGED || k == ML_KIND_CUDA_POOL ||
+	       k == ML_KIND_CUDA_VMM || k == ML_KIND_CUDA_ARRAY;
+}
+
+static int check_gpu_total(struct parse *ps)
+{
+	const struct ml_profile *p = ps->p;
+	bool any_part = false;
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		any_part |= gpu_part_kind((uint32_t)k) && (p->kinds_present & (1u << k));
+	if ((p->kinds_present & (1u << ML_KIND_CUDA_GPU)) && !any_part)
+		return BAD(ps, "corrupt: a cuda_gpu total without any GPU kind's total");
+	bool any_gpu = false;
+	for (size_t i = 0; i < p->n_counters && !any_gpu; i++)
+		any_gpu = p->counters[i].kind == ML_KIND_CUDA_GPU;
+	if (!any_gpu)
+		return 0;
+	unsigned char *has_part = calloc(p->n_stacks + 1, 1);
+	if (!has_part)
+		return set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < p->n_counters; i++) {
+		const struct ml_fmt_counter *c = &p->counters[i];
+		if (gpu_part_kind(c->kind))
+			has_part[ml_profile_stack(p, c->stack_id) - p->stacks] = 1;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < p->n_counters && !rc; i++) {
+		const struct ml_fmt_counter *c = &p->counters[i];
+		if (c->kind == ML_KIND_CUDA_GPU &&
+		    !has_part[ml_profile_stack(p, c->stack_id) - p->stacks])
+			rc = BAD(ps, "corrupt: cuda_gpu counter %zu (stack %u) without a counter of a "
+				 "GPU kind on its stack", i, c->stack_id);
+	}
+	free(has_part);
+	return rc;
 }
 
 static int parse_timeline(struct parse *ps)
@@ -615,11 +745,15 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 	if (!rc)
 		rc = parse_totals(&ps);
 	if (!rc)
+		rc = check_gpu_total(&ps);
+	if (!rc)
 		rc = parse_timeline(&ps);
 	if (!rc)
 		rc = parse_samples(&ps);
 	if (!rc)
 		rc = parse_regions(&ps);
+	free(ps.node_depth);
+	free(ps.leaf_at);
 	if (rc) {
 		ml_profile_free(ps.p);
 		return rc;
@@ -719,6 +853,7 @@ void ml_profile_free(struct ml_profile *p)
 		free(o->data);
 		free(o->strings);
 		free(o->argv);
+		free(o->frames);
 		free(o);
 	}
 	free(p->modules);

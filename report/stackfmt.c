@@ -1,12 +1,7 @@
 /* report/stackfmt.c - one symbolized stack as text (valgrind's at/by lines) or JSON. */
 #include <string.h>
 #include "report/views.h"
-
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
+#include "report/view_common.h"
 
 void ml_stack_print(FILE *out, const struct ml_agg_stack *st)
 {
@@ -17,7 +12,7 @@ void ml_stack_print(FILE *out, const struct ml_agg_stack *st)
 		const char *fn = fr->function ? fr->function : ML_AGG_UNKNOWN;
 		fprintf(out, "   %s %s", i == 0 ? "at" : "by", fn);
 		if (fr->file && fr->line > 0)
-			fprintf(out, " (%s:%d)", base_name(fr->file), fr->line);
+			fprintf(out, " (%s:%d)", ml_view_base_name(fr->file), fr->line);
 		else if (fr->module)
 			fprintf(out, " (in %s)", fr->module);
 		fputs(fr->inlined ? " [inlined]\n" : "\n", out);

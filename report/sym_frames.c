@@ -80,9 +80,9 @@ int ml_symi_dwarf_frames(struct ml_symbolizer *s, struct sym_module *m, uint64_t
 			 struct ml_frame *out, size_t max)
 {
 	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu = dwfl_module_addrdie(m->mod, pc, &bias);
+	Dwarf_Die *cu = ml_symi_cu_at(m, pc, &bias);
 	Dwarf_Die path[MAX_SCOPES];
-	Dwfl_Line *row;
+	Dwarf_Line *row;
 	const char *file = NULL;
 	int line = 0, depth;
 	size_t k = 0;
@@ -92,9 +92,9 @@ int ml_symi_dwarf_frames(struct ml_symbolizer *s, struct sym_module *m, uint64_t
 	depth = descend(cu, pc - bias, path, 0, MAX_SCOPES);
 	/* The line table row is the innermost inlined callee's position; each
 	 * inlined instance's call site is the position in the function around it. */
-	row = dwfl_module_getsrc(m->mod, pc);
-	if (row)
-		file = ml_symi_source_path(s, cu, dwfl_lineinfo(row, NULL, &line, NULL, NULL, NULL));
+	row = dwarf_getsrc_die(cu, pc - bias);
+	if (row && dwarf_lineno(row, &line) == 0)
+		file = ml_symi_source_path(s, cu, dwarf_linesrc(row, NULL, NULL));
 	for (int i = depth - 1; i >= 0 && k < max; i--) {
 		Dwarf_Die *scope = &path[i];
 		int tag = dwarf_tag(scope);

@@ -8,6 +8,13 @@
 #include <stdint.h>
 #include "report/symbolize.h"
 
+/* One address range of a compile unit (module-relative, as in DWARF). */
+struct sym_cu_range {
+	uint64_t lo, hi;	/* [lo, hi) */
+	Dwarf_Addr bias;	/* add to lo and hi for the profile's addresses */
+	Dwarf_Die *cu;		/* libdwfl's, lives as long as the Dwfl */
+};
+
 /* One module of the profile, with its own Dwfl (so that modules whose
  * address ranges overlap, e.g. one dlclose'd and another loaded in its
  * place, never disturb each other). */
@@ -17,6 +24,15 @@ struct sym_module {
 	uint32_t flags;
 	Dwfl *dwfl;		/* NULL when the file could not be used */
 	Dwfl_Module *mod;
+	/* CU ranges from the DIEs, built at the first address that libdw's
+	 * .debug_aranges lookup misses (sym_cus.c). */
+	struct sym_cu_range *cu_ranges;
+	size_t n_cu_ranges;
+	bool cu_ranges_built;
+	/* The ELF symbols sorted by address, built at the first lookup
+	 * (sym_symtab.c); NULL when that ran out of memory. */
+	struct sym_symtab *symtab;
+	bool symtab_built;
 };
 
 struct sym_string {
@@ -51,6 +67,22 @@ struct ml_symbolizer {
 /* Returns the interned copy of str (owned by the table), NULL on ENOMEM. */
 const char *ml_symi_intern(struct sym_strtab *t, const char *str);
 void ml_symi_strtab_free(struct sym_strtab *t);
+
+/* The CU holding pc (an absolute address) in module m, with the bias to
+ * subtract from pc for DWARF addresses; NULL when no CU covers pc.  Works
+ * without .debug_aranges. */
+Dwarf_Die *ml_symi_cu_at(struct sym_module *m, uint64_t pc, Dwarf_Addr *bias);
+
+/* The line table row for pc in module m (*row NULL when there is none) and
+ * the CU it comes from (NULL when no CU covers pc). */
+Dwarf_Die *ml_symi_line_at(struct sym_module *m, uint64_t pc, Dwarf_Line **row);
+void ml_symi_cus_free(struct sym_module *m);
+
+/* The name of the ELF symbol holding pc (an absolute address) in module m,
+ * as dwfl_module_addrinfo chooses it, with *off = pc - its address; NULL
+ * when there is none.  The name is libdw's (lives as long as the Dwfl). */
+const char *ml_symi_symbol_at(struct sym_module *m, uint64_t pc, uint64_t *off);
+void ml_symi_symtab_free(struct sym_module *m);
 
 /* The source-level frames at pc (an absolute address, already minus 1 for
  * a return address) in module m: innermost inlined callee first, the real

@@ -126,14 +126,13 @@ static const char *intern_demangled(struct ml_symbolizer *s, const char *mangled
 static const char *symbol_at_entry(struct ml_symbolizer *s, struct sym_module *m, Dwarf_Die *die)
 {
 	Dwarf_Addr entry, bias;
-	GElf_Off off = 0;
-	GElf_Sym sym;
+	uint64_t off = 0;
 	const char *name;
 
 	if (dwarf_tag(die) != DW_TAG_subprogram || dwarf_entrypc(die, &entry) != 0 ||
 	    !dwfl_module_getdwarf(m->mod, &bias))
 		return NULL;
-	name = dwfl_module_addrinfo(m->mod, entry + bias, &off, &sym, NULL, NULL, NULL);
+	name = ml_symi_symbol_at(m, entry + bias, &off);
 	if (!name || off != 0)
 		return NULL;
 	return intern_demangled(s, name);

@@ -58,18 +58,51 @@ static size_t name_without_params(const char *full)
 	return strlen(full);
 }
 
-static bool name_matches(struct ml_symbolizer *s, struct sym_module *m, Dwarf_Die *die,
-			 const char *want)
+/* Where the name starts past a return type ("f<int>" of "void f<int>",
+ * as template functions demangle): after the last space at depth 0 that
+ * is neither in "(anonymous namespace)" nor after "operator" (as in
+ * "operator new" or a conversion "operator int"). */
+static size_t name_start(const char *full, size_t len)
 {
-	const char *full = ml_symi_die_name(s, m, die);
-	size_t len;
+	static const char anon[] = "(anonymous namespace)";
+	size_t start = 0;
+	int depth = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (strncmp(full + i, anon, sizeof(anon) - 1) == 0) {
+			i += sizeof(anon) - 2;
+		} else if (full[i] == '<' || full[i] == '(') {
+			depth++;
+		} else if ((full[i] == '>' || full[i] == ')') && depth > 0) {
+			depth--;
+		} else if (full[i] == ' ' && depth == 0) {
+			if (i >= 8 && strncmp(full + i - 8, "operator", 8) == 0)
+				break;
+			start = i + 1;
+		}
+	}
+	return start;
+}
+
+bool ml_sym_name_matches(const char *full, const char *want)
+{
+	size_t len, start, wlen = strlen(want);
 
 	if (!full)
 		return false;
 	if (strcmp(full, want) == 0)
 		return true;
 	len = name_without_params(full);
-	return strlen(want) == len && strncmp(full, want, len) == 0;
+	if (wlen == len && strncmp(full, want, len) == 0)
+		return true;
+	start = name_start(full, len);
+	return start > 0 && wlen == len - start && strncmp(full + start, want, wlen) == 0;
+}
+
+static bool name_matches(struct ml_symbolizer *s, struct sym_module *m, Dwarf_Die *die,
+			 const char *want)
+{
+	return ml_sym_name_matches(ml_symi_die_name(s, m, die), want);
 }
 
 /* The highest line of rows in file that lie in the function's ranges. */
@@ -105,6 +138,29 @@ static int last_line_of(Dwarf_Die *cu, Dwarf_Die *fn, const char *file, int firs
 	return last;
 }
 
+/* The file a function was declared in.  dwarf_decl_file (elfutils 0.188)
+ * takes index 0 for "no file", as in DWARF 4; in DWARF 5 it is the line
+ * table's first entry, the primary source file, where clang puts most
+ * functions.  The index is read in the CU that holds the attribute (an
+ * abstract origin may sit in another). */
+static const char *decl_file(Dwarf_Die *fn)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word idx;
+	Dwarf_Die cu;
+	Dwarf_Half version;
+	Dwarf_Files *files;
+	size_t nfiles;
+
+	if (dwarf_formudata(dwarf_attr_integrate(fn, DW_AT_decl_file, &attr), &idx) != 0 ||
+	    !dwarf_cu_die(attr.cu, &cu, &version, NULL, NULL, NULL, NULL, NULL))
+		return NULL;
+	if ((idx == 0 && version < 5) || dwarf_getsrcfiles(&cu, &files, &nfiles) != 0 ||
+	    idx >= nfiles)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
 static bool take_function(struct ml_symbolizer *s, Dwarf_Die *cu, Dwarf_Die *fn,
 			  struct source_query *q)
 {
@@ -118,7 +174,7 @@ static bool take_function(struct ml_symbolizer *s, Dwarf_Die *cu, Dwarf_Die *fn,
 		return false;
 	if (!name_matches(s, q->mod, fn, q->name))
 		return false;
-	file = dwarf_decl_file(fn);
+	file = decl_file(fn);
 	if (!file || dwarf_decl_line(fn, &first) != 0)
 		return false;
 	q->file = ml_symi_source_path(s, cu, file);

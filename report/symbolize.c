@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <elfutils/libdw.h>
 #include "report/sym_internal.h"
 
 #define MAX_FRAMES 64		/* inlined frames of one address, at most */
@@ -177,6 +178,8 @@ void ml_sym_close(struct ml_symbolizer *s)
 		free(s->cache[i].frames);
 	free(s->cache);
 	for (size_t i = 0; i < s->n_mods; i++) {
+		ml_symi_cus_free(&s->mods[i]);
+		ml_symi_symtab_free(&s->mods[i]);
 		if (s->mods[i].dwfl)
 			dwfl_end(s->mods[i].dwfl);
 		free(s->mods[i].path);
@@ -252,22 +255,18 @@ static int fallback_name(struct ml_symbolizer *s, struct sym_module *m, uint64_t
 {
 	char buf[64];
 	const char *sym = NULL;
-	GElf_Off off = 0;
-	GElf_Sym esym;
+	uint64_t off = 0;
 	char *dem = NULL;
 	char *text = NULL;
 
 	if (m && m->mod) {
-		Dwfl_Line *row = dwfl_module_getsrc(m->mod, pc);
-		Dwarf_Addr unused;
+		Dwarf_Line *row;
+		Dwarf_Die *cu = ml_symi_line_at(m, pc, &row);
 
 		/* Code with lines but no function DIE (assembly, say). */
-		if (row) {
-			const char *file = dwfl_lineinfo(row, &unused, &f->line, NULL, NULL, NULL);
-
-			f->file = ml_symi_source_path(s, dwfl_linecu(row), file);
-		}
-		sym = dwfl_module_addrinfo(m->mod, pc, &off, &esym, NULL, NULL, NULL);
+		if (row && dwarf_lineno(row, &f->line) == 0)
+			f->file = ml_symi_source_path(s, cu, dwarf_linesrc(row, NULL, NULL));
+		sym = ml_symi_symbol_at(m, pc, &off);
 	}
 	if (sym) {
 		dem = ml_sym_demangle(sym);

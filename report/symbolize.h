@@ -34,10 +34,15 @@ void ml_sym_close(struct ml_symbolizer *s);
 int ml_sym_resolve(struct ml_symbolizer *s, uint64_t addr, bool return_address,
 		   const struct ml_frame **frames, size_t *n);
 
+/* Whether the demangled function name full is want: equal, or equal
+ * without its parameter list ("ns::f" for "ns::f(int) const"), or without
+ * its return type and parameters ("f<int>" for "void f<int>(int)", as
+ * template functions demangle).  The rule ml_sym_function_source uses. */
+bool ml_sym_name_matches(const char *full, const char *want);
+
 /* Where a function lives in the source: its file, its first line (decl line)
  * and its last line (highest line in its line table).  Functions are matched
- * by demangled name, or by name without parameters ("ns::f" for
- * "ns::f(int)").  Returns 0, -ENOENT if no module has it. */
+ * as ml_sym_name_matches says.  Returns 0, -ENOENT if no module has it. */
 int ml_sym_function_source(struct ml_symbolizer *s, const char *name,
 			   const char **file, int *first_line, int *last_line);
 

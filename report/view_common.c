@@ -95,3 +95,14 @@ const char ml_view_torch_note[] =
 	"PyTorch: unless it ran with PYTORCH_NO_CUDA_MEMORY_CACHING=1, the CUDA blocks\n"
 	"here are its caching allocator's segments (what the driver sees), not tensors.\n"
 	"For one block per tensor: `memline run --no-torch-cache` (sets it; slower).\n";
+
+const char *ml_view_base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+bool ml_view_same_file(const char *a, const char *b)
+{
+	return strcmp(a, b) == 0 || strcmp(ml_view_base_name(a), ml_view_base_name(b)) == 0;
+}

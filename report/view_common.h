@@ -28,6 +28,13 @@ extern const char ml_view_torch_note[];
 /* Prints "N bytes", with " (1.50 KiB)" added from 1 KiB up. */
 void ml_view_bytes(FILE *out, uint64_t bytes);
 
+/* The last path component of path. */
+const char *ml_view_base_name(const char *path);
+
+/* True when two source paths name the same file: equal, or equal base names
+ * (DWARF may hold a relative path where the user gave an absolute one). */
+bool ml_view_same_file(const char *a, const char *b);
+
 /* How many of n rows a --limit lets through (limit < 0: all). */
 size_t ml_view_limit(long limit, size_t n);
 

@@ -24,32 +24,12 @@ struct func_lines {
 	bool cuda;		/* the profile has CUDA kinds: CUDA columns */
 };
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
-/* A frame's function is NAME when equal, or NAME plus a parameter list
- * ("ns::f(int)" for "ns::f"), as ml_sym_function_source matches. */
-static bool function_matches(const char *frame_fn, const char *name)
-{
-	size_t len = strlen(name);
-	return frame_fn && strncmp(frame_fn, name, len) == 0 &&
-	       (frame_fn[len] == '\0' || frame_fn[len] == '(');
-}
-
-static bool same_file(const char *a, const char *b)
-{
-	return strcmp(a, b) == 0 || strcmp(base_name(a), base_name(b)) == 0;
-}
-
 static void fill_rows(const struct ml_agg *a, enum ml_kind kind, struct func_lines *fl)
 {
 	for (size_t i = 0; i < a->n_lines; i++) {
 		const struct ml_agg_line *l = &a->lines[i];
 		if (l->line < fl->first || l->line > fl->last ||
-		    !function_matches(l->function, fl->name) || !same_file(l->file, fl->file))
+		    !ml_sym_name_matches(l->function, fl->name) || !ml_view_same_file(l->file, fl->file))
 			continue;
 		struct line_row *r = &fl->rows[l->line - fl->first];
 		r->self_bytes += l->self[kind].alloc_bytes;

@@ -65,7 +65,11 @@ static void peak_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 {
 	struct ml_amount t = ml_view_totals(a, o->kind);
 	char u[ML_UNITS_LEN], s[ML_UNITS_LEN];
-	fprintf(out, "peak %s: %s (%llu bytes) at %s\n\n", ml_kind_name(o->kind),
+	if (o->kind == ML_KIND_CUDA_GPU)
+		fputs("GPU peak", out);
+	else
+		fprintf(out, "peak %s", ml_kind_name(o->kind));
+	fprintf(out, ": %s (%llu bytes) at %s\n\n",
 		ml_units_bytes(t.peak_bytes, u, sizeof(u)), (unsigned long long)t.peak_bytes,
 		ml_units_seconds(ml_view_peak_time(a, o->kind), s, sizeof(s)));
 	size_t shown = ml_view_limit(o->limit, n);
@@ -143,7 +147,7 @@ static int cuda_peaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 	}
 	for (int k = 1; k < ML_KIND_COUNT; k++) {
 		struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
-		if (!t.allocs)
+		if (!t.allocs || k == ML_KIND_CUDA_GPU)
 			continue;
 		size_t n;
 		const struct ml_agg_line **lines = peak_lines(a, (enum ml_kind)k, &n);
@@ -193,6 +197,40 @@ static int cuda_peaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 	return 0;
 }
 
+/* ---- the combined GPU peak (device + managed + pool + VMM physical +
+ * arrays, the ML_KIND_CUDA_GPU pseudo-kind): its own moment, with the stacks
+ * and lines live on the GPU at it ---- */
+
+static int gpu_peak(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		    struct ml_json *j)
+{
+	if (!ml_view_totals(a, ML_KIND_CUDA_GPU).allocs)
+		return 0;	/* no GPU kind, or a profile written before the total existed */
+	struct ml_view_opts go = *o;
+	go.kind = ML_KIND_CUDA_GPU;
+	size_t n, n_lines;
+	const struct ml_agg_stack **rows = ml_view_stacks(a, go.kind, true, &n);
+	const struct ml_agg_line **lines = peak_lines(a, go.kind, &n_lines);
+	if (!rows || !lines) {
+		free(rows);
+		free(lines);
+		return -ENOMEM;
+	}
+	if (j) {
+		ml_json_key(j, "gpu_peak");
+		ml_json_object_begin(j);
+		peak_json(a, &go, j, rows, n, lines, n_lines);
+		ml_json_object_end(j);
+	} else {
+		fputs("\nGPU (device + managed + pool + VMM physical + arrays; not pinned host "
+		      "memory,\nmapped ranges or reservations):\n", out);
+		peak_text(a, &go, out, rows, n, lines, n_lines);
+	}
+	free(rows);
+	free(lines);
+	return 0;
+}
+
 int ml_view_peak(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j)
 {
 	size_t n, n_lines;
@@ -209,7 +247,9 @@ int ml_view_peak(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out
 		peak_text(a, o, out, rows, n, lines, n_lines);
 	free(rows);
 	free(lines);
-	if (o->kind == ML_KIND_HEAP && ml_agg_has_cuda(a))
-		return cuda_peaks(a, o, out, j);
+	if (o->kind == ML_KIND_HEAP && ml_agg_has_cuda(a)) {
+		int rc = gpu_peak(a, o, out, j);
+		return rc < 0 ? rc : cuda_peaks(a, o, out, j);
+	}
 	return 0;
 }

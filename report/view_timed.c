@@ -31,31 +31,13 @@ struct tfunc {
 	bool cuda;			/* the profile has CUDA kinds: CUDA columns */
 };
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
-static bool function_matches(const char *frame_fn, const char *name)
-{
-	size_t len = strlen(name);
-	return frame_fn && strncmp(frame_fn, name, len) == 0 &&
-	       (frame_fn[len] == '\0' || frame_fn[len] == '(');
-}
-
-static bool same_file(const char *a, const char *b)
-{
-	return strcmp(a, b) == 0 || strcmp(base_name(a), base_name(b)) == 0;
-}
-
 static void fill(const struct ml_agg *a, const struct ml_view_opts *o, struct tfunc *tf)
 {
 	enum ml_kind kind = o->kind;
 	for (size_t i = 0; i < a->n_lines; i++) {
 		const struct ml_agg_line *l = &a->lines[i];
 		if (l->line < tf->first || l->line > tf->last ||
-		    !function_matches(l->function, tf->name) || !same_file(l->file, tf->file))
+		    !ml_sym_name_matches(l->function, tf->name) || !ml_view_same_file(l->file, tf->file))
 			continue;
 		struct trow *r = &tf->rows[l->line - tf->first];
 		r->samples += l->total_samples;
@@ -75,7 +57,7 @@ static void fill(const struct ml_agg *a, const struct ml_view_opts *o, struct tf
 	}
 	tf->cuda = ml_agg_has_cuda(a);
 	for (size_t i = 0; i < a->n_funcs; i++)
-		if (function_matches(a->funcs[i].name, tf->name)) {
+		if (ml_sym_name_matches(a->funcs[i].name, tf->name)) {
 			tf->samples += a->funcs[i].total_samples;
 			tf->self_samples += a->funcs[i].self_samples;
 		}

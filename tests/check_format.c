@@ -72,7 +72,7 @@ static const char test_argv[] = "prog\0-x\0an arg";	/* + the final NUL: 15 bytes
 static const uint8_t test_build_id[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6,
 					   7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 static const uint64_t frames_a[3] = { 0x401010, 0x401234, 0x7f0000001000 };
-static const uint64_t frames_b[1] = { 0x401020 };
+static const uint64_t frames_b[2] = { 0x401020, 0x7f0000001000 };	/* shares a's root */
 static const uint64_t frames_c[5] = { 1, 2, 3, 4, 5 };
 
 static void put_meta(struct ml_writer *w, uint32_t argc, uint32_t max_depth)
@@ -116,24 +116,73 @@ static void put_modules(struct ml_writer *w)
 	ck_assert_int_eq(ml_writer_end(w), 0);
 }
 
-static void put_stack(struct ml_writer *w, uint32_t id, const uint64_t *frames,
-		      uint32_t depth, uint32_t flags)
-{
-	struct ml_fmt_stack s = { .id = id, .depth = depth, .flags = flags };
+static void put_records(struct ml_writer *w, uint32_t type, const void *recs, size_t size,
+			size_t n);
 
-	ck_assert_int_eq(ml_writer_put(w, &s, sizeof(s)), 0);
-	ck_assert_int_eq(ml_writer_put(w, frames, depth * sizeof(*frames)), 0);
-	ck_assert_int_eq(ml_writer_record(w), 0);
+/* ---- stacks through the call-site trie (FRAMES + STACKS) ---- */
+
+struct tstack {
+	uint32_t id, depth, flags;
+	const uint64_t *frames;	/* innermost first */
+};
+
+#define TRIE_MAX 100000u
+#define TRIE_SLOTS (1u << 18)
+static struct ml_fmt_frame tnodes[TRIE_MAX + 1];
+static uint32_t tslots[TRIE_SLOTS];
+static uint32_t tn;
+
+/* The node (parent, address), made if new: the writer's sharing, by a
+ * simple hash table of its own. */
+static uint32_t tnode(uint32_t parent, uint64_t address)
+{
+	uint32_t i = (uint32_t)((address * 31 + parent) * 0x9e3779b97f4a7c15ull >> 46);
+
+	for (;; i = (i + 1) % TRIE_SLOTS) {
+		uint32_t id = tslots[i];
+
+		if (!id)
+			break;
+		if (tnodes[id].parent == parent && tnodes[id].address == address)
+			return id;
+	}
+	ck_assert_uint_lt(tn, TRIE_MAX);
+	tnodes[++tn] = (struct ml_fmt_frame){ .parent = parent, .address = address };
+	tslots[i] = tn;
+	return tn;
 }
 
-/* Stacks 7, 2, 5: out of order on purpose, the reader sorts them. */
+/* FRAMES then STACKS for n stacks, frames shared as the runtime does. */
+static void put_stack_set(struct ml_writer *w, const struct tstack *st, size_t n)
+{
+	static struct ml_fmt_stack recs[4000];
+
+	ck_assert_uint_le(n, 4000);
+	tn = 0;
+	memset(tslots, 0, sizeof(tslots));
+	for (size_t i = 0; i < n; i++) {
+		uint32_t leaf = 0;
+
+		for (uint32_t f = st[i].depth; f-- > 0;)
+			leaf = tnode(leaf, st[i].frames[f]);
+		recs[i] = (struct ml_fmt_stack){ .id = st[i].id, .depth = st[i].depth,
+						 .flags = st[i].flags, .leaf = leaf };
+	}
+	put_records(w, ML_SEC_FRAMES, tnodes + 1, sizeof(tnodes[0]), tn);
+	put_records(w, ML_SEC_STACKS, recs, sizeof(recs[0]), n);
+}
+
+/* Stacks 7, 2, 5: out of order on purpose, the reader sorts them.  Nodes:
+ * 1-3 stack 7 (outermost first), 4 stack 2 below node 1, 5-9 stack 5. */
 static void put_stacks(struct ml_writer *w)
 {
-	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
-	put_stack(w, 7, frames_a, 3, ML_STACK_EXACT_IP);
-	put_stack(w, 2, frames_b, 1, 0);
-	put_stack(w, 5, frames_c, 5, ML_STACK_TRUNCATED);
-	ck_assert_int_eq(ml_writer_end(w), 0);
+	const struct tstack st[3] = {
+		{ 7, 3, ML_STACK_EXACT_IP, frames_a },
+		{ 2, 2, 0, frames_b },
+		{ 5, 5, ML_STACK_TRUNCATED, frames_c },
+	};
+
+	put_stack_set(w, st, 3);
 }
 
 static struct ml_fmt_counter counter(uint32_t stack_id, uint32_t kind, uint64_t base)
@@ -314,8 +363,9 @@ static void check_stacks(const struct ml_profile *p)
 	ck_assert_uint_eq(s->flags, ML_STACK_EXACT_IP);
 	ck_assert_mem_eq(s->frames, frames_a, sizeof(frames_a));
 	s = ml_profile_stack(p, 2);
-	ck_assert_uint_eq(s->depth, 1);
-	ck_assert_uint_eq(s->frames[0], 0x401020);
+	ck_assert_uint_eq(s->depth, 2);
+	ck_assert_uint_eq(s->flags, 0);
+	ck_assert_mem_eq(s->frames, frames_b, sizeof(frames_b));
 	s = ml_profile_stack(p, 5);
 	ck_assert_uint_eq(s->flags, ML_STACK_TRUNCATED);
 	ck_assert_mem_eq(s->frames, frames_c, sizeof(frames_c));
@@ -361,10 +411,10 @@ START_TEST(round_trip)
 	raw = slurp(path, &len);
 	memcpy(&h, raw, sizeof(h));
 	ck_assert_mem_eq(h.magic, "MEMLINE\0", 8);
-	ck_assert_uint_eq(h.version, 1);
+	ck_assert_uint_eq(h.version, 2);
 	ck_assert_uint_eq(h.header_size, 64);
 	ck_assert_uint_eq(h.file_size, len);
-	ck_assert_uint_eq(h.section_count, 8);
+	ck_assert_uint_eq(h.section_count, 9);
 	ck_assert_uint_eq(h.checksum, ml_fnv1a(ML_FNV_INIT, raw + 64, len - 64));
 	ck_assert_uint_eq(len % 8, 0);
 	free(raw);
@@ -387,17 +437,21 @@ START_TEST(round_trip_large)
 	const char *path = in_dir("large.prof");
 	struct ml_profile *p = NULL;
 	struct ml_writer w;
-	uint64_t frames[40];
+	static uint64_t frames[3000][40];
+	static struct tstack st[3000];
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
-	put_meta(&w, 3, 40);
-	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_STACKS), 0);
+	/* Stack id: 40 frames, the outer ones shared with a run of others:
+	 * frame f is (id >> (f / 8)) << 20 | f, so the 8 outermost are the
+	 * same for ids 16 apart, ... */
 	for (uint32_t id = 1; id <= 3000; id++) {
 		for (uint32_t f = 0; f < 40; f++)
-			frames[f] = (uint64_t)id << 20 | f;
-		put_stack(&w, id, frames, 1 + id % 40, 0);
+			frames[id - 1][f] = (uint64_t)(id >> (f / 8)) << 20 | f;
+		st[id - 1] = (struct tstack){ id, 40 - id % 40, 0, frames[id - 1] + id % 40 };
 	}
-	ck_assert_int_eq(ml_writer_end(&w), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	put_meta(&w, 3, 40);
+	put_stack_set(&w, st, 3000);
+	ck_assert_uint_lt(tn, 3000 * 40 / 2);	/* shared: less than half the frames */
 	put_counters(&w);
 	ck_assert_int_eq(ml_writer_commit(&w, path, false), 0);
 
@@ -407,8 +461,8 @@ START_TEST(round_trip_large)
 		const struct ml_stack *s = ml_profile_stack(p, id);
 
 		ck_assert_ptr_nonnull(s);
-		ck_assert_uint_eq(s->depth, 1 + id % 40);
-		ck_assert_uint_eq(s->frames[s->depth - 1], (uint64_t)id << 20 | (s->depth - 1));
+		ck_assert_uint_eq(s->depth, 40 - id % 40);
+		ck_assert_mem_eq(s->frames, frames[id - 1] + id % 40, s->depth * sizeof(uint64_t));
 	}
 	ck_assert_uint_eq(p->n_counters, 4);
 	ml_profile_free(p);
@@ -457,7 +511,7 @@ START_TEST(corrupt_every_byte)
 	raw = slurp(path, &len);
 	ck_assert_int_eq(ml_profile_parse(raw, len, &p, errbuf, sizeof(errbuf)), 0);
 	ml_profile_free(p);
-	/* Every byte, every other value: 616 x 255 files. */
+	/* Every byte, every other value: 704 x 255 files. */
 	for (size_t i = 0; i < len; i++) {
 		for (unsigned flip = 1; flip < 256; flip++) {
 			raw[i] ^= (unsigned char)flip;
@@ -470,11 +524,11 @@ START_TEST(corrupt_every_byte)
 	ck_assert_str_eq(parse_fails(raw, len), "corrupt: checksum mismatch");
 	raw[100] ^= 1;
 	/* One byte too many. */
-	ck_assert_uint_eq(len, 616);	/* 64 + META 112 + STACKS 136 + COUNTERS 304 */
+	ck_assert_uint_eq(len, 704);	/* 64 + META 112 + FRAMES 160 + STACKS 64 + COUNTERS 304 */
 	raw = realloc(raw, len + 1);
 	ck_assert_ptr_nonnull(raw);
 	raw[len] = 0;
-	ck_assert_str_eq(parse_fails(raw, len + 1), "corrupt: 617 bytes, the header says 616");
+	ck_assert_str_eq(parse_fails(raw, len + 1), "corrupt: 705 bytes, the header says 704");
 	free(raw);
 }
 END_TEST
@@ -492,8 +546,10 @@ START_TEST(wrong_magic_and_version)
 	ck_assert_str_eq(parse_fails("#!/bin/sh\n", 10), "not a memline profile");
 	ck_assert_str_eq(parse_fails("MEM", 3), "truncated: 3 bytes, shorter than the 64-byte header");
 	raw[0] = 'M';
-	raw[8] = 2;
-	ck_assert_str_eq(parse_fails(raw, len), "profile version 2, this memline reads version 1");
+	raw[8] = 3;
+	ck_assert_str_eq(parse_fails(raw, len), "profile version 3, this memline reads version 2");
+	raw[8] = 1;	/* version 1 stored frames inline: not read any more */
+	ck_assert_str_eq(parse_fails(raw, len), "profile version 1, this memline reads version 2");
 	free(raw);
 }
 END_TEST
@@ -539,8 +595,9 @@ START_TEST(section_table)
 
 	write_small(path);
 	raw = slurp(path, &len);
-	/* Sections: META at 64 (payload 96), STACKS at 176 (120), COUNTERS at 312 (288). */
-	ck_assert_str_eq(patched_error(raw, len, 32, 4, 4), "corrupt: 3 sections, the header says 4");
+	/* Sections: META at 64 (payload 96), FRAMES at 176 (144), STACKS at 336 (48),
+	 * COUNTERS at 400 (288). */
+	ck_assert_str_eq(patched_error(raw, len, 32, 5, 4), "corrupt: 4 sections, the header says 5");
 	ck_assert_str_eq(patched_error(raw, len, 12, 72, 4), "corrupt: header size 72, expected 64");
 	ck_assert_str_eq(patched_error(raw, len, 16, 10, 8),
 			 "corrupt: file size 10 is smaller than the header");
@@ -549,9 +606,9 @@ START_TEST(section_table)
 	ck_assert_str_eq(patched_error(raw, len, 63, 1, 1),
 			 "corrupt: reserved header fields are not zero");
 	ck_assert_str_eq(patched_error(raw, len, 64 + 8, 97, 8),
-			 "corrupt: section 0 (type 1) has size 97, 536 bytes left");
+			 "corrupt: section 0 (type 1) has size 97, 624 bytes left");
 	ck_assert_str_eq(patched_error(raw, len, 64 + 8, 1ull << 62, 8),
-			 "corrupt: section 0 (type 1) has size 4611686018427387904, 536 bytes left");
+			 "corrupt: section 0 (type 1) has size 4611686018427387904, 624 bytes left");
 	/* META exe_len (payload offset 48) 20: 64 + 20 + 15 bytes need 104, not 96. */
 	ck_assert_str_eq(patched_error(raw, len, 80 + 48, 20, 4),
 			 "corrupt: META section size 96 does not match its lengths");
@@ -560,15 +617,34 @@ START_TEST(section_table)
 	ck_assert_str_eq(patched_error(raw, len, 64 + 4, 2, 4),
 			 "corrupt: META section has 2 records, expected 1");
 	/* STACKS as an unknown type: skipped, so the counters lose their stacks. */
-	ck_assert_str_eq(patched_error(raw, len, 176, 99, 4),
+	ck_assert_str_eq(patched_error(raw, len, 336, 99, 4),
 			 "corrupt: counter 0 refers to unknown stack 7");
-	ck_assert_str_eq(patched_error(raw, len, 176, ML_SEC_META, 4), "corrupt: two META sections");
+	ck_assert_str_eq(patched_error(raw, len, 336, ML_SEC_META, 4), "corrupt: two META sections");
+	/* FRAMES as an unknown type: the stacks' leaves point nowhere. */
+	ck_assert_str_eq(patched_error(raw, len, 176, 99, 4),
+			 "corrupt: stack 7 has leaf 3, the trie has 0 frame nodes");
+	/* FRAMES and STACKS counts one short of their sizes. */
+	ck_assert_str_eq(patched_error(raw, len, 176 + 4, 8, 4),
+			 "corrupt: FRAMES section has 144 bytes for 8 records of 16");
+	ck_assert_str_eq(patched_error(raw, len, 336 + 4, 2, 4),
+			 "corrupt: STACKS section has 48 bytes for 2 records of 16");
+	/* A node whose parent is not earlier; a leaf past the last node; a
+	 * depth that is not the walk's length (record 0 is stack 7: 3 deep,
+	 * leaf 3; node 2 is at 192 + 16, its parent field first). */
+	ck_assert_str_eq(patched_error(raw, len, 192 + 16, 2, 4),
+			 "corrupt: frame node 2 has parent 2");
+	ck_assert_str_eq(patched_error(raw, len, 352 + 12, 10, 4),
+			 "corrupt: stack 7 has leaf 10, the trie has 9 frame nodes");
+	ck_assert_str_eq(patched_error(raw, len, 352 + 4, 2, 4),
+			 "corrupt: stack 7 is 2 frames deep, its leaf 3 is 3");
+	ck_assert_str_eq(patched_error(raw, len, 352 + 12, 2, 4),
+			 "corrupt: stack 7 is 3 frames deep, its leaf 2 is 2");
 	/* COUNTERS record count one short of its size. */
-	ck_assert_str_eq(patched_error(raw, len, 312 + 4, 3, 4),
+	ck_assert_str_eq(patched_error(raw, len, 400 + 4, 3, 4),
 			 "corrupt: COUNTERS section has 288 bytes for 3 records of 72");
 	/* The last section cut by 8 bytes: what is left is not a section header. */
-	ck_assert_str_eq(patched_error(raw, len, 312 + 8, 280, 8),
-			 "corrupt: section header 3 cut short at byte 608");
+	ck_assert_str_eq(patched_error(raw, len, 400 + 8, 280, 8),
+			 "corrupt: section header 4 cut short at byte 696");
 	free(raw);
 }
 END_TEST
@@ -632,10 +708,47 @@ static void duplicate_counter(struct ml_writer *w)
 
 static void bad_total_kind(struct ml_writer *w)
 {
-	struct ml_fmt_total t = { .kind = 9 };
+	struct ml_fmt_total t = { .kind = ML_KIND_COUNT };
 
 	put_meta(w, 3, 64);
 	put_records(w, ML_SEC_TOTALS, &t, sizeof(t), 1);
+}
+
+/* A cuda_gpu (combined GPU total) counter on a stack with no GPU kind's
+ * counter: stack 5 has only a heap counter and a pinned one. */
+static void gpu_counter_alone(struct ml_writer *w)
+{
+	struct ml_fmt_counter c[3] = { counter(5, ML_KIND_HEAP, 0),
+				       counter(5, ML_KIND_CUDA_PINNED, 0),
+				       counter(5, ML_KIND_CUDA_GPU, 0) };
+
+	put_meta(w, 3, 64);
+	put_stacks(w);
+	put_records(w, ML_SEC_COUNTERS, c, sizeof(c[0]), 3);
+}
+
+/* A cuda_gpu total with no GPU kind's total (pinned is not a GPU kind). */
+static void gpu_total_alone(struct ml_writer *w)
+{
+	struct ml_fmt_total t[2] = { { .kind = ML_KIND_CUDA_PINNED, .allocs = 1 },
+				     { .kind = ML_KIND_CUDA_GPU, .allocs = 1 } };
+
+	put_meta(w, 3, 64);
+	put_records(w, ML_SEC_TOTALS, t, sizeof(t[0]), 2);
+}
+
+/* Both valid: the GPU counter's stack has a device counter. */
+static void gpu_total_ok(struct ml_writer *w)
+{
+	struct ml_fmt_counter c[2] = { counter(5, ML_KIND_CUDA_DEVICE, 0),
+				       counter(5, ML_KIND_CUDA_GPU, 0) };
+	struct ml_fmt_total t[2] = { { .kind = ML_KIND_CUDA_DEVICE, .allocs = 1 },
+				     { .kind = ML_KIND_CUDA_GPU, .allocs = 1 } };
+
+	put_meta(w, 3, 64);
+	put_stacks(w);
+	put_records(w, ML_SEC_COUNTERS, c, sizeof(c[0]), 2);
+	put_records(w, ML_SEC_TOTALS, t, sizeof(t[0]), 2);
 }
 
 static void duplicate_total(struct ml_writer *w)
@@ -663,20 +776,20 @@ static void bad_timeline_kind(struct ml_writer *w)
 
 static void duplicate_stack(struct ml_writer *w)
 {
+	const struct tstack st[3] = {
+		{ 5, 3, 0, frames_a }, { 2, 2, 0, frames_a + 1 }, { 5, 1, 0, frames_b },
+	};
+
 	put_meta(w, 3, 64);
-	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
-	put_stack(w, 5, frames_a, 3, 0);
-	put_stack(w, 2, frames_a, 2, 0);
-	put_stack(w, 5, frames_b, 1, 0);
-	ck_assert_int_eq(ml_writer_end(w), 0);
+	put_stack_set(w, st, 3);
 }
 
 static void stack_id_zero(struct ml_writer *w)
 {
+	const struct tstack st = { 0, 3, 0, frames_a };
+
 	put_meta(w, 3, 64);
-	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
-	put_stack(w, 0, frames_a, 3, 0);
-	ck_assert_int_eq(ml_writer_end(w), 0);
+	put_stack_set(w, &st, 1);
 }
 
 static void too_deep(struct ml_writer *w)
@@ -685,28 +798,141 @@ static void too_deep(struct ml_writer *w)
 	put_stacks(w);	/* stack 5 has 5 frames */
 }
 
-/* A stack whose depth says more frames than the section holds. */
+/* Raw FRAMES nodes and STACKS records, as given. */
+static void put_raw(struct ml_writer *w, const struct ml_fmt_frame *nodes, size_t n_nodes,
+		    const struct ml_fmt_stack *stacks, size_t n_stacks)
+{
+	put_meta(w, 3, 0);
+	if (n_nodes)
+		put_records(w, ML_SEC_FRAMES, nodes, sizeof(nodes[0]), n_nodes);
+	put_records(w, ML_SEC_STACKS, stacks, sizeof(stacks[0]), n_stacks);
+}
+
+/* A chain of three nodes 1 <- 2 <- 3 and a branch 1 <- 4. */
+static const struct ml_fmt_frame chain[4] = {
+	{ 0, 0, 0x10 }, { 1, 0, 0x20 }, { 2, 0, 0x30 }, { 1, 0, 0x40 },
+};
+
+/* A stack whose depth says more frames than the walk from its leaf. */
 static void depth_overflow(struct ml_writer *w)
 {
-	struct ml_fmt_stack s = { .id = 1, .depth = 0x20000000 };
+	const struct ml_fmt_stack s = { .id = 1, .depth = 0x20000000, .leaf = 3 };
+
+	put_raw(w, chain, 4, &s, 1);
+}
+
+static void depth_short(struct ml_writer *w)
+{
+	const struct ml_fmt_stack s[2] = { { .id = 1, .depth = 2, .leaf = 4 },
+					   { .id = 2, .depth = 2, .leaf = 3 } };
+
+	put_raw(w, chain, 4, s, 2);
+}
+
+/* depth 1 with no leaf (an empty stack must say depth 0). */
+static void depth_without_leaf(struct ml_writer *w)
+{
+	const struct ml_fmt_stack s = { .id = 9, .depth = 1, .leaf = 0 };
+
+	put_raw(w, chain, 4, &s, 1);
+}
+
+static void leaf_out_of_range(struct ml_writer *w)
+{
+	const struct ml_fmt_stack s[2] = { { .id = 1, .depth = 2, .leaf = 4 },
+					   { .id = 2, .depth = 1, .leaf = 5 } };
+
+	put_raw(w, chain, 4, s, 2);
+}
+
+/* Stacks with frames but no FRAMES section at all. */
+static void leaf_without_frames(struct ml_writer *w)
+{
+	const struct ml_fmt_stack s = { .id = 3, .depth = 1, .leaf = 1 };
+
+	put_raw(w, NULL, 0, &s, 1);
+}
+
+static void parent_is_self(struct ml_writer *w)
+{
+	const struct ml_fmt_frame nodes[3] = { { 0, 0, 0x10 }, { 1, 0, 0x20 }, { 3, 0, 0x30 } };
+	const struct ml_fmt_stack s = { .id = 1, .depth = 1, .leaf = 1 };
+
+	put_raw(w, nodes, 3, &s, 1);
+}
+
+static void parent_later(struct ml_writer *w)
+{
+	const struct ml_fmt_frame nodes[3] = { { 2, 0, 0x10 }, { 0, 0, 0x20 }, { 1, 0, 0x30 } };
+	const struct ml_fmt_stack s = { .id = 1, .depth = 1, .leaf = 2 };
+
+	put_raw(w, nodes, 3, &s, 1);
+}
+
+static void frames_size_mismatch(struct ml_writer *w)
+{
+	const struct ml_fmt_stack s = { .id = 1, .depth = 1, .leaf = 1 };
 
 	put_meta(w, 3, 0);
-	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
-	ck_assert_int_eq(ml_writer_put(w, &s, sizeof(s)), 0);
-	ck_assert_int_eq(ml_writer_put(w, frames_a, sizeof(frames_a)), 0);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_FRAMES), 0);
+	ck_assert_int_eq(ml_writer_put(w, chain, sizeof(chain[0]) + 8), 0);
 	ck_assert_int_eq(ml_writer_record(w), 0);
 	ck_assert_int_eq(ml_writer_end(w), 0);
+	put_records(w, ML_SEC_STACKS, &s, sizeof(s), 1);
 }
 
 static void stack_count_lies(struct ml_writer *w)
 {
+	const struct ml_fmt_stack s[2] = { { .id = 1, .depth = 3, .leaf = 3 },
+					   { .id = 2, .depth = 3, .leaf = 3 } };
+
 	put_meta(w, 3, 64);
+	put_records(w, ML_SEC_FRAMES, chain, sizeof(chain[0]), 4);
 	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
-	put_stack(w, 1, frames_a, 3, 0);
-	put_stack(w, 2, frames_a, 3, 0);
+	ck_assert_int_eq(ml_writer_put(w, s, sizeof(s)), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
 	ck_assert_int_eq(ml_writer_record(w), 0);	/* counts a third, empty record */
 	ck_assert_int_eq(ml_writer_end(w), 0);
 }
+
+/* Valid odd cases: an empty stack (depth 0, leaf 0) without FRAMES; nodes
+ * no stack ends at; two stacks with one leaf share their frames. */
+START_TEST(trie_edge_cases)
+{
+	const char *path = in_dir("edge.prof");
+	struct ml_profile *p = NULL;
+	struct ml_writer w;
+	const struct ml_fmt_stack empty = { .id = 4, .depth = 0, .leaf = 0 };
+	const struct ml_fmt_stack s[4] = { { .id = 8, .depth = 3, .leaf = 3 },
+					   { .id = 6, .depth = 2, .leaf = 4 },
+					   { .id = 5, .depth = 3, .leaf = 3, .flags = ML_STACK_EXACT_IP },
+					   { .id = 1, .depth = 0, .leaf = 0 } };
+	static const uint64_t want8[3] = { 0x30, 0x20, 0x10 }, want6[2] = { 0x40, 0x10 };
+
+	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	put_raw(&w, NULL, 0, &empty, 1);
+	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
+	ck_assert_uint_eq(p->n_stacks, 1);
+	ck_assert_uint_eq(p->stacks[0].depth, 0);
+	ck_assert_ptr_nonnull(p->stacks[0].frames);
+	ml_profile_free(p);
+
+	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	put_raw(&w, chain, 4, s, 4);
+	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
+	ck_assert_uint_eq(p->n_stacks, 4);
+	ck_assert_uint_eq(ml_profile_stack(p, 8)->depth, 3);
+	ck_assert_mem_eq(ml_profile_stack(p, 8)->frames, want8, sizeof(want8));
+	ck_assert_mem_eq(ml_profile_stack(p, 6)->frames, want6, sizeof(want6));
+	ck_assert_ptr_eq(ml_profile_stack(p, 5)->frames, ml_profile_stack(p, 8)->frames);
+	ck_assert_uint_eq(ml_profile_stack(p, 5)->flags, ML_STACK_EXACT_IP);
+	ck_assert_uint_eq(ml_profile_stack(p, 1)->depth, 0);
+	ml_profile_free(p);
+}
+END_TEST
 
 static void bad_argc(struct ml_writer *w)
 {
@@ -770,22 +996,50 @@ START_TEST(malformed_structure)
 			 "corrupt: counter 0 refers to unknown stack 6");
 	ck_assert_str_eq(structure_error(no_stacks_section),
 			 "corrupt: counter 0 refers to unknown stack 7");
-	ck_assert_str_eq(structure_error(bad_counter_kind), "corrupt: counter 0 has kind 9");
+	ck_assert_str_eq(structure_error(bad_counter_kind), "corrupt: counter 0 has kind 10");
 	ck_assert_str_eq(structure_error(duplicate_counter),
 			 "corrupt: two counters for stack 5, kind 1");
-	ck_assert_str_eq(structure_error(bad_total_kind), "corrupt: total 0 has kind 9");
+	ck_assert_str_eq(structure_error(bad_total_kind), "corrupt: total 0 has kind 10");
 	ck_assert_str_eq(structure_error(duplicate_total), "corrupt: two TOTALS sections");
+	ck_assert_str_eq(structure_error(gpu_counter_alone),
+			 "corrupt: cuda_gpu counter 2 (stack 5) without a counter of a GPU kind on "
+			 "its stack");
+	ck_assert_str_eq(structure_error(gpu_total_alone),
+			 "corrupt: a cuda_gpu total without any GPU kind's total");
+	{
+		const char *path = in_dir("gpu_ok.prof");
+		struct ml_profile *p = NULL;
+		struct ml_writer w;
+		ck_assert_int_eq(ml_writer_open(&w, path), 0);
+		gpu_total_ok(&w);
+		ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+		ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
+		ck_assert_uint_eq(p->totals[ML_KIND_CUDA_GPU].allocs, 1);
+		ml_profile_free(p);
+	}
 	ck_assert_str_eq(structure_error(same_total_twice), "corrupt: two totals for kind 2");
 	ck_assert_str_eq(structure_error(bad_timeline_kind),
-			 "corrupt: timeline point 0 has kind 9");
+			 "corrupt: timeline point 0 has kind 10");
 	ck_assert_str_eq(structure_error(duplicate_stack), "corrupt: stack id 5 appears twice");
 	ck_assert_str_eq(structure_error(stack_id_zero), "corrupt: stack 0 has id 0");
 	ck_assert_str_eq(structure_error(too_deep),
 			 "corrupt: stack 5 is 5 frames deep, max_depth is 4");
 	ck_assert_str_eq(structure_error(depth_overflow),
-			 "corrupt: stack 0 does not fit in the STACKS section");
+			 "corrupt: stack 1 is 536870912 frames deep, its leaf 3 is 3");
+	ck_assert_str_eq(structure_error(depth_short),
+			 "corrupt: stack 2 is 2 frames deep, its leaf 3 is 3");
+	ck_assert_str_eq(structure_error(depth_without_leaf),
+			 "corrupt: stack 9 is 1 frames deep, its leaf 0 is 0");
+	ck_assert_str_eq(structure_error(leaf_out_of_range),
+			 "corrupt: stack 2 has leaf 5, the trie has 4 frame nodes");
+	ck_assert_str_eq(structure_error(leaf_without_frames),
+			 "corrupt: stack 3 has leaf 1, the trie has 0 frame nodes");
+	ck_assert_str_eq(structure_error(parent_is_self), "corrupt: frame node 3 has parent 3");
+	ck_assert_str_eq(structure_error(parent_later), "corrupt: frame node 1 has parent 2");
+	ck_assert_str_eq(structure_error(frames_size_mismatch),
+			 "corrupt: FRAMES section has 24 bytes for 1 records of 16");
 	ck_assert_str_eq(structure_error(stack_count_lies),
-			 "corrupt: stack 2 does not fit in the STACKS section");
+			 "corrupt: STACKS section has 32 bytes for 3 records of 16");
 	ck_assert_str_eq(structure_error(bad_argc),
 			 "corrupt: META argv holds 3 strings, argc is 2");
 	ck_assert_str_eq(structure_error(module_path_overflow),
@@ -912,6 +1166,7 @@ int main(void)
 	tcase_add_test(tc, wrong_magic_and_version);
 	tcase_add_test(tc, empty_dir_missing);
 	tcase_add_test(tc, malformed_structure);
+	tcase_add_test(tc, trie_edge_cases);
 	tcase_add_test(tc, section_table);
 	tcase_add_test(tc, commit_no_replace);
 	tcase_add_test(tc, abort_removes_temp);

@@ -125,6 +125,50 @@ static void *both_thread(void *arg)
 	return NULL;
 }
 
+/* Two callers of the same capture with identical frames: the second walk
+ * finds the first one's frame state at the same stack addresses, but a
+ * return address differs: the reuse must notice and walk that part. */
+static int __attribute__((noinline)) via_one(struct both *b)
+{
+	int r = both_at(0, b);
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
+
+static int __attribute__((noinline)) via_two(struct both *b)
+{
+	int r = both_at(0, b);
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+static void check_pair(struct both *b, int which)
+{
+	memset(b, 0, sizeof(*b));
+	if (which)
+		via_two(b);
+	else
+		via_one(b);
+	ck_assert_int_gt(b->n_fast, 3);
+	ck_assert_int_eq(b->n_fast, b->n_slow);
+	for (int i = 1; i < b->n_fast; i++)
+		ck_assert_uint_eq(b->fast[i], b->slow[i]);
+}
+
+START_TEST(fast_unwind_alternating_callers)
+{
+	struct both b, one;
+	check_pair(&b, 0);
+	check_pair(&one, 0);
+	for (int k = 0; k < 6; k++)
+		check_pair(&b, k & 1);
+	/* via_one's and via_two's stacks differ in their second frame only */
+	check_pair(&b, 1);
+	ck_assert_uint_ne(b.fast[1], one.fast[1]);
+	ck_assert_uint_eq(b.fast[0], one.fast[0]);
+}
+END_TEST
+
 START_TEST(fast_unwind_matches_libunwind)
 {
 	check_both(5);
@@ -251,6 +295,7 @@ int main(void)
 	tcase_add_test(tc, capture_follows_the_calls);
 	tcase_add_test(tc, capture_truncates);
 	tcase_add_test(tc, fast_unwind_matches_libunwind);
+	tcase_add_test(tc, fast_unwind_alternating_callers);
 	tcase_add_test(tc, intern_concurrent);
 	tcase_add_test(tc, track_path);
 	suite_add_tcase(s, tc);

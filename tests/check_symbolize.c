@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,17 @@ static const char *fixture(const char *name)
 	}
 	snprintf(path, sizeof(path), "%s/%s", fixture_dir, name);
 	return path;
+}
+
+/* The loop tests run on the gcc-built fixture (_i 0) and, when clang is
+ * installed, on the clang-built one (_i 1): DWARF 5 with strx, addrx and
+ * rnglistx forms, decl_file 0 and no .debug_aranges. */
+static const char *variant(const char *base, int i)
+{
+	static char name[64];
+
+	snprintf(name, sizeof(name), "%s%s", base, i ? ".clang" : "");
+	return name;
 }
 
 static void parse_build_id(struct fixture_run *r, const char *hexid)
@@ -188,17 +200,19 @@ START_TEST(test_return_addresses)
 	size_t n;
 	const struct point *pt;
 
-	run_fixture("sym_basic", &r);
-	make_profile(&op, &r, fixture("sym_basic"), 0);
+	const char *name = variant("sym_basic", _i);
+
+	run_fixture(name, &r);
+	make_profile(&op, &r, fixture(name), 0);
 	open_sym(&op, &s);
 	pt = point(&r, "ret", "leaf");
 	resolve(s, pt->addr, true, &f, &n);
 	ck_assert_uint_eq(n, 1);
 	assert_source(&f[0], "leaf", "tests/fixtures/sym_basic.c", pt->line[0]);
-	ck_assert_int_eq(pt->line[0], 25);
+	ck_assert_int_eq(pt->line[0], 27);
 	ck_assert(!f[0].inlined);
 	ck_assert(!f[0].runtime);
-	ck_assert_str_eq(f[0].module, fixture("sym_basic"));
+	ck_assert_str_eq(f[0].module, fixture(name));
 	ck_assert_uint_eq(f[0].module_offset, pt->addr - r.bias);
 	pt = point(&r, "ret", "caller");
 	resolve(s, pt->addr, true, &f, &n);
@@ -217,14 +231,14 @@ START_TEST(test_exact_ip)
 	size_t n;
 	const struct point *pt;
 
-	run_fixture("sym_basic", &r);
-	make_profile(&op, &r, fixture("sym_basic"), 0);
+	run_fixture(variant("sym_basic", _i), &r);
+	make_profile(&op, &r, fixture(variant("sym_basic", _i)), 0);
 	open_sym(&op, &s);
 	pt = point(&r, "ip", "label");
 	resolve(s, pt->addr, false, &f, &n);
 	ck_assert_uint_eq(n, 1);
 	assert_source(&f[0], "labelled", "tests/fixtures/sym_basic.c", pt->line[0]);
-	ck_assert_int_eq(pt->line[0], 41);
+	ck_assert_int_eq(pt->line[0], 43);
 	ml_sym_close(s);
 }
 END_TEST
@@ -262,8 +276,8 @@ START_TEST(test_cache_and_runtime_flag)
 	size_t n1, n2;
 	const struct point *pt;
 
-	run_fixture("sym_basic", &r);
-	make_profile(&op, &r, fixture("sym_basic"), ML_MOD_RUNTIME);
+	run_fixture(variant("sym_basic", _i), &r);
+	make_profile(&op, &r, fixture(variant("sym_basic", _i)), ML_MOD_RUNTIME);
 	open_sym(&op, &s);
 	pt = point(&r, "ret", "leaf");
 	resolve(s, pt->addr, true, &f1, &n1);
@@ -312,13 +326,13 @@ START_TEST(test_inlined_frames)
 	const struct point *pt;
 	const char *src = "tests/fixtures/sym_inline.c";
 
-	run_fixture("sym_inline", &r);
-	make_profile(&op, &r, fixture("sym_inline"), 0);
+	run_fixture(variant("sym_inline", _i), &r);
+	make_profile(&op, &r, fixture(variant("sym_inline", _i)), 0);
 	open_sym(&op, &s);
 	pt = point(&r, "inl", "");
-	ck_assert_int_eq(pt->line[0], 20);
-	ck_assert_int_eq(pt->line[1], 27);
-	ck_assert_int_eq(pt->line[2], 34);
+	ck_assert_int_eq(pt->line[0], 27);
+	ck_assert_int_eq(pt->line[1], 34);
+	ck_assert_int_eq(pt->line[2], 41);
 	resolve(s, pt->addr, true, &f, &n);
 	ck_assert_uint_eq(n, 3);
 	assert_source(&f[0], "inner", src, pt->line[0]);
@@ -343,8 +357,8 @@ START_TEST(test_cxx_demangled)
 	const struct point *pt;
 	const char *src = "tests/fixtures/sym_cxx.cc";
 
-	run_fixture("sym_cxx", &r);
-	make_profile(&op, &r, fixture("sym_cxx"), 0);
+	run_fixture(variant("sym_cxx", _i), &r);
+	make_profile(&op, &r, fixture(variant("sym_cxx", _i)), 0);
 	open_sym(&op, &s);
 	pt = point(&r, "ret", "get");
 	resolve(s, pt->addr, true, &f, &n);
@@ -582,16 +596,19 @@ START_TEST(test_function_source)
 	const char *file;
 	int first, last;
 	const struct point *pt;
+	/* clang gives the closing brace no line table row: the highest line
+	 * of a function is the one before it. */
+	int brace = _i ? 1 : 0;
 
-	run_fixture("sym_basic", &r);
-	run_fixture("sym_cxx", &rx);
+	run_fixture(variant("sym_basic", _i), &r);
+	run_fixture(variant("sym_cxx", _i), &rx);
 	memset(&p, 0, sizeof(p));
 	memset(mods, 0, sizeof(mods));
 	mods[0] = (struct ml_module){ r.bias, r.lo, r.hi, NULL, r.build_id, 20, ML_MOD_MAIN };
-	mods[0].path = strdup(fixture("sym_basic"));
+	mods[0].path = strdup(fixture(variant("sym_basic", _i)));
 	/* Two runs' modules may overlap: the symbolizer keeps them apart. */
 	mods[1] = (struct ml_module){ rx.bias, rx.lo, rx.hi, NULL, rx.build_id, 20, 0 };
-	mods[1].path = strdup(fixture("sym_cxx"));
+	mods[1].path = strdup(fixture(variant("sym_cxx", _i)));
 	p.modules = mods;
 	p.n_modules = 2;
 	ck_assert_int_eq(ml_sym_open(&p, &s), 0);
@@ -599,27 +616,46 @@ START_TEST(test_function_source)
 	pt = point(&r, "func", "leaf");
 	ck_assert_int_eq(ml_sym_function_source(s, "leaf", &file, &first, &last), 0);
 	ck_assert_int_eq(first, pt->line[0]);
-	ck_assert_int_eq(last, pt->line[1]);
-	ck_assert_int_eq(first, 23);
-	ck_assert_int_eq(last, 28);
+	ck_assert_int_eq(last, pt->line[1] - brace);
+	ck_assert_int_eq(first, 25);
+	ck_assert_int_eq(last, 30 - brace);
+	ck_assert_ptr_nonnull(strstr(file, "tests/fixtures/sym_basic.c"));
+
+	/* clang's DWARF 5 has decl_file 0 (the primary source file). */
+	pt = point(&r, "func", "main");
+	ck_assert_int_eq(ml_sym_function_source(s, "main", &file, &first, &last), 0);
+	ck_assert_int_eq(first, pt->line[0]);
+	ck_assert_int_eq(last, pt->line[1] - brace);
+	ck_assert_int_eq(first, 71);
 	ck_assert_ptr_nonnull(strstr(file, "tests/fixtures/sym_basic.c"));
 
 	pt = point(&rx, "func", "get");
 	ck_assert_int_eq(ml_sym_function_source(s, "ns::Box<int>::get", &file, &first, &last), 0);
 	ck_assert_int_eq(first, pt->line[0]);
-	ck_assert_int_eq(last, pt->line[1]);
+	ck_assert_int_eq(last, pt->line[1] - brace);
 	ck_assert_ptr_nonnull(strstr(file, "tests/fixtures/sym_cxx.cc"));
 	first = last = 0;
 	ck_assert_int_eq(ml_sym_function_source(s, "ns::Box<int>::get(int) const", &file, &first,
 						&last), 0);
 	ck_assert_int_eq(first, pt->line[0]);
-	ck_assert_int_eq(last, pt->line[1]);
+	ck_assert_int_eq(last, pt->line[1] - brace);
 
 	/* Internal linkage: no linkage name in DWARF, the symbol table has it. */
 	ck_assert_int_eq(ml_sym_function_source(s, "(anonymous namespace)::hidden", &file, &first,
 						&last), 0);
 	ck_assert_int_eq(first, 39);
-	ck_assert_int_eq(last, 43);
+	ck_assert_int_eq(last, 43 - brace);
+
+	/* A template function demangles as "int scaled<int>(int)". */
+	pt = point(&rx, "func", "scaled");
+	ck_assert_int_eq(ml_sym_function_source(s, "scaled<int>", &file, &first, &last), 0);
+	ck_assert_int_eq(first, pt->line[0]);
+	ck_assert_int_eq(last, pt->line[1] - brace);
+	first = last = 0;
+	ck_assert_int_eq(ml_sym_function_source(s, "int scaled<int>(int)", &file, &first, &last),
+			 0);
+	ck_assert_int_eq(first, pt->line[0]);
+	ck_assert_int_eq(ml_sym_function_source(s, "scaled", &file, &first, &last), -ENOENT);
 
 	ck_assert_int_eq(ml_sym_function_source(s, "get", &file, &first, &last), -ENOENT);
 	ck_assert_int_eq(ml_sym_function_source(s, "no_such_function", &file, &first, &last),
@@ -630,26 +666,197 @@ START_TEST(test_function_source)
 }
 END_TEST
 
+/* Whether prog is an executable file in $PATH. */
+static bool in_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	while (path && *path) {
+		size_t len = strcspn(path, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, prog);
+		if (access(buf, X_OK) == 0)
+			return true;
+		path += len + (path[len] == ':');
+	}
+	return false;
+}
+
+/* Reads one llvm-addr2line frame pair into *fr (function, file, line); the
+ * file is "??" and the line 0 where it knows none.  Returns false at EOF. */
+struct ref_frame {
+	char function[1100];
+	char file[1100];
+	int line;
+};
+
+static bool read_ref_frame(FILE *in, const char *function_line, struct ref_frame *fr)
+{
+	char loc[1100], *colon, *disc;
+
+	snprintf(fr->function, sizeof(fr->function), "%s", function_line);
+	if (!fgets(loc, sizeof(loc), in))
+		return false;
+	loc[strcspn(loc, "\n")] = '\0';
+	disc = strstr(loc, " (discriminator");
+	if (disc)
+		*disc = '\0';
+	colon = strrchr(loc, ':');
+	ck_assert_ptr_nonnull(colon);
+	*colon = '\0';
+	snprintf(fr->file, sizeof(fr->file), "%s", loc);
+	fr->line = atoi(colon + 1);
+	return true;
+}
+
+/* Compares our frames of one address with the reference's; returns true
+ * when they agree.  Our "0x1234" (no function) is its "??". */
+static bool frames_agree(const struct ml_frame *f, size_t n, const struct ref_frame *ref,
+			 size_t n_ref)
+{
+	if (n != n_ref)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		bool unnamed = strncmp(f[i].function, "0x", 2) == 0;
+
+		if (unnamed ? strcmp(ref[i].function, "??") != 0 :
+			      strcmp(f[i].function, ref[i].function) != 0)
+			return false;
+		if (!f[i].file || strcmp(f[i].file, ref[i].file) != 0 || f[i].line != ref[i].line)
+			return false;
+	}
+	return true;
+}
+
+static const char *llvm_addr2line(void)
+{
+	static const char *const names[] = { "llvm-addr2line-14", "llvm-addr2line" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (in_path(names[i]))
+			return names[i];
+	return NULL;
+}
+
+/* Every address of a fixture's mapping, by ml_sym_resolve and by
+ * llvm-addr2line -i -f -C: the same inlined chain, functions, files and
+ * lines wherever llvm-addr2line has a line (padding between functions,
+ * data and code without lines it knows nothing of, and is not compared). */
+START_TEST(test_addr2line_agreement)
+{
+	static const char *const bases[] = { "sym_basic", "sym_inline", "sym_cxx" };
+	const char *name = variant(bases[_i % 3], _i / 3), *tool = llvm_addr2line();
+	struct fixture_run r;
+	struct one_module_profile op;
+	struct ml_symbolizer *s;
+	char list[] = "/tmp/check_symbolize_addrs_XXXXXX", cmd[PATH_MAX * 2], text[1100];
+	struct ref_frame ref[16];
+	size_t n_ref = 0, compared = 0, differ = 0;
+	uint64_t addr = 0;
+	FILE *out, *in;
+	int fd;
+
+	if (!tool) {
+		printf("check_symbolize: no llvm-addr2line: skipping the comparison on %s\n", name);
+		return;
+	}
+	run_fixture(name, &r);
+	make_profile(&op, &r, fixture(name), 0);
+	open_sym(&op, &s);
+	fd = mkstemp(list);
+	ck_assert_int_ge(fd, 0);
+	out = fdopen(fd, "w");
+	for (uint64_t a = r.lo; a < r.hi; a++)
+		fprintf(out, "%#" PRIx64 "\n", a - r.bias);
+	fclose(out);
+	snprintf(cmd, sizeof(cmd), "%s -a -i -f -C -e '%s' < %s", tool, fixture(name), list);
+	in = popen(cmd, "r");
+	ck_assert_ptr_nonnull(in);
+	for (bool more = true; more;) {
+		more = fgets(text, sizeof(text), in) != NULL;
+		text[strcspn(text, "\n")] = '\0';
+		if (more && strncmp(text, "0x", 2) != 0) {
+			ck_assert_uint_lt(n_ref, 16);
+			ck_assert(read_ref_frame(in, text, &ref[n_ref++]));
+			continue;
+		}
+		/* A new address (or the end): check the one before. */
+		if (n_ref > 0 && ref[0].line > 0 && strcmp(ref[0].file, "??") != 0) {
+			const struct ml_frame *f;
+			size_t n;
+
+			resolve(s, addr + r.bias, false, &f, &n);
+			compared++;
+			if (!frames_agree(f, n, ref, n_ref) && differ++ == 0)
+				fprintf(stderr, "%s +%#" PRIx64 ": ours %s %s:%d (%zu frames), "
+					"llvm-addr2line %s %s:%d (%zu frames)\n", name, addr,
+					f[0].function, f[0].file ? f[0].file : "??", f[0].line, n,
+					ref[0].function, ref[0].file, ref[0].line, n_ref);
+		}
+		n_ref = 0;
+		if (more)
+			addr = strtoull(text, NULL, 16);
+	}
+	ck_assert_int_eq(pclose(in), 0);
+	unlink(list);
+	ck_assert_uint_gt(compared, 100);
+	ck_assert_uint_eq(differ, 0);
+	ml_sym_close(s);
+}
+END_TEST
+
+START_TEST(test_name_matches)
+{
+	ck_assert(ml_sym_name_matches("void f<int>(int)", "f<int>"));
+	ck_assert(ml_sym_name_matches("void f<int>(int)", "void f<int>(int)"));
+	ck_assert(ml_sym_name_matches("void f<int>(int)", "void f<int>"));
+	ck_assert(!ml_sym_name_matches("void f<int>(int)", "f"));
+	ck_assert(!ml_sym_name_matches("void f<int>(int)", "int"));
+	ck_assert(ml_sym_name_matches("ns::Box<int>::get(int) const", "ns::Box<int>::get"));
+	ck_assert(!ml_sym_name_matches("ns::Box<int>::get(int) const", "get"));
+	ck_assert(ml_sym_name_matches("std::pair<int, long> ns::mk<int, long>(int, long)",
+				      "ns::mk<int, long>"));
+	ck_assert(ml_sym_name_matches("std::vector<int, std::allocator<int> >::size() const",
+				      "std::vector<int, std::allocator<int> >::size"));
+	ck_assert(!ml_sym_name_matches("std::vector<int, std::allocator<int> >::size() const",
+				       "std::allocator<int> >::size"));
+	ck_assert(!ml_sym_name_matches("(anonymous namespace)::hidden(long)", "hidden"));
+	ck_assert(!ml_sym_name_matches("operator new(unsigned long)", "new"));
+	ck_assert(ml_sym_name_matches("operator new(unsigned long)", "operator new"));
+	ck_assert(ml_sym_name_matches("ns::A::operator int() const", "ns::A::operator int"));
+	ck_assert(!ml_sym_name_matches(NULL, "f"));
+}
+END_TEST
+
 static Suite *symbolize_suite(void)
 {
+	/* The Makefile builds the .clang fixtures when clang is installed. */
+	int variants = in_path("clang") && in_path("clang++") ? 2 : 1;
+
 	Suite *suite = suite_create("symbolize");
 	TCase *tc = tcase_create("core");
 
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_return_addresses);
-	tcase_add_test(tc, test_exact_ip);
+	tcase_add_loop_test(tc, test_return_addresses, 0, variants);
+	tcase_add_loop_test(tc, test_exact_ip, 0, variants);
 	tcase_add_test(tc, test_return_address_minus_one);
-	tcase_add_test(tc, test_cache_and_runtime_flag);
+	tcase_add_loop_test(tc, test_cache_and_runtime_flag, 0, variants);
 	tcase_add_test(tc, test_no_module);
-	tcase_add_test(tc, test_inlined_frames);
-	tcase_add_test(tc, test_cxx_demangled);
+	tcase_add_loop_test(tc, test_inlined_frames, 0, variants);
+	tcase_add_loop_test(tc, test_cxx_demangled, 0, variants);
 	tcase_add_test(tc, test_symbol_fallback);
 	tcase_add_test(tc, test_address_fallback);
 	tcase_add_test(tc, test_debuglink);
 	tcase_add_test(tc, test_build_id_debug_dir);
 	tcase_add_test(tc, test_build_id_mismatch_and_missing);
-	tcase_add_test(tc, test_function_source);
+	tcase_add_loop_test(tc, test_function_source, 0, variants);
+	tcase_add_test(tc, test_name_matches);
+	tcase_add_loop_test(tc, test_addr2line_agreement, 0, 3 * variants);
 	suite_add_tcase(suite, tc);
+	if (variants == 1)
+		printf("check_symbolize: clang not installed: skipping the clang-built (DWARF 5) "
+		       "fixtures\n");
 	return suite;
 }
 

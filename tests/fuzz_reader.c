@@ -1,7 +1,9 @@
 /* tests/fuzz_reader.c - libFuzzer target for the profile reader (ml_profile_parse).
  * The checksum would stop almost every mutation at the header, so unless an
  * input starts with 'M' (then it is parsed as it is) the target first repairs
- * the header (magic, version, sizes, checksum): the checks behind it get fuzzed.  Build: see docs/format.md. */
+ * the header (magic, version, sizes, checksum): the checks behind it get fuzzed
+ * (the FRAMES trie and the STACKS leaves that point into it among them).
+ * Build: see docs/format.md. */
 #include "common/format.h"
 #include "common/writer.h"
 #include "report/profile.h"
@@ -22,9 +24,16 @@ static void walk(const struct ml_profile *p)
 		for (uint32_t b = 0; b < p->modules[i].build_id_len; b++)
 			sink += p->modules[i].build_id[b];
 	}
-	for (size_t i = 0; i < p->n_stacks; i++)
+	/* Frames rebuilt from the FRAMES trie: depth of them, readable. */
+	for (size_t i = 0; i < p->n_stacks; i++) {
+		if (!p->stacks[i].frames)
+			abort();
 		for (uint32_t f = 0; f < p->stacks[i].depth; f++)
 			sink += (uintptr_t)ml_profile_module(p, p->stacks[i].frames[f]);
+	}
+	for (size_t i = 0; i < p->n_samples; i++)
+		for (uint32_t f = 0; f < p->samples[i].depth; f++)
+			sink += p->samples[i].frames[f];
 	for (size_t i = 0; i < p->n_counters; i++)
 		sink += ml_profile_stack(p, p->counters[i].stack_id)->depth;
 	for (size_t i = 0; i < p->n_timeline; i++)

@@ -9,7 +9,8 @@ CUDA_DIR := $(BUILD)/cuda
 CUDA_DOUBLE := $(CUDA_DIR)/libcuda.so.1
 CUDA_DRV_FIXTURES := $(patsubst tests/cuda_double/%.c,$(CUDA_DIR)/%,\
 	$(filter-out tests/cuda_double/libcuda.c tests/cuda_double/probe_preload.c \
-	tests/cuda_double/fake_c10_cuda.c tests/cuda_double/drv_user_lib.c,\
+	tests/cuda_double/fake_c10_cuda.c tests/cuda_double/drv_user_lib.c \
+	tests/cuda_double/fake_cudart.c,\
 	$(wildcard tests/cuda_double/*.c)))
 CUDA_PROBE := $(CUDA_DIR)/libprobe_preload.so $(CUDA_DIR)/libc10_cuda.so \
 	$(CUDA_DIR)/libdrv_user.so
@@ -50,6 +51,18 @@ $(CUDA_DIR)/%: tests/cuda_double/%.c tests/cuda_double/drv_common.h
 	@mkdir -p $(dir $@)
 	@echo "  FIXTURE $@"
 	$(Q)$(CC) -g -O0 -fno-omit-frame-pointer -o $@ $< -ldl
+
+# The shape of nvcc's default (libcudart linked into the program, without
+# debug info) without the toolkit: the stand-in runtime built with -g0.
+$(CUDA_DIR)/fake_cudart.o: tests/cuda_double/fake_cudart.c tests/cuda_double/drv_common.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	$(Q)$(CC) -g0 -O0 -fno-omit-frame-pointer -c -o $@ $<
+
+$(CUDA_DIR)/drv_static_rt: tests/cuda_double/drv_static_rt.c $(CUDA_DIR)/fake_cudart.o
+	@mkdir -p $(dir $@)
+	@echo "  FIXTURE $@"
+	$(Q)$(CC) -g -O0 -fno-omit-frame-pointer -o $@ $< $(CUDA_DIR)/fake_cudart.o -ldl
 
 # The real CUDA runtime: nvcc's default (static libcudart) and shared.
 $(CUDA_DIR)/rt_static: tests/cuda_double/rt_alloc.cu

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
 	CHECK(alloc_pool(&p3, 7200, pool, NULL));	/* L:pool */
 	CHECK(pool_trim(pool, 0));
 	CUcontext other;
-	CHECK(ctx_create(&other, 0, 0));
+	CHECK(ctx_create(&other, 0, 0));	/* L:ctx_create */
 	CHECK(mem_alloc(&d4, 8000));	/* L:ctx_alloc */
 	CHECK(ctx_destroy(other));	/* frees d4 */
 	CHECK(set_current(ctx));

@@ -705,6 +705,27 @@ def term_handlers_invisible():
 
 
 @test
+def term_handler_reinstalled():
+	"""bash takes the SIGINT handler it found at start and reinstalls it
+	with signal() (SA_RESTART, no SA_RESETHAND): `memline run -- bash -c
+	'kill -INT $$'` then looped forever, rewriting its profile.  The
+	fixture does the same; it must die of SIGINT, with its profile."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	p = run([memline(), "run", "-o", d, "--", fixture("sig_reinstall")], cwd=d, timeout=10)
+	eq(p.returncode, 128 + signal.SIGINT, "exit status")
+	eq([f for f in os.listdir(d) if not f.endswith(".mlp")], [], "files other than profiles")
+	prof = glob.glob(os.path.join(d, "memline.sig_reinstall.*.mlp"))
+	eq(len(prof), 1, "profiles of sig_reinstall")
+	eq(leaked_lines(prof[0], "sig_reinstall"), [(line_of("sig_reinstall", "sr_leak"), 111, 1)],
+	   "leaks")
+	sh = shutil.which("bash")
+	if sh:
+		p = run([memline(), "run", "-o", d, "--", sh, "-c", "kill -INT $$; echo not reached"],
+			cwd=d, timeout=10)
+		eq((p.returncode, text(p.stdout)), (128 + signal.SIGINT, ""), "bash -c 'kill -INT $$'")
+
+
+@test
 def python_keyboard_interrupt():
 	"""python installs its KeyboardInterrupt handler only where SIGINT is
 	SIG_DFL at start: under memline, Ctrl-C must still raise it."""
@@ -1178,6 +1199,17 @@ def check_drv_runtime(args, reset=False):
 		# The double mallocs inside every call: never charged to the line.
 		eq(row["total_alloc_bytes"], 0, "line %s heap bytes" % marker)
 	eq(rows[L("reg_buf")]["total_alloc_bytes"], 6000, "the registered buffer's own malloc")
+	# Driver calls that allocate nothing of the program's (cuCtxCreate's
+	# context struct, cuInit's 7777 bytes of driver state) hold the guard.
+	eq(rows[L("ctx_create")]["total_alloc_bytes"], 0, "cuCtxCreate's host malloc charged to its line")
+	eq(rows[L("ctx_create")]["allocs"], 0, "cuCtxCreate's host allocations at its line")
+	heap_sizes = [x["bytes"] for x in report(prof, "leaks")["leaks"]["records"]]
+	check(7777 not in heap_sizes, "cuInit's driver state charged as a heap leak: %r" % heap_sizes)
+	# CUDA Peak: bytes live at the combined GPU peak (ctx_alloc's moment).
+	at_gpu_peak = {"dev_leak", "pitch", "managed", "array", "async_leak", "pool", "ctx_alloc"}
+	for marker, kind, size in DRV_ALLOCS:
+		eq(rows[L(marker)]["cuda_peak_bytes"], size if marker in at_gpu_peak else 0,
+		   "line %s CUDA bytes live at the GPU peak" % marker)
 	heap_lines = report(prof, "lines", "--function", "main", "--kind", "heap")
 	hl = {r["line"]: r for f in heap_lines["lines"]["functions"] for r in f["lines"]}
 	for marker, kind, size in DRV_ALLOCS:
@@ -1201,12 +1233,136 @@ def check_drv_runtime(args, reset=False):
 	   sorted([(L("dev_leak"), 1000), (L("pitch"), 5120), (L("ctx_alloc"), 8000)]),
 	   "lines live at the cuda_device peak")
 	eq(peaks["cuda_pool"]["peak_bytes"], 14300, "cuda_pool peak")
+	check("cuda_gpu" not in peaks, "the combined GPU total listed as a kind peak")
+	# The combined GPU peak (device + managed + pool + array; pinned is not
+	# GPU memory): every block live together once ctx_alloc's 8000 came in,
+	# before its context's destroy: 1000+5120+3000+2048+7100+7200+8000.
+	gp = peak["gpu_peak"]
+	eq(gp["peak_bytes"], 33468, "GPU peak bytes")
+	eq(sorted((l["line"], l["bytes"], l["blocks"]) for l in gp["lines"]),
+	   sorted([(L("dev_leak"), 1000, 1), (L("pitch"), 5120, 1), (L("managed"), 3000, 1),
+		   (L("array"), 2048, 1), (L("async_leak"), 7100, 1), (L("pool"), 7200, 1),
+		   (L("ctx_alloc"), 8000, 1)]), "lines live at the GPU peak")
+	eq(gp["total_records"], 7, "stacks live at the GPU peak")
+	eq(sum(st["bytes"] for st in gp["stacks"]), 33468, "GPU peak stacks' bytes")
+	# The same allocation set the device peak (its clock read just before).
+	for k in ("cuda_device", "cuda_pool", "cuda_array", "cuda_managed"):
+		check(gp["peak_time_ns"] >= peaks[k]["peak_time_ns"], "GPU peak before the %s peak" % k)
+	txt = text(run([rcli(), "report", prof, "peak"]).stdout)
+	m = re.search(r"^GPU peak: 32\.68 KiB \(33468 bytes\) at [0-9.]+ s$", txt, re.M)
+	check(m, "no 'GPU peak: 32.68 KiB (33468 bytes) at T s' line in peak text")
+	after = txt[m.end():] if m else ""
+	check(re.match(r"\s*8000 bytes \(7\.81 KiB\) in 1 blocks live at the peak \(record 1 of 7\)\n"
+		       r"   at main \(drv_runtime\.c:%d\)\n" % L("ctx_alloc"), after),
+	      "GPU peak's first record: %r" % after[:200])
+	check(re.search(r"drv_runtime\.c:%d\s+main\s+7\.81 KiB\s+8000\s+1$" % L("ctx_alloc"), after, re.M),
+	      "GPU peak line table lacks ctx_alloc: %r" % after[:600])
+	# The per-kind leaks do not list the combined total.
+	eq(sorted(kinds), sorted(allocs), "leak kinds without cuda_gpu")
+	gk = report(prof, "lines", "--function", "main", "--kind", "cuda_gpu")
+	gl = {r["line"]: r for f in gk["lines"]["functions"] for r in f["lines"]}
+	eq(sum(r["total_alloc_bytes"] for r in gl.values()), gpu_total, "--kind cuda_gpu bytes")
 	return prof
 
 
 @test
 def cuda_runtime_lookup_v2():
 	check_drv_runtime(["v2"])
+
+
+@test
+def cuda_timed_lines_columns():
+	# The line_profiler layout (a --lines profile) has the CUDA columns too.
+	r = Run(cuda_fixture("drv_runtime"), ["v2"], opts=["--lines"], env=cuda_env())
+	prof = r.file("drv_runtime")
+	doc = report(prof, "lines", "--function", "main")
+	check("timer" in doc["lines"], "not the timed lines view: %r" % sorted(doc["lines"]))
+	rows = {x["line"]: x for f in doc["lines"]["functions"] for x in f["lines"]}
+	L = lambda m: cuda_line("drv_runtime", m)
+	at_gpu_peak = {"dev_leak", "pitch", "managed", "array", "async_leak", "pool", "ctx_alloc"}
+	leaked = {"dev_leak", "pitch", "managed", "array", "async_leak", "pool"}
+	for marker, kind, size in DRV_ALLOCS:
+		gpu = 0 if kind == "cuda_pinned" else size
+		row = rows[L(marker)]
+		eq((row["cuda_self_alloc_bytes"], row["cuda_total_alloc_bytes"], row["cuda_peak_bytes"],
+		    row["cuda_leaked_bytes"], row["total_alloc_bytes"]),
+		   (gpu, gpu, gpu if marker in at_gpu_peak else 0, gpu if marker in leaked else 0, 0),
+		   "timed line %s: CUDA self, total, at GPU peak, leaked; heap" % marker)
+	out = text(run([rcli(), "report", prof, "lines", "--function", "main"]).stdout).splitlines()
+	head = [x for x in out if x.startswith("Line #")]
+	check(head and re.search(r"  Allocs   CUDA Alloc    CUDA Peak  CUDA Leaked  Line Contents$", head[0]),
+	      "timed header without CUDA columns: %r" % head[:1])
+	row = [x for x in out if x.endswith("/* L:ctx_alloc */")]
+	check(row and re.search(r" 7\.81 KiB +7\.81 KiB +0 B  \tCHECK\(mem_alloc\(&d4, 8000\)\);", row[0]),
+	      "timed ctx_alloc row: %r" % row[:1])
+	row = [x for x in out if x.endswith("/* L:dev_leak */")]
+	check(row and re.search(r" 1000 B +1000 B +1000 B  \tCHECK", row[0]), "timed dev_leak row: %r" % row[:1])
+
+
+@test
+def cuda_static_runtime_self_line():
+	# nvcc's default links libcudart into the program without debug info;
+	# fake_cudart.o has that shape (cudaMalloc -> libcudart_static_<sha1> ->
+	# the driver).  The runtime's frames are the allocation entry point: the
+	# calling line gets the SELF CUDA bytes.
+	name = "drv_static_rt"
+	r = Run(cuda_fixture(name), env=cuda_env())
+	eq(text(r.proc.stdout), "ok\n", "drv_static_rt output")
+	prof = r.file(name)
+	L = lambda m: cuda_line(name, m)
+	rows = cuda_lines(prof)
+	eq([(rows[L(m)]["cuda_self_alloc_bytes"], rows[L(m)]["cuda_total_alloc_bytes"])
+	    for m in ("static_leak", "static_freed", "user_call")],
+	   [(1000, 1000), (2000, 2000), (0, 3000)], "main's lines: CUDA self and total")
+	# A program function named cuda* with debug info keeps its own line.
+	urows = cuda_lines(prof, "cuda_user_alloc")
+	eq((urows[L("user_helper")]["cuda_self_alloc_bytes"], urows[L("user_helper")]["cuda_total_alloc_bytes"]),
+	   (3000, 3000), "cuda_user_alloc's line: CUDA self and total")
+	kinds, recs, cuda = cuda_leaks(prof)
+	eq(recs, sorted([("cuda_device", 1000, 1, L("static_leak")), ("cuda_device", 3000, 1, L("user_helper"))]),
+	   "CUDA leak records start at the program's line")
+	funcs = [rr["frames"][0]["function"] for rr in cuda["records"]]
+	eq(sorted(funcs), ["cuda_user_alloc", "main"], "innermost functions of the CUDA leaks")
+	ops = {f["name"]: f for f in report(prof, "ops", "--sort", "self_cuda_memory_usage")["ops"]["functions"]}
+	eq(ops["main"]["cuda_self"]["alloc_bytes"], 3000, "main's Self CUDA Mem")
+	check(not any(n.startswith(("cudaMalloc", "libcudart_static_")) and ops[n]["cuda_total"]["alloc_bytes"]
+		      for n in ops), "a runtime frame still holds CUDA bytes")
+	# Host mallocs the runtime makes are heap with the runtime's frame as
+	# self (not stripped: only CUDA stacks are): 64 bytes of state.
+	fn = [n for n in ops if n.startswith("libcudart_static_5f3a9c0e1d2b4a6f")]
+	eq(len(fn), 1, "the runtime's internal function in ops (its heap)")
+	eq(ops[fn[0]]["self"]["alloc_bytes"], 64, "the runtime's own host block, self at its frame")
+	eq(rows[L("static_leak")]["self_alloc_bytes"], 0, "no heap self bytes at the cudaMalloc line")
+
+
+@test
+def cuda_static_runtime_self_line_nvcc():
+	# The real static runtime (nvcc's default, rt_static) needs a real driver
+	# and GPU: NVIDIA's runtime stops at its own check of the test double.
+	prog = nvcc_fixture("rt_static")
+	if not prog:
+		return
+	plain = run([prog], env=cuda_env(driver=False))
+	if "cuda error" in text(plain.stdout):
+		print("skip cuda_static_runtime_self_line_nvcc: no usable GPU driver (%s)"
+		      % text(plain.stdout).strip()[:80])
+		return
+	r = Run(prog, ["leak"], env=cuda_env(driver=False))
+	m = re.search(r"^pitch (\d+)$", text(r.proc.stdout), re.M)
+	check(m, "rt_static leak: no pitch line: %r" % text(r.proc.stdout)[-200:])
+	pitch = int(m.group(1)) if m else 0
+	L = lambda mk: cuda_line("rt_alloc", mk)
+	recs = report(r.file("rt_static"), "leaks")["leaks"]["cuda"]["records"]
+	got = sorted((x["kind"], x["bytes"], x["frames"][0]["function"], x["frames"][0]["line"])
+		     for x in recs)
+	want = sorted([("cuda_device", 1 << 20, "main", L("rt_malloc")),
+		       ("cuda_managed", 2 << 20, "main", L("rt_managed")),
+		       ("cuda_pinned", 3 << 20, "main", L("rt_host")),
+		       ("cuda_pinned", 4 << 20, "main", L("rt_hostalloc")),
+		       ("cuda_device", pitch * 100, "main", L("rt_pitch")),
+		       ("cuda_array", 256 * 256 * 4, "main", L("rt_array")),
+		       ("cuda_pool", 5 << 20, "main", L("rt_async"))])
+	eq(got, want, "static runtime: CUDA leaks start at main's lines")
 
 
 @test
@@ -1240,6 +1396,11 @@ def cuda_vmm_pytorch_sequence():
 	eq(cuda["leaked_bytes"], 2 * MiB2, "CUDA leaked bytes count physical memory only")
 	peaks = {p["kind"]: p["peak_bytes"] for p in report(prof, "peak")["peak"]["cuda_peaks"]}
 	eq(peaks["cuda_vmm"], 3 * MiB2, "physical peak: three chunks")
+	# Mapped ranges and reservations are not GPU memory: the GPU peak is
+	# the physical peak.
+	gp = report(prof, "peak")["peak"]["gpu_peak"]
+	eq(gp["peak_bytes"], 3 * MiB2, "GPU peak counts VMM physical only")
+	eq(sum(l["bytes"] for l in gp["lines"]), 3 * MiB2, "lines live at the GPU peak")
 
 
 @test

@@ -45,9 +45,12 @@ def run(out):
 
 def compare(torch_json, peak_json, conf):
 	t = json.load(open(torch_json))
-	peaks = {p["kind"]: p["peak_bytes"] for p in json.load(open(peak_json))["peak"].get("cuda_peaks", [])}
+	doc = json.load(open(peak_json))["peak"]
+	peaks = {p["kind"]: p["peak_bytes"] for p in doc.get("cuda_peaks", [])}
+	gpu = doc.get("gpu_peak", {}).get("peak_bytes", 0)
 	reserved, allocated = t["max_memory_reserved"], t["max_memory_allocated"]
-	print("%s: torch reserved %d allocated %d; memline peaks %s" % (conf, reserved, allocated, peaks))
+	print("%s: torch reserved %d allocated %d; memline peaks %s, GPU peak %d"
+	      % (conf, reserved, allocated, peaks, gpu))
 	if conf.startswith("expandable"):
 		got = peaks.get("cuda_vmm", 0)
 		ok = got >= reserved
