@@ -7,6 +7,11 @@ cd "$(dirname "$0")"
 
 PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev check
 	libjemalloc-dev python3 valgrind)
+# check only: clang and llvm build and read the clang-built test fixtures
+# (DWARF 5 symbolization, llvm-cov exact hits, the llvm-addr2line
+# comparison); libclang-rt-dev holds clang's profile runtime, which clang
+# only recommends (without it -fprofile-instr-generate cannot link).
+CHECK_PACKAGES=(clang llvm libclang-rt-dev)
 
 usage() {
 	echo "usage: $0 demo|check" >&2
@@ -47,6 +52,9 @@ demo | check) ;;
 *) usage ;;
 esac
 
+if [ "$1" = check ]; then
+	PACKAGES+=("${CHECK_PACKAGES[@]}")
+fi
 install_missing
 jobs=-j$(nproc 2>/dev/null || echo 2)
 make $jobs all

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "report/cli.h"
 #include "report/coverage.h"
 #include "report/resolver.h"
@@ -111,6 +112,10 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 /* Checks the options fit the view. */
 static int check_args(const struct report_args *ra)
 {
+	if (ra->view == VIEW_NONE && ra->n_files &&
+	    access(ra->files[ra->n_files - 1], F_OK) != 0)	/* a misspelt view, not a file */
+		return ml_cli_usage_error("report: unknown view '%s' (one of leaks, peak, ops, "
+					  "lines, regions)", ra->files[ra->n_files - 1]);
 	if (ra->view == VIEW_NONE)
 		return ml_cli_usage_error("report: no view given (one of leaks, peak, ops, lines, regions)");
 	if (ra->sort_set && ra->view != VIEW_OPS)
@@ -123,8 +128,9 @@ static int check_args(const struct report_args *ra)
 		return ml_cli_usage_error("report: lines takes --function NAME or --top N, not both");
 	if ((ra->vo.top || ra->unit_set) && ra->view != VIEW_LINES)
 		return ml_cli_usage_error("report: --top and --unit only apply to the lines view");
-	if (ra->limit_set && ra->view == VIEW_LINES)
-		return ml_cli_usage_error("report: --limit does not apply to the lines view");
+	if (ra->limit_set && (ra->view == VIEW_LINES || ra->view == VIEW_REGIONS))
+		return ml_cli_usage_error("report: --limit does not apply to the %s view",
+					  view_names[ra->view]);
 	return 0;
 }
 

@@ -328,62 +328,6 @@ static int take_document(struct ml_cov *c, const struct jval *doc)
 	return 0;
 }
 
-/* Runs `gcov --json-format --stdout gcda` and returns its output (malloc'd). */
-static char *run_gcov(const char *gcda, size_t *len)
-{
-	int fds[2];
-	if (pipe(fds) < 0)
-		return NULL;
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return NULL;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(fds[1], 1);
-		if (null >= 0)
-			dup2(null, 2);
-		close(fds[0]);
-		execlp("gcov", "gcov", "--json-format", "--stdout", gcda, (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	size_t cap = 65536, n = 0;
-	char *buf = malloc(cap);
-	for (;;) {
-		if (buf && n == cap) {
-			char *b = realloc(buf, cap *= 2);
-			if (!b) {
-				free(buf);
-				buf = NULL;
-			} else {
-				buf = b;
-			}
-		}
-		char sink[4096];
-		ssize_t r = buf ? read(fds[0], buf + n, cap - n) : read(fds[0], sink, sizeof(sink));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += buf ? (size_t)r : 0;
-	}
-	close(fds[0]);
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!buf || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-			fprintf(stderr, "memline: warning: gcov not found; Hits show samples\n");
-		free(buf);
-		return NULL;
-	}
-	*len = n;
-	return buf;
-}
-
 /* Every distinct "/...gcda" string in the file's bytes. */
 static size_t find_gcda(const char *data, size_t len, char out[][4096], size_t max)
 {
@@ -616,7 +560,8 @@ int ml_cov_load(const char *exe, const char *profile_path, uint64_t data_after_n
 			fprintf(stderr, "memline: warning: %s predates the profiled run; its counts "
 				"are from an earlier run\n", gcdas[i]);
 		size_t jlen = 0;
-		char *json = run_gcov(gcdas[i], &jlen);
+		char *gcov_argv[] = { "gcov", "--json-format", "--stdout", gcdas[i], NULL };
+		char *json = run_tool(gcov_argv, &jlen);
 		if (!json)
 			continue;
 		struct jparse p = { json, json + jlen, 0 };

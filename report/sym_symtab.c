@@ -118,10 +118,12 @@ static int build(struct sym_module *m, struct sym_symtab **out)
 		GElf_Word shndx;
 		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &value, &shndx,
 							   NULL, NULL);
-		int type = GELF_ST_TYPE(sym.st_info);
+		int type;
 
-		if (!name || !name[0] || sym.st_shndx == SHN_UNDEF || type == STT_SECTION ||
-		    type == STT_FILE || type == STT_TLS)
+		if (!name || !name[0] || sym.st_shndx == SHN_UNDEF)
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (type == STT_SECTION || type == STT_FILE || type == STT_TLS)
 			continue;
 		v = (struct sym_symbol){
 			.lo = value,

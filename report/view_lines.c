@@ -65,7 +65,7 @@ static int load_function(const struct ml_agg *a, enum ml_kind kind, const char *
 	fl->rows = calloc((size_t)(fl->last - fl->first + 1), sizeof(*fl->rows));
 	if (!fl->rows)
 		return -ENOMEM;
-	fl->cuda = ml_agg_has_cuda(a);
+	fl->cuda = ml_agg_has_cuda(a) && kind == ML_KIND_HEAP;	/* --kind X: plain layout */
 	fill_rows(a, kind, fl);
 	if (ml_source_load(fl->file, &fl->src) == 0)
 		fl->have_source = true;

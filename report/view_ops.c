@@ -182,8 +182,10 @@ static void ops_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE 
 		row_text(out, rows[i], o->kind, name_width);
 	dashes(out, name_width);
 	char u[ML_UNITS_LEN];
-	fprintf(out, "Self CPU Mem total: %s\n\n",
-		ml_units_bytes(a->totals[o->kind].alloc_bytes, u, sizeof(u)));
+	fprintf(out, "Self CPU Mem total: %s%s%s%s\n\n",
+		ml_units_bytes(a->totals[o->kind].alloc_bytes, u, sizeof(u)),
+		o->kind == ML_KIND_HEAP ? "" : " (", o->kind == ML_KIND_HEAP ? "" : ml_kind_name(o->kind),
+		o->kind == ML_KIND_HEAP ? "" : ")");
 	ml_ops_time_footer(out);
 	if (show_cuda)
 		fprintf(out, "Self CUDA Mem total: %s (device, managed, pool, VMM physical, arrays)\n\n",
@@ -244,7 +246,7 @@ int ml_view_ops(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
 	if (!rows)
 		return -ENOMEM;
 	size_t n = 0;
-	show_cuda = ml_agg_has_cuda(a);
+	show_cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
 	bool show_time = ml_ops_time_begin(a, o);
 	for (size_t i = 0; i < a->n_funcs; i++) {
 		const struct ml_amount *t = &a->funcs[i].total[o->kind];

@@ -55,7 +55,7 @@ static void fill(const struct ml_agg *a, const struct ml_view_opts *o, struct tf
 		r->cuda_leaked += gt.live_bytes;
 		r->mem = r->mem || gt.allocs;
 	}
-	tf->cuda = ml_agg_has_cuda(a);
+	tf->cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
 	for (size_t i = 0; i < a->n_funcs; i++)
 		if (ml_sym_name_matches(a->funcs[i].name, tf->name)) {
 			tf->samples += a->funcs[i].total_samples;

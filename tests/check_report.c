@@ -161,7 +161,7 @@ static char *render(int (*view)(const struct ml_agg *, const struct ml_view_opts
 
 static struct ml_view_opts heap_opts(void)
 {
-	struct ml_view_opts o = { ML_KIND_HEAP, -1, ML_OPS_SELF_CPU_MEMORY_USAGE, NULL, 0 };
+	struct ml_view_opts o = { .kind = ML_KIND_HEAP, .limit = -1, .sort = ML_OPS_SELF_CPU_MEMORY_USAGE };
 	return o;
 }
 

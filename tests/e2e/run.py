@@ -32,6 +32,12 @@ class Fail(Exception):
 	pass
 
 
+class Skip(Exception):
+	"""A test that cannot run here (an optional tool or device is absent):
+	reported as `skip NAME: why` and counted apart from passes."""
+	pass
+
+
 def test(fn):
 	TESTS.append(fn)
 	return fn
@@ -1340,13 +1346,9 @@ def cuda_static_runtime_self_line_nvcc():
 	# The real static runtime (nvcc's default, rt_static) needs a real driver
 	# and GPU: NVIDIA's runtime stops at its own check of the test double.
 	prog = nvcc_fixture("rt_static")
-	if not prog:
-		return
 	plain = run([prog], env=cuda_env(driver=False))
 	if "cuda error" in text(plain.stdout):
-		print("skip cuda_static_runtime_self_line_nvcc: no usable GPU driver (%s)"
-		      % text(plain.stdout).strip()[:80])
-		return
+		raise Skip("no usable GPU driver (%s)" % text(plain.stdout).strip()[:80])
 	r = Run(prog, ["leak"], env=cuda_env(driver=False))
 	m = re.search(r"^pitch (\d+)$", text(r.proc.stdout), re.M)
 	check(m, "rt_static leak: no pitch line: %r" % text(r.proc.stdout)[-200:])
@@ -1469,9 +1471,8 @@ def cuda_pytorch_note_and_no_torch_cache():
 def nvcc_fixture(name):
 	p = cuda_fixture(name)
 	if not os.path.exists(p):
-		print("skip %s: not built (no nvcc at /usr/local/cuda/bin when the fixtures were made)"
-		      % name)
-		return None
+		raise Skip("%s not built (no nvcc at /usr/local/cuda/bin when the fixtures were made)"
+			   % name)
 	return p
 
 
@@ -1486,8 +1487,6 @@ def stub_driver_dir():
 
 def check_real_runtime(name):
 	prog = nvcc_fixture(name)
-	if not prog:
-		return
 	envs = [("the test double", cuda_env()), ("no driver", cuda_env(driver=False))]
 	for _, e in envs:
 		e["MEMLINE_CUDA_TRACE"] = "1"
@@ -1618,8 +1617,7 @@ def lines_gcov_exact_hits():
 def lines_llvm_cov_exact_hits():
 	if not os.path.exists(fixture("lp_llvmcov")) or not shutil.which("llvm-cov") \
 	   or not shutil.which("llvm-profdata"):
-		print("skip lines_llvm_cov_exact_hits: clang, llvm-cov or llvm-profdata not installed")
-		return
+		raise Skip("clang, llvm-cov or llvm-profdata not installed")
 	rawdir = tempfile.mkdtemp(prefix="ml-llvmcov-", dir=OPTS.tmp)
 	env = dict(os.environ, LLVM_PROFILE_FILE=os.path.join(rawdir, "lp.profraw"))
 	r = Run("lp_llvmcov", opts=["--lines"], env=env)
@@ -1664,7 +1662,10 @@ def lines_threads():
 	check(per.get(pid, 0) <= 3, "main thread (tid %d) has %d CPU samples" % (pid, per.get(pid, 0)))
 	others = sorted((n for t, n in per.items() if t != pid), reverse=True)
 	check(len(others) == 2, "sampled threads besides main: %r" % per)
-	check(abs(others[0] - a) <= 2 and abs(others[1] - b) <= 2,
+	# A thread's own samples are its function's plus the few taken in its
+	# start-up and exit code.
+	slack = lambda n: max(3, n // 20)
+	check(abs(others[0] - a) <= slack(a) and abs(others[1] - b) <= slack(b),
 	      "per-thread samples %r vs spin_a %d, spin_b %d" % (others, a, b))
 	eq(doc["lines"]["timer"]["threads"], 3, "threads with a timer")
 	_, fa, ra = timed_lines(prof, "spin_a")
@@ -1741,8 +1742,7 @@ def regions_tree():
 def regions_nvtx():
 	plain = run([fixture("lp_nvtx")])
 	if plain.returncode == 77:
-		print("skip regions_nvtx: built without NVTX headers (nvtx3/nvToolsExt.h not found)")
-		return
+		raise Skip("built without NVTX headers (nvtx3/nvToolsExt.h not found)")
 	r = Run("lp_nvtx")
 	ch = report(r.file("lp_nvtx"), "regions")["regions"]["children"]
 	eq(sorted(ch), ["load", "step"], "NVTX regions")
@@ -1786,7 +1786,7 @@ def main():
 	OPTS.build = os.path.abspath(OPTS.build)
 	OPTS.cli = OPTS.cli and os.path.abspath(OPTS.cli)
 	OPTS.tmp = tempfile.mkdtemp(prefix="memline-e2e-")
-	passed = failed = 0
+	passed = failed = skipped = 0
 	try:
 		for fn in TESTS:
 			if OPTS.filter not in fn.__name__:
@@ -1796,6 +1796,9 @@ def main():
 				fn()
 				print("ok %s" % fn.__name__ + (" (%.1fs)" % (time.time() - t0) if OPTS.verbose else ""))
 				passed += 1
+			except Skip as e:
+				print("skip %s: %s" % (fn.__name__, e))
+				skipped += 1
 			except Fail as e:
 				print("FAIL %s: %s" % (fn.__name__, str(e).replace("\n", " ")[:600]))
 				failed += 1
@@ -1805,7 +1808,7 @@ def main():
 			sys.stdout.flush()
 	finally:
 		shutil.rmtree(OPTS.tmp, ignore_errors=True)
-	print("e2e: %d passed, %d failed" % (passed, failed))
+	print("e2e: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
 	return 1 if failed else 0
 
 
