@@ -106,15 +106,35 @@ ML_EXPORT void free(void *p)
 	void *q_ = (real_call); \
 	if (held) { \
 		int saved_ = errno; \
-		if (q_) \
+		if (q_) { \
+			ML_UNWIND_MARK();	/* as in record(): walk from the hook */ \
 			ml_track_moved(&block, q_, size, HEAP); \
-		else if ((zero_frees) && (size) == 0) \
+			ml_unwind_unmark(); \
+		} else if ((zero_frees) && (size) == 0) \
 			ml_track_release(&block);	/* glibc: realloc(p, 0) frees p */ \
 		else \
 			ml_track_reattach(&block);	/* failed: old still allocated */ \
 		errno = saved_; \
 	} \
 	q_; })
+
+/* realloc while dlsym is being resolved: served from the bootstrap buffer,
+ * with old's contents when old is a bootstrap block (bounded by its size).
+ * Any other old cannot be here yet (nothing else has allocated): fail and
+ * leave it alone rather than lose its contents. */
+static void *realloc_during_bootstrap(void *old, size_t size)
+{
+	if (old && !ml_bootstrap_owns(old)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *q = ml_bootstrap_alloc(size, 16);
+	if (q && old) {
+		size_t n = ml_bootstrap_size(old);
+		memcpy(q, old, n < size ? n : size);
+	}
+	return q;
+}
 
 /* realloc of a bootstrap block: move it to the real heap. */
 static void *realloc_bootstrap(void *old, size_t size)
@@ -129,7 +149,7 @@ static void *realloc_bootstrap(void *old, size_t size)
 
 ML_EXPORT void *realloc(void *old, size_t size)
 {
-	READY_OR(return ml_bootstrap_alloc(size, 16));
+	READY_OR(return realloc_during_bootstrap(old, size));
 	if (old && ml_bootstrap_owns(old))
 		return realloc_bootstrap(old, size);
 	if (!old)
@@ -313,14 +333,19 @@ ML_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 		return 0;
 	GUARD;
 	struct ml_track_held block = { 0, 0, 0 };
-	if (held)
+	if (held) {
+		int saved = errno;
 		ml_track_detach(p, HEAP, &block);
+		errno = saved;
+	}
 	size_t r = ml_real.xallocx(p, size, extra, flags);
 	if (held) {
 		int saved = errno;
-		if (r >= size && block.addr)
+		if (r >= size && block.addr) {
+			ML_UNWIND_MARK();
 			ml_track_moved(&block, p, size, HEAP);
-		else
+			ml_unwind_unmark();
+		} else
 			ml_track_reattach(&block);
 		errno = saved;
 	}

@@ -137,7 +137,8 @@ struct ml_stack_entry *ml_stacktab_intern(const uint64_t *frames, uint32_t depth
 					  uint32_t flags);
 /* Captures the calling thread's stack (libunwind), dropping frames inside
  * [skip_lo, skip_hi) at the innermost end, at most max_depth frames.
- * Returns the depth; *flags gets ML_STACK_TRUNCATED if cut. */
+ * Returns the depth; *flags gets ML_STACK_TRUNCATED if cut.  Used only by
+ * the unit tests (tests/check_stacktab.c): the runtime uses _raw below. */
 uint32_t ml_stacktab_capture(uint64_t *frames, uint32_t max_depth, uint32_t *flags);
 /* The same without a copy: unwinds into buf (ML_CAPTURE_BUF slots); the
  * stack is buf[*skip .. *skip + depth). */
@@ -193,8 +194,7 @@ struct ml_live_block {
 	struct ml_counter *counter;	/* gives stack and kind */
 };
 
-/* Creates the table (idempotent).  Returns 0 or -ENOMEM. */
-int ml_livetab_init(void);
+/* No set-up: each shard maps its slots on its first insert. */
 /* Adds (addr, kind).  Returns 0, or -ENOMEM (not recorded).  An existing
  * entry for the same (addr, kind) is replaced and returned in *old
  * (old->addr = 0 if none). */

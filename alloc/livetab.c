@@ -34,11 +34,6 @@ static uint64_t hash_key(uint64_t addr, uint32_t kind)
 	return h ^ (h >> 31);
 }
 
-int ml_livetab_init(void)
-{
-	return 0;
-}
-
 static struct slot *map_slots(uint32_t cap)
 {
 	void *p = mmap(NULL, (size_t)cap * sizeof(struct slot), PROT_READ | PROT_WRITE,

@@ -20,8 +20,6 @@ int ml_core_init(uint64_t self_addr)
 	int rc = ml_stacktab_init();
 	if (rc < 0)
 		return rc;
-	if ((rc = ml_livetab_init()) < 0)
-		return rc;
 	if (self_addr) {
 		uint64_t lo, hi;
 		ml_modules_range_of(self_addr, &lo, &hi);
@@ -34,20 +32,22 @@ int ml_core_init(uint64_t self_addr)
 	return 0;
 }
 
-bool ml_track_active(void)
-{
-	return ml_core_active && !ml_degraded;
-}
-
-/* The counter for the calling thread's stack and kind, or NULL. */
-static struct ml_counter *counter_here(uint32_t kind)
+/* The stack entry of the calling thread's stack, or NULL when the table is
+ * full. */
+static struct ml_stack_entry *stack_here(void)
 {
 	uint64_t buf[ML_CAPTURE_BUF];
 	uint32_t flags, skip;
 	uint32_t depth = ml_stacktab_capture_raw(buf, ml_config.max_depth, &flags, &skip);
 	if (flags & ML_STACK_TRUNCATED)
 		__atomic_or_fetch(&ml_core_flags, ML_META_TRUNCATED_STACKS, __ATOMIC_RELAXED);
-	struct ml_stack_entry *e = ml_stacktab_intern(buf + skip, depth, flags);
+	return ml_stacktab_intern(buf + skip, depth, flags);
+}
+
+/* The counter for the calling thread's stack and kind, or NULL. */
+static struct ml_counter *counter_here(uint32_t kind)
+{
+	struct ml_stack_entry *e = stack_here();
 	return e ? ml_stacktab_counter(e, kind) : NULL;
 }
 
@@ -78,12 +78,7 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
 {
 	if (!ptr || ml_degraded)
 		return;
-	uint64_t buf[ML_CAPTURE_BUF];
-	uint32_t flags, skip;
-	uint32_t depth = ml_stacktab_capture_raw(buf, ml_config.max_depth, &flags, &skip);
-	if (flags & ML_STACK_TRUNCATED)
-		__atomic_or_fetch(&ml_core_flags, ML_META_TRUNCATED_STACKS, __ATOMIC_RELAXED);
-	struct ml_stack_entry *e = ml_stacktab_intern(buf + skip, depth, flags);
+	struct ml_stack_entry *e = stack_here();
 	struct ml_counter *c = e ? ml_stacktab_counter(e, kind) : NULL;
 	struct ml_counter *c2 = e ? ml_stacktab_counter(e, also) : NULL;
 	if (c && c2) {
@@ -137,6 +132,10 @@ void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 		ml_track_alloc(ptr, size, kind);
 		return;
 	}
+	/* An allocation of size for the open regions, as for ml_track_alloc
+	 * (the lines view counts it so too). */
+	if (!ml_degraded)
+		ml_lineprof_note_alloc(size);
 	struct ml_counter *c = ml_degraded ? NULL : counter_here(kind);
 	struct ml_live_block old;
 	if (!c || ml_livetab_insert((uint64_t)ptr, size, c, &old) < 0) {
@@ -146,13 +145,6 @@ void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 	if (old.addr)
 		ml_counters_free(old.counter, old.size);
 	ml_counters_move(held->counter, held->size, c, size);
-}
-
-void ml_track_realloc(void *old, void *ptr, size_t size, enum ml_kind kind)
-{
-	struct ml_track_held held;
-	ml_track_detach(old, kind, &held);
-	ml_track_moved(&held, ptr, size, kind);
 }
 
 /* Per stack: zero its counters (fork child). */

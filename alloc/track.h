@@ -34,12 +34,6 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
  * ignored.  Returns the size recorded at allocation, or 0 if unknown. */
 size_t ml_track_free(void *ptr, enum ml_kind kind);
 
-/* realloc-style move: records the free of old (if not NULL) and the
- * allocation of ptr as one event for the peak.  Call after the real call
- * succeeded; when old != ptr another thread may already have been given
- * old: prefer detach/moved below, which close that window. */
-void ml_track_realloc(void *old, void *ptr, size_t size, enum ml_kind kind);
-
 /* A block taken out of the live table while a realloc-like call runs.
  * Sequence, guard held throughout:
  *   ml_track_detach(old)            before the real call (old may be freed by it)
@@ -81,8 +75,5 @@ void ml_core_after_fork(void);
  * refreshing the module map; serialised: a second concurrent call returns
  * -EBUSY. */
 int ml_dump_write(uint32_t reason, int32_t status);
-
-/* True once the runtime is initialised and recording. */
-bool ml_track_active(void);
 
 #endif

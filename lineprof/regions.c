@@ -56,7 +56,28 @@ static uint32_t name_hash(uint32_t parent, const char *name, size_t len)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-/* The node (parent, name), created on first use; 0 when the tree is full. */
+/* Per thread, the node last found for a (parent, name pointer), by a hash
+ * of the two: a hint only.  A hit is checked against the node itself
+ * (nodes never change once published), so a reused name buffer with new
+ * contents, a collision or a signal handler interrupting an update (each
+ * slot is one 32-bit store) can only cost a miss, never give a wrong node. */
+#define NODE_CACHE 16u
+static __thread uint32_t tl_node_cache[NODE_CACHE] __attribute__((tls_model("initial-exec")));
+
+static uint32_t cache_slot(uint32_t parent, const char *name)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)name ^ ((uint64_t)parent << 40)) * 0x9e3779b97f4a7c15ull;
+	return (uint32_t)(h >> 60) & (NODE_CACHE - 1);
+}
+
+static bool node_is(uint32_t id, uint32_t parent, const char *name, size_t len)
+{
+	const struct node *n = &nodes[id];
+	return n->parent == parent && n->name_len == len && memcmp(n->name, name, len) == 0;
+}
+
+/* The node (parent, name), created on first use; 0 when the tree is full.
+ * Takes the tree's lock only when this thread's cache misses. */
 static uint32_t node_for(uint32_t parent, const char *name, uint32_t flags)
 {
 	size_t len = name ? strnlen(name, ML_LP_REGION_NAME_MAX) : 0;
@@ -64,7 +85,11 @@ static uint32_t node_for(uint32_t parent, const char *name, uint32_t flags)
 		name = "(unnamed)";
 		len = strlen(name);
 	}
-	uint32_t id = 0;
+	uint32_t *hint = &tl_node_cache[cache_slot(parent, name)];
+	uint32_t id = *hint;
+	if (id && id <= ML_LP_REGIONS_MAX && node_is(id, parent, name, len))
+		return id;
+	id = 0;
 	ml_spin_lock(&lock);
 	for (uint32_t s = name_hash(parent, name, len) & (INDEX_SLOTS - 1);;
 	     s = (s + 1) & (INDEX_SLOTS - 1)) {
@@ -82,8 +107,7 @@ static uint32_t node_for(uint32_t parent, const char *name, uint32_t flags)
 			index_slots[s] = id;
 			break;
 		}
-		if (nodes[k].parent == parent && nodes[k].name_len == len &&
-		    memcmp(nodes[k].name, name, len) == 0) {
+		if (node_is(k, parent, name, len)) {
 			id = k;
 			break;
 		}
@@ -91,6 +115,7 @@ static uint32_t node_for(uint32_t parent, const char *name, uint32_t flags)
 	ml_spin_unlock(&lock);
 	if (!id)
 		ml_warn_once("more than 4096 distinct regions; later ones are not recorded");
+	*hint = id;
 	return id;
 }
 

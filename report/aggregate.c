@@ -1,6 +1,7 @@
 /* report/aggregate.c - sums a profile's counters per stack, function and source
  * line: self from the innermost program frame, inclusive once per stack. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "report/aggregate.h"
@@ -12,8 +13,18 @@ struct index {
 	size_t used;
 };
 
+/* One frame's function and line, found once per interned frame (the
+ * symbolizer gives the same struct ml_frame for the same address). */
+struct frame_memo {
+	const struct ml_frame *frame;	/* NULL: empty slot */
+	long func;
+	long line;			/* -1: the frame has no source line */
+};
+
 struct agg_priv {
 	struct index funcs, lines;
+	struct frame_memo *memo;	/* open addressing on the frame pointer */
+	size_t memo_cap, memo_used;	/* memo_cap a power of two */
 	size_t cap_funcs, cap_lines;
 	char **names;		/* function names made here (offsets cut off) */
 	const char *scratch_name;	/* a name in a caller's buffer, to copy */
@@ -156,24 +167,37 @@ static int own_name(struct agg_priv *pv, const char **name)
 	return 0;
 }
 
-/* Finds or adds the function called name.  Returns its index or -ENOMEM. */
-static long func_lookup(struct ml_agg *a, const char *name, const char *module)
+static uint64_t func_hash(const char *name, const char *module, const char *file)
+{
+	return hash_str(hash_str(hash_str(0, name), module), file);
+}
+
+/* Finds or adds the function (name, module, file): two functions of one
+ * name (static helpers of two files, or of two modules) stay apart.  file
+ * is the frame's source file (NULL without debug info).  Returns its index
+ * or -ENOMEM. */
+static long func_lookup(struct ml_agg *a, const char *name, const char *module,
+			const char *file)
 {
 	struct agg_priv *pv = a->priv;
 	int grown = index_grow(&pv->funcs, a->n_funcs);
 	if (grown < 0)
 		return -ENOMEM;
+	size_t mask = pv->funcs.cap - 1;
 	if (grown)
 		for (size_t i = 0; i < a->n_funcs; i++) {
-			size_t s = hash_str(0, a->funcs[i].name) & (pv->funcs.cap - 1);
+			const struct ml_agg_func *g = &a->funcs[i];
+			size_t s = func_hash(g->name, g->module, g->file) & mask;
 			while (pv->funcs.slots[s])
-				s = (s + 1) & (pv->funcs.cap - 1);
+				s = (s + 1) & mask;
 			pv->funcs.slots[s] = i + 1;
 		}
-	size_t s = hash_str(0, name) & (pv->funcs.cap - 1);
-	for (; pv->funcs.slots[s]; s = (s + 1) & (pv->funcs.cap - 1))
-		if (str_eq(a->funcs[pv->funcs.slots[s] - 1].name, name))
+	size_t s = func_hash(name, module, file) & mask;
+	for (; pv->funcs.slots[s]; s = (s + 1) & mask) {
+		const struct ml_agg_func *g = &a->funcs[pv->funcs.slots[s] - 1];
+		if (str_eq(g->name, name) && str_eq(g->module, module) && str_eq(g->file, file))
 			return (long)pv->funcs.slots[s] - 1;
+	}
 	if (a->n_funcs == pv->cap_funcs) {
 		size_t cap = pv->cap_funcs ? pv->cap_funcs * 2 : 64;
 		void *mem = realloc(a->funcs, cap * sizeof(*a->funcs));
@@ -187,7 +211,9 @@ static long func_lookup(struct ml_agg *a, const char *name, const char *module)
 	struct ml_agg_func *f = &a->funcs[a->n_funcs];
 	memset(f, 0, sizeof(*f));
 	f->name = name;
+	f->label = name;
 	f->module = module;
+	f->file = file;
 	pv->funcs.slots[s] = a->n_funcs + 1;
 	return (long)a->n_funcs++;
 }
@@ -428,28 +454,74 @@ static const char *function_key(const struct ml_frame *fr, char *key, size_t len
 	return key;
 }
 
+static size_t memo_slot(const struct frame_memo *memo, size_t cap, const struct ml_frame *fr)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)fr >> 3) * 0x9e3779b97f4a7c15ull;
+	size_t s = (size_t)(h >> 32) & (cap - 1);
+	while (memo[s].frame && memo[s].frame != fr)
+		s = (s + 1) & (cap - 1);
+	return s;
+}
+
+/* The function (*func) and line (*line, -1 without a source line) frame fr
+ * is charged to; looked up once per frame pointer.  0 or -ENOMEM. */
+static int frame_target(struct ml_agg *a, const struct ml_frame *fr, long *func, long *line)
+{
+	struct agg_priv *pv = a->priv;
+	if ((pv->memo_used + 1) * 4 >= pv->memo_cap * 3) {
+		size_t cap = pv->memo_cap ? pv->memo_cap * 2 : 256;
+		struct frame_memo *memo = calloc(cap, sizeof(*memo));
+		if (!memo)
+			return -ENOMEM;
+		for (size_t i = 0; i < pv->memo_cap; i++)
+			if (pv->memo[i].frame)
+				memo[memo_slot(memo, cap, pv->memo[i].frame)] = pv->memo[i];
+		free(pv->memo);
+		pv->memo = memo;
+		pv->memo_cap = cap;
+	}
+	size_t s = memo_slot(pv->memo, pv->memo_cap, fr);
+	if (pv->memo[s].frame) {
+		*func = pv->memo[s].func;
+		*line = pv->memo[s].line;
+		return 0;
+	}
+	char key[512];
+	const char *name = function_key(fr, key, sizeof(key));
+	pv->scratch_name = key;
+	long f = func_lookup(a, name, fr->module, fr->file);
+	pv->scratch_name = NULL;
+	if (f < 0)
+		return -ENOMEM;
+	long l = -1;
+	if (fr->file && fr->line > 0) {
+		l = line_lookup(a, fr);
+		if (l < 0)
+			return -ENOMEM;
+	}
+	pv->memo[s] = (struct frame_memo){ .frame = fr, .func = f, .line = l };
+	pv->memo_used++;
+	*func = f;
+	*line = l;
+	return 0;
+}
+
 /* Charges stack si to its innermost function and line (self), and once to
  * every function and line on it (inclusive). */
 static int attribute_stack(struct ml_agg *a, size_t si)
 {
 	const struct ml_agg_stack *st = &a->stacks[si];
 	if (st->n_frames == 0) {
-		long f = func_lookup(a, ML_AGG_UNKNOWN, NULL);
+		long f = func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
 		if (f < 0)
 			return -ENOMEM;
 		add_kinds(a->funcs[f].self, st);
 		add_kinds(a->funcs[f].total, st);
 		return 0;
 	}
-	struct agg_priv *pv = a->priv;
-	char key[512];
 	for (size_t i = 0; i < st->n_frames; i++) {
-		const struct ml_frame *fr = st->frames[i];
-		const char *name = function_key(fr, key, sizeof(key));
-		pv->scratch_name = key;
-		long f = func_lookup(a, name, fr->module);
-		pv->scratch_name = NULL;
-		if (f < 0)
+		long f, l;
+		if (frame_target(a, st->frames[i], &f, &l) < 0)
 			return -ENOMEM;
 		if (i == 0)
 			add_kinds(a->funcs[f].self, st);
@@ -457,11 +529,8 @@ static int attribute_stack(struct ml_agg *a, size_t si)
 			a->funcs[f].seen = si + 1;
 			add_kinds(a->funcs[f].total, st);
 		}
-		if (!fr->file || fr->line <= 0)
-			continue;
-		long l = line_lookup(a, fr);
 		if (l < 0)
-			return -ENOMEM;
+			continue;
 		if (i == 0)
 			add_kinds(a->lines[l].self, st);
 		if (a->lines[l].seen != si + 1) {
@@ -481,12 +550,10 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 	const struct ml_stack ps = { .id = 0, .depth = sm->depth, .flags = sm->flags,
 				     .frames = sm->frames };
 	struct ml_agg_stack st = { 0 };
-	struct agg_priv *pv = a->priv;
-	char key[512];
 	int err = symbolize_stack(a, &ps, &st);
 	a->total_samples += sm->count;
 	if (err < 0 || st.n_frames == 0) {
-		long f = err < 0 ? err : func_lookup(a, ML_AGG_UNKNOWN, NULL);
+		long f = err < 0 ? err : func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
 		if (f >= 0) {
 			a->funcs[f].self_samples += sm->count;
 			a->funcs[f].total_samples += sm->count;
@@ -495,12 +562,8 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 		return f < 0 ? -ENOMEM : 0;
 	}
 	for (size_t i = 0; i < st.n_frames && err == 0; i++) {
-		const struct ml_frame *fr = st.frames[i];
-		const char *name = function_key(fr, key, sizeof(key));
-		pv->scratch_name = key;
-		long f = func_lookup(a, name, fr->module);
-		pv->scratch_name = NULL;
-		if (f < 0) {
+		long f, l;
+		if (frame_target(a, st.frames[i], &f, &l) < 0) {
 			err = -ENOMEM;
 			break;
 		}
@@ -510,13 +573,8 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 			a->funcs[f].seen_sample = si + 1;
 			a->funcs[f].total_samples += sm->count;
 		}
-		if (!fr->file || fr->line <= 0)
+		if (l < 0)
 			continue;
-		long l = line_lookup(a, fr);
-		if (l < 0) {
-			err = -ENOMEM;
-			break;
-		}
 		if (i == 0)
 			a->lines[l].self_samples += sm->count;
 		if (a->lines[l].seen_sample != si + 1) {
@@ -525,6 +583,84 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 		}
 	}
 	free(st.frames);
+	return err;
+}
+
+/* Keeps a string made here until ml_agg_free.  0 or -ENOMEM (s freed). */
+static int pool_keep(struct agg_priv *pv, char *str)
+{
+	if (pv->n_names == pv->cap_names) {
+		size_t cap = pv->cap_names ? pv->cap_names * 2 : 16;
+		char **mem = realloc(pv->names, cap * sizeof(*mem));
+		if (!mem) {
+			free(str);
+			return -ENOMEM;
+		}
+		pv->names = mem;
+		pv->cap_names = cap;
+	}
+	pv->names[pv->n_names++] = str;
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	return slash ? slash + 1 : path;
+}
+
+static const struct ml_agg *label_agg;
+
+static int cmp_func_name(const void *x, const void *y)
+{
+	const struct ml_agg_func *a = &label_agg->funcs[*(const size_t *)x];
+	const struct ml_agg_func *b = &label_agg->funcs[*(const size_t *)y];
+	int c = strcmp(a->name, b->name);
+	return c ? c : (*(const size_t *)x > *(const size_t *)y) - (*(const size_t *)x < *(const size_t *)y);
+}
+
+/* Sets the label of functions that share their name with another one:
+ * "name (file)" by the source file's base name, or the module's for a
+ * function without debug info; "name (file, module)" in full when that
+ * still collides.  Other functions keep label == name. */
+static int label_collisions(struct ml_agg *a)
+{
+	struct agg_priv *pv = a->priv;
+	size_t *order = calloc(a->n_funcs + 1, sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->n_funcs; i++)
+		order[i] = i;
+	label_agg = a;	/* single-threaded, like the views' sorts */
+	qsort(order, a->n_funcs, sizeof(*order), cmp_func_name);
+	int err = 0;
+	for (size_t i = 0; i < a->n_funcs && err == 0;) {
+		size_t end = i + 1;
+		while (end < a->n_funcs &&
+		       strcmp(a->funcs[order[end]].name, a->funcs[order[i]].name) == 0)
+			end++;
+		for (size_t k = i; end - i > 1 && k < end && err == 0; k++) {
+			struct ml_agg_func *f = &a->funcs[order[k]];
+			const char *where = f->file ? base_name(f->file) : base_name(f->module);
+			bool unique = true;
+			for (size_t m = i; m < end; m++) {
+				const struct ml_agg_func *g = &a->funcs[order[m]];
+				const char *gw = g->file ? base_name(g->file) : base_name(g->module);
+				if (m != k && str_eq(where, gw))
+					unique = false;
+			}
+			char *label = NULL;
+			int len = unique ? asprintf(&label, "%s (%s)", f->name, where ? where : "?")
+					 : asprintf(&label, "%s (%s, %s)", f->name,
+						    f->file ? f->file : "?", f->module ? f->module : "?");
+			if (len < 0)
+				err = -ENOMEM;
+			else if ((err = pool_keep(pv, label)) == 0)
+				f->label = label;
+		}
+		i = end;
+	}
+	free(order);
 	return err;
 }
 
@@ -552,6 +688,9 @@ int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct
 		if (err < 0)
 			goto fail;
 	}
+	err = label_collisions(a);
+	if (err < 0)
+		goto fail;
 	*out = a;
 	return 0;
 fail:
@@ -567,6 +706,7 @@ void ml_agg_free(struct ml_agg *a)
 	if (pv) {
 		free(pv->funcs.slots);
 		free(pv->lines.slots);
+		free(pv->memo);
 		for (size_t i = 0; i < pv->n_names; i++)
 			free(pv->names[i]);
 		free(pv->names);

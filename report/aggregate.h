@@ -27,6 +27,10 @@ struct ml_resolver {
 		       const struct ml_frame **frames, size_t *n);
 	int (*function_source)(void *ctx, const char *name, const char **file,
 			       int *first_line, int *last_line);
+	/* Optional (NULL: function_source's one): every definition of name,
+	 * as ml_sym_function_sources: for names several files define. */
+	int (*function_sources)(void *ctx, const char *name, struct ml_sym_source *out,
+				size_t max);
 };
 
 struct ml_agg_stack {
@@ -39,7 +43,11 @@ struct ml_agg_stack {
 
 struct ml_agg_func {
 	const char *name;
-	const char *module;		/* where it was first seen */
+	const char *module;		/* its module path (NULL for [unknown]) */
+	const char *file;		/* its source file: the file of its frames'
+					 * lines, NULL without debug info */
+	const char *label;		/* name, or "name (b.c)" when another function
+					 * (another file or module) has the same name */
 	struct ml_amount self[ML_KIND_COUNT];	/* innermost program frame here */
 	struct ml_amount total[ML_KIND_COUNT];	/* anywhere on the stack, once */
 	size_t seen;			/* internal: last stack index + 1 */
@@ -82,7 +90,8 @@ struct ml_agg {
 int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct ml_agg **out);
 void ml_agg_free(struct ml_agg *a);
 
-/* The function with this name, or NULL. */
+/* The first function with this name (functions are kept apart by name,
+ * module and source file), or NULL. */
 const struct ml_agg_func *ml_agg_find_func(const struct ml_agg *a, const char *name);
 
 /* Adds a counter's numbers into an amount. */

@@ -14,9 +14,15 @@ static int function_source(void *ctx, const char *name, const char **file,
 	return ml_sym_function_source(ctx, name, file, first_line, last_line);
 }
 
+static int function_sources(void *ctx, const char *name, struct ml_sym_source *out, size_t max)
+{
+	return ml_sym_function_sources(ctx, name, out, max);
+}
+
 void ml_resolver_from_symbolizer(struct ml_resolver *r, struct ml_symbolizer *s)
 {
 	r->ctx = s;
 	r->resolve = resolve;
 	r->function_source = function_source;
+	r->function_sources = function_sources;
 }

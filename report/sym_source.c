@@ -14,6 +14,8 @@ struct source_query {
 	const char *file;
 	int first_line, last_line;
 	bool found;
+	struct ml_sym_source *all;	/* non-NULL: collect every match here */
+	size_t max, n;			/* all's room; matches found */
 };
 
 /* Past an operator's name ("operator<<", "operator()"), or c itself. */
@@ -181,7 +183,12 @@ static bool take_function(struct ml_symbolizer *s, Dwarf_Die *cu, Dwarf_Die *fn,
 	q->first_line = first;
 	q->last_line = last_line_of(cu, fn, file, first);
 	q->found = true;
-	return true;
+	if (!q->all)
+		return true;
+	if (q->n < q->max)	/* collecting: keep walking */
+		q->all[q->n] = (struct ml_sym_source){ q->file, q->first_line, q->last_line };
+	q->n++;
+	return false;
 }
 
 /* Walks the DIEs under parent: namespaces, classes and the CU itself may
@@ -227,11 +234,22 @@ static bool search_module(struct ml_symbolizer *s, struct sym_module *m, struct 
 	return false;
 }
 
+int ml_sym_function_sources(struct ml_symbolizer *s, const char *name,
+			    struct ml_sym_source *out, size_t max)
+{
+	struct source_query q = { .name = name, .all = out, .max = max };
+
+	for (size_t i = 0; i < s->n_mods; i++)
+		search_module(s, &s->mods[i], &q);
+	if (q.n == 0)
+		return -ENOENT;
+	return (int)(q.n < max ? q.n : max);
+}
+
 int ml_sym_function_source(struct ml_symbolizer *s, const char *name,
 			   const char **file, int *first_line, int *last_line)
 {
 	struct source_query q = { .name = name };
-
 	for (size_t i = 0; i < s->n_mods; i++) {
 		if (!search_module(s, &s->mods[i], &q))
 			continue;

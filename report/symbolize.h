@@ -45,5 +45,18 @@ bool ml_sym_name_matches(const char *full, const char *want);
  * as ml_sym_name_matches says.  Returns 0, -ENOENT if no module has it. */
 int ml_sym_function_source(struct ml_symbolizer *s, const char *name,
 			   const char **file, int *first_line, int *last_line);
+/* One definition of a function in the source, as ml_sym_function_source
+ * gives it. */
+struct ml_sym_source {
+	const char *file;
+	int first_line, last_line;
+};
+
+/* Every definition whose name matches, in module and CU order, in one walk:
+ * two static functions of one name in two files are two (a header's
+ * function may also be one per CU that has it).  Fills out[0..max) and
+ * returns how many it filled, or -ENOENT if none. */
+int ml_sym_function_sources(struct ml_symbolizer *s, const char *name,
+			    struct ml_sym_source *out, size_t max);
 
 #endif

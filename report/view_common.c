@@ -1,5 +1,6 @@
 /* report/view_common.c - what several views share: totals of a kind, stack
  * ordering by a field, and "N bytes (1.50 KiB)" text. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "report/view_common.h"
@@ -105,4 +106,83 @@ const char *ml_view_base_name(const char *path)
 bool ml_view_same_file(const char *a, const char *b)
 {
 	return strcmp(a, b) == 0 || strcmp(ml_view_base_name(a), ml_view_base_name(b)) == 0;
+}
+
+bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg_line *l,
+			  enum ml_kind kind)
+{
+	m->self_bytes += l->self[kind].alloc_bytes;
+	m->total_bytes += l->total[kind].alloc_bytes;
+	m->peak_bytes += l->total[kind].peak_bytes;
+	m->leaked_bytes += l->total[kind].live_bytes;
+	m->allocs += l->total[kind].allocs;
+	struct ml_amount gs = ml_amount_gpu(l->self), gt = ml_amount_gpu(l->total);
+	m->cuda_self += gs.alloc_bytes;
+	m->cuda_total += gt.alloc_bytes;
+	m->cuda_peak += gt.peak_bytes;
+	m->cuda_leaked += gt.live_bytes;
+	return l->total[kind].allocs || l->total[kind].alloc_bytes || gt.allocs;
+}
+
+void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, bool cuda)
+{
+	ml_json_key(j, "self_alloc_bytes");
+	ml_json_u64(j, m->self_bytes);
+	ml_json_key(j, "total_alloc_bytes");
+	ml_json_u64(j, m->total_bytes);
+	ml_json_key(j, "peak_bytes");
+	ml_json_u64(j, m->peak_bytes);
+	ml_json_key(j, "leaked_bytes");
+	ml_json_u64(j, m->leaked_bytes);
+	ml_json_key(j, "allocs");
+	ml_json_u64(j, m->allocs);
+	if (!cuda)
+		return;
+	ml_json_key(j, "cuda_self_alloc_bytes");
+	ml_json_u64(j, m->cuda_self);
+	ml_json_key(j, "cuda_total_alloc_bytes");
+	ml_json_u64(j, m->cuda_total);
+	ml_json_key(j, "cuda_peak_bytes");
+	ml_json_u64(j, m->cuda_peak);
+	ml_json_key(j, "cuda_leaked_bytes");
+	ml_json_u64(j, m->cuda_leaked);
+}
+
+void ml_view_record_json(struct ml_json *j, const struct ml_agg_stack *st, uint64_t bytes,
+			 uint64_t blocks)
+{
+	ml_json_key(j, "bytes");
+	ml_json_u64(j, bytes);
+	ml_json_key(j, "blocks");
+	ml_json_u64(j, blocks);
+	ml_json_key(j, "stack_id");
+	ml_json_u64(j, st->id);
+	ml_json_key(j, "truncated");
+	ml_json_bool(j, st->truncated);
+	ml_json_key(j, "frames");
+	ml_stack_json(j, st);
+}
+
+size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
+				struct ml_sym_source *out, size_t max)
+{
+	const struct ml_resolver *r = a->resolver;
+	struct ml_sym_source all[ML_VIEW_MAX_DEFS];
+	int got = -ENOENT;
+	if (r->function_sources)
+		got = r->function_sources(r->ctx, name, all, ML_VIEW_MAX_DEFS);
+	else if (r->function_source &&
+		 r->function_source(r->ctx, name, &all[0].file, &all[0].first_line,
+				    &all[0].last_line) == 0)
+		got = 1;
+	size_t n = 0;
+	for (int i = 0; i < got && n < max; i++) {
+		const struct ml_sym_source *d = &all[i];
+		bool dup = !d->file || d->first_line <= 0 || d->last_line < d->first_line;
+		for (size_t k = 0; k < n && !dup; k++)
+			dup = out[k].first_line == d->first_line && strcmp(out[k].file, d->file) == 0;
+		if (!dup)
+			out[n++] = *d;
+	}
+	return n;
 }

@@ -35,6 +35,37 @@ const char *ml_view_base_name(const char *path);
  * (DWARF may hold a relative path where the user gave an absolute one). */
 bool ml_view_same_file(const char *a, const char *b);
 
+/* A source line's memory as the lines views show it: the kind's bytes, and
+ * the GPU kinds summed (ml_kind_is_gpu), each at its own kind's peak. */
+struct ml_view_line_mem {
+	uint64_t self_bytes, total_bytes, peak_bytes, leaked_bytes, allocs;
+	uint64_t cuda_self, cuda_total, cuda_peak, cuda_leaked;
+};
+
+/* Adds line l's numbers of kind (and the GPU kinds) into m.  Returns true
+ * when l allocated anything (a row worth printing). */
+bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg_line *l,
+			  enum ml_kind kind);
+
+/* Writes m's fields into the open JSON object: self_alloc_bytes ...
+ * allocs, and the cuda_* ones when cuda is true. */
+void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, bool cuda);
+
+/* Writes a stack record's fields into the open JSON object: bytes, blocks,
+ * stack_id, truncated, frames. */
+void ml_view_record_json(struct ml_json *j, const struct ml_agg_stack *st, uint64_t bytes,
+			 uint64_t blocks);
+
+/* The most definitions of one name the lines views show. */
+#define ML_VIEW_MAX_DEFS 16
+
+/* The source definitions of function name, through the resolver (every one
+ * where it can list them, else its one): those with a file and a line
+ * range, each (file, first line) once.  Fills out[0..max), returns how
+ * many; 0 when there is none. */
+size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
+				struct ml_sym_source *out, size_t max);
+
 /* How many of n rows a --limit lets through (limit < 0: all). */
 size_t ml_view_limit(long limit, size_t n);
 

@@ -51,16 +51,7 @@ static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, str
 	for (size_t i = 0; i < shown; i++) {
 		const struct ml_amount *m = &rows[i]->kind[o->kind];
 		ml_json_object_begin(j);
-		ml_json_key(j, "bytes");
-		ml_json_u64(j, m->live_bytes);
-		ml_json_key(j, "blocks");
-		ml_json_u64(j, m->live_blocks);
-		ml_json_key(j, "stack_id");
-		ml_json_u64(j, rows[i]->id);
-		ml_json_key(j, "truncated");
-		ml_json_bool(j, rows[i]->truncated);
-		ml_json_key(j, "frames");
-		ml_stack_json(j, rows[i]);
+		ml_view_record_json(j, rows[i], m->live_bytes, m->live_blocks);
 		ml_json_object_end(j);
 	}
 	ml_json_array_end(j);
@@ -153,16 +144,7 @@ static void cuda_leaks_json(const struct ml_agg *a, const struct ml_view_opts *o
 			ml_json_object_begin(j);
 			ml_json_key(j, "kind");
 			ml_json_string(j, ml_kind_name((enum ml_kind)k));
-			ml_json_key(j, "bytes");
-			ml_json_u64(j, m->live_bytes);
-			ml_json_key(j, "blocks");
-			ml_json_u64(j, m->live_blocks);
-			ml_json_key(j, "stack_id");
-			ml_json_u64(j, rows[i]->id);
-			ml_json_key(j, "truncated");
-			ml_json_bool(j, rows[i]->truncated);
-			ml_json_key(j, "frames");
-			ml_stack_json(j, rows[i]);
+			ml_view_record_json(j, rows[i], m->live_bytes, m->live_blocks);
 			ml_json_object_end(j);
 		}
 		free(rows);

@@ -9,9 +9,7 @@
 
 /* One row: a source line's numbers within the function. */
 struct line_row {
-	uint64_t self_bytes, total_bytes, peak_bytes, leaked_bytes, allocs;
-	/* GPU kinds summed (ml_kind_is_gpu), each at its own kind's peak */
-	uint64_t cuda_self, cuda_total, cuda_peak, cuda_leaked;
+	struct ml_view_line_mem m;	/* its memory */
 	bool any;
 };
 
@@ -32,36 +30,20 @@ static void fill_rows(const struct ml_agg *a, enum ml_kind kind, struct func_lin
 		    !ml_sym_name_matches(l->function, fl->name) || !ml_view_same_file(l->file, fl->file))
 			continue;
 		struct line_row *r = &fl->rows[l->line - fl->first];
-		r->self_bytes += l->self[kind].alloc_bytes;
-		r->total_bytes += l->total[kind].alloc_bytes;
-		r->peak_bytes += l->total[kind].peak_bytes;
-		r->leaked_bytes += l->total[kind].live_bytes;
-		r->allocs += l->total[kind].allocs;
-		r->any = r->any || l->total[kind].allocs || l->total[kind].alloc_bytes;
-		struct ml_amount gs = ml_amount_gpu(l->self), gt = ml_amount_gpu(l->total);
-		r->cuda_self += gs.alloc_bytes;
-		r->cuda_total += gt.alloc_bytes;
-		r->cuda_peak += gt.peak_bytes;
-		r->cuda_leaked += gt.live_bytes;
-		r->any = r->any || gt.allocs;
+		if (ml_view_line_mem_add(&r->m, l, kind))
+			r->any = true;
 	}
 }
 
-/* Finds NAME's source and sums its lines.  Returns 0, -ENOENT (after an
- * error line) or -ENOMEM. */
+/* Sums the lines of name's definition def.  Returns 0 or -ENOMEM. */
 static int load_function(const struct ml_agg *a, enum ml_kind kind, const char *name,
-			 struct func_lines *fl)
+			 const struct ml_sym_source *def, struct func_lines *fl)
 {
 	memset(fl, 0, sizeof(*fl));
 	fl->name = name;
-	const struct ml_resolver *r = a->resolver;
-	if (!r->function_source ||
-	    r->function_source(r->ctx, name, &fl->file, &fl->first, &fl->last) < 0 ||
-	    !fl->file || fl->first <= 0 || fl->last < fl->first) {
-		fprintf(stderr, "memline: function '%s' not found in the debug info of %s; "
-			"check the name (see `memline report ops`)\n", name, a->profile->exe);
-		return -ENOENT;
-	}
+	fl->file = def->file;
+	fl->first = def->first_line;
+	fl->last = def->last_line;
 	fl->rows = calloc((size_t)(fl->last - fl->first + 1), sizeof(*fl->rows));
 	if (!fl->rows)
 		return -ENOMEM;
@@ -94,19 +76,19 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 		char allocs[ML_UNITS_LEN] = "";
 		self[0] = total[0] = peak[0] = leaked[0] = '\0';
 		if (r->any) {
-			ml_units_bytes(r->self_bytes, self, sizeof(self));
-			ml_units_bytes(r->total_bytes, total, sizeof(total));
-			ml_units_bytes(r->peak_bytes, peak, sizeof(peak));
-			ml_units_bytes(r->leaked_bytes, leaked, sizeof(leaked));
-			snprintf(allocs, sizeof(allocs), "%llu", (unsigned long long)r->allocs);
+			ml_units_bytes(r->m.self_bytes, self, sizeof(self));
+			ml_units_bytes(r->m.total_bytes, total, sizeof(total));
+			ml_units_bytes(r->m.peak_bytes, peak, sizeof(peak));
+			ml_units_bytes(r->m.leaked_bytes, leaked, sizeof(leaked));
+			snprintf(allocs, sizeof(allocs), "%llu", (unsigned long long)r->m.allocs);
 		}
 		fprintf(out, "%6d %12s %12s %12s %12s  %10s", line, self, total, peak, leaked, allocs);
 		if (fl->cuda) {
 			char ca[ML_UNITS_LEN] = "", cp[ML_UNITS_LEN] = "", cl[ML_UNITS_LEN] = "";
 			if (r->any) {
-				ml_units_bytes(r->cuda_total, ca, sizeof(ca));
-				ml_units_bytes(r->cuda_peak, cp, sizeof(cp));
-				ml_units_bytes(r->cuda_leaked, cl, sizeof(cl));
+				ml_units_bytes(r->m.cuda_total, ca, sizeof(ca));
+				ml_units_bytes(r->m.cuda_peak, cp, sizeof(cp));
+				ml_units_bytes(r->m.cuda_leaked, cl, sizeof(cl));
 			}
 			fprintf(out, " %12s %12s %12s", ca, cp, cl);
 		}
@@ -141,26 +123,7 @@ static void lines_json(struct ml_json *j, const struct func_lines *fl)
 		ml_json_i64(j, line);
 		ml_json_key(j, "text");
 		ml_json_string(j, fl->have_source ? ml_source_line(&fl->src, line) : NULL);
-		ml_json_key(j, "self_alloc_bytes");
-		ml_json_u64(j, r->self_bytes);
-		ml_json_key(j, "total_alloc_bytes");
-		ml_json_u64(j, r->total_bytes);
-		ml_json_key(j, "peak_bytes");
-		ml_json_u64(j, r->peak_bytes);
-		ml_json_key(j, "leaked_bytes");
-		ml_json_u64(j, r->leaked_bytes);
-		ml_json_key(j, "allocs");
-		ml_json_u64(j, r->allocs);
-		if (fl->cuda) {
-			ml_json_key(j, "cuda_self_alloc_bytes");
-			ml_json_u64(j, r->cuda_self);
-			ml_json_key(j, "cuda_total_alloc_bytes");
-			ml_json_u64(j, r->cuda_total);
-			ml_json_key(j, "cuda_peak_bytes");
-			ml_json_u64(j, r->cuda_peak);
-			ml_json_key(j, "cuda_leaked_bytes");
-			ml_json_u64(j, r->cuda_leaked);
-		}
+		ml_view_line_mem_json(j, &r->m, fl->cuda);
 		ml_json_object_end(j);
 	}
 	ml_json_array_end(j);
@@ -176,17 +139,40 @@ int ml_view_lines(const struct ml_agg *a, const struct ml_view_opts *o, FILE *ou
 			"`memline run --lines`; name functions with --function\n");
 		return -ENOENT;
 	}
-	struct func_lines *fls = calloc(o->n_functions + 1, sizeof(*fls));
-	if (!fls)
-		return -ENOMEM;
+	struct func_lines *fls = NULL;
+	size_t loaded = 0, cap = 0;
 	int err = 0;
-	size_t loaded = 0;
-	/* Every function is looked up before anything is printed, so an unknown
-	 * name fails cleanly. */
-	for (; loaded < o->n_functions; loaded++) {
-		err = load_function(a, o->kind, o->functions[loaded], &fls[loaded]);
-		if (err < 0)
+	/* Every definition of every name is looked up before anything is
+	 * printed, so an unknown name fails cleanly.  A name several files
+	 * define (static helpers) gets one table per file; a definition that
+	 * repeats an earlier one (a header's function in several CUs) is the
+	 * same lines, shown once. */
+	for (size_t i = 0; i < o->n_functions; i++) {
+		struct ml_sym_source defs[ML_VIEW_MAX_DEFS];
+		size_t nd = ml_view_function_sources(a, o->functions[i], defs, ML_VIEW_MAX_DEFS);
+		if (nd == 0) {
+			fprintf(stderr, "memline: function '%s' not found in the debug info of %s; "
+				"check the name (see `memline report ops`)\n", o->functions[i],
+				a->profile->exe);
+			err = -ENOENT;
 			goto out;
+		}
+		for (size_t d = 0; d < nd; d++) {
+			if (loaded == cap) {
+				size_t ncap = cap ? cap * 2 : 8;
+				struct func_lines *mem = realloc(fls, ncap * sizeof(*fls));
+				if (!mem) {
+					err = -ENOMEM;
+					goto out;
+				}
+				fls = mem;
+				cap = ncap;
+			}
+			err = load_function(a, o->kind, o->functions[i], &defs[d], &fls[loaded]);
+			loaded++;	/* freed at out, loaded or not */
+			if (err < 0)
+				goto out;
+		}
 	}
 	if (j) {
 		ml_json_key(j, "functions");
@@ -201,7 +187,7 @@ int ml_view_lines(const struct ml_agg *a, const struct ml_view_opts *o, FILE *ou
 	if (j)
 		ml_json_array_end(j);
 out:
-	for (size_t i = 0; i <= loaded && i < o->n_functions; i++) {
+	for (size_t i = 0; i < loaded; i++) {
 		free(fls[i].rows);
 		ml_source_free(&fls[i].src);
 	}

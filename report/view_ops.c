@@ -94,7 +94,7 @@ static int cmp_func(const void *x, const void *y)
 	uint64_t vb = ml_ops_key_value(b, sort_key, sort_kind);
 	if (va != vb)
 		return va > vb ? -1 : 1;
-	return strcmp(a->name, b->name);
+	return strcmp(a->label, b->label);
 }
 
 void ml_ops_sort(const struct ml_agg_func **rows, size_t n, enum ml_ops_key key, enum ml_kind kind)
@@ -139,11 +139,11 @@ static void dashes(FILE *out, int name_width)
 static void row_text(FILE *out, const struct ml_agg_func *f, enum ml_kind kind, int name_width)
 {
 	char name[MAX_NAME_WIDTH + 1], cell[ML_UNITS_LEN];
-	size_t len = strlen(f->name);
+	size_t len = strlen(f->label);
 	if (len >= MAX_NAME_WIDTH - 3)	/* PyTorch cuts long names to 52 + "..." */
-		snprintf(name, sizeof(name), "%.*s...", MAX_NAME_WIDTH - 3, f->name);
+		snprintf(name, sizeof(name), "%.*s...", MAX_NAME_WIDTH - 3, f->label);
 	else
-		snprintf(name, sizeof(name), "%s", f->name);
+		snprintf(name, sizeof(name), "%s", f->label);
 	fprintf(out, "%*s  ", name_width, name);
 	ml_ops_time_cells(out, f);
 	for (size_t c = 0; c < N_COLUMNS; c++) {
@@ -165,7 +165,7 @@ static void ops_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE 
 	size_t shown = ml_view_limit(o->limit, n);
 	int name_width = (int)strlen("Name");
 	for (size_t i = 0; i < n; i++) {
-		int len = (int)strlen(rows[i]->name) + 4;
+		int len = (int)strlen(rows[i]->label) + 4;
 		name_width = len > name_width ? len : name_width;
 	}
 	if (name_width > MAX_NAME_WIDTH)
@@ -214,6 +214,10 @@ static void ops_json(const struct ml_agg *a, const struct ml_view_opts *o, struc
 		ml_json_string(j, rows[i]->name);
 		ml_json_key(j, "module");
 		ml_json_string(j, rows[i]->module);
+		ml_json_key(j, "file");
+		ml_json_string(j, rows[i]->file);
+		ml_json_key(j, "label");
+		ml_json_string(j, rows[i]->label);
 		ml_ops_time_json(j, rows[i]);
 		ml_json_key(j, "self");
 		ml_json_object_begin(j);

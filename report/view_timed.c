@@ -16,8 +16,7 @@ struct trow {
 	uint64_t samples, self_samples;	/* inclusive / self */
 	uint64_t hits;			/* exact (gcov) when have_hits */
 	bool have_hits;
-	uint64_t self_bytes, total_bytes, peak_bytes, leaked_bytes, allocs;
-	uint64_t cuda_self, cuda_total, cuda_peak, cuda_leaked;	/* GPU kinds summed */
+	struct ml_view_line_mem m;	/* its memory */
 	bool mem;
 };
 
@@ -42,22 +41,13 @@ static void fill(const struct ml_agg *a, const struct ml_view_opts *o, struct tf
 		struct trow *r = &tf->rows[l->line - tf->first];
 		r->samples += l->total_samples;
 		r->self_samples += l->self_samples;
-		r->self_bytes += l->self[kind].alloc_bytes;
-		r->total_bytes += l->total[kind].alloc_bytes;
-		r->peak_bytes += l->total[kind].peak_bytes;
-		r->leaked_bytes += l->total[kind].live_bytes;
-		r->allocs += l->total[kind].allocs;
-		r->mem = r->mem || l->total[kind].allocs || l->total[kind].alloc_bytes;
-		struct ml_amount gs = ml_amount_gpu(l->self), gt = ml_amount_gpu(l->total);
-		r->cuda_self += gs.alloc_bytes;
-		r->cuda_total += gt.alloc_bytes;
-		r->cuda_peak += gt.peak_bytes;
-		r->cuda_leaked += gt.live_bytes;
-		r->mem = r->mem || gt.allocs;
+		if (ml_view_line_mem_add(&r->m, l, kind))
+			r->mem = true;
 	}
 	tf->cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
 	for (size_t i = 0; i < a->n_funcs; i++)
-		if (ml_sym_name_matches(a->funcs[i].name, tf->name)) {
+		if (ml_sym_name_matches(a->funcs[i].name, tf->name) &&
+		    (!a->funcs[i].file || ml_view_same_file(a->funcs[i].file, tf->file))) {
 			tf->samples += a->funcs[i].total_samples;
 			tf->self_samples += a->funcs[i].self_samples;
 		}
@@ -68,21 +58,15 @@ static void fill(const struct ml_agg *a, const struct ml_view_opts *o, struct tf
 	}
 }
 
-/* Loads one function.  Returns 0, -ENOENT (reported) or -ENOMEM. */
+/* Loads name's definition def.  Returns 0 or -ENOMEM. */
 static int load(const struct ml_agg *a, const struct ml_view_opts *o, const char *name,
-		struct tfunc *tf, bool quiet)
+		const struct ml_sym_source *def, struct tfunc *tf, bool quiet)
 {
-	const struct ml_resolver *r = a->resolver;
 	memset(tf, 0, sizeof(*tf));
 	tf->name = name;
-	if (!r->function_source ||
-	    r->function_source(r->ctx, name, &tf->file, &tf->first, &tf->last) < 0 ||
-	    !tf->file || tf->first <= 0 || tf->last < tf->first) {
-		if (!quiet)
-			fprintf(stderr, "memline: function '%s' not found in the debug info of %s; "
-				"check the name (see `memline report ops`)\n", name, a->profile->exe);
-		return -ENOENT;
-	}
+	tf->file = def->file;
+	tf->first = def->first_line;
+	tf->last = def->last_line;
 	tf->rows = calloc((size_t)(tf->last - tf->first + 1), sizeof(*tf->rows));
 	if (!tf->rows)
 		return -ENOMEM;
@@ -152,20 +136,20 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 		}
 		self[0] = total[0] = peak[0] = leaked[0] = '\0';
 		if (r->mem) {
-			ml_units_bytes(r->self_bytes, self, sizeof(self));
-			ml_units_bytes(r->total_bytes, total, sizeof(total));
-			ml_units_bytes(r->peak_bytes, peak, sizeof(peak));
-			ml_units_bytes(r->leaked_bytes, leaked, sizeof(leaked));
-			snprintf(allocs, sizeof(allocs), "%llu", (unsigned long long)r->allocs);
+			ml_units_bytes(r->m.self_bytes, self, sizeof(self));
+			ml_units_bytes(r->m.total_bytes, total, sizeof(total));
+			ml_units_bytes(r->m.peak_bytes, peak, sizeof(peak));
+			ml_units_bytes(r->m.leaked_bytes, leaked, sizeof(leaked));
+			snprintf(allocs, sizeof(allocs), "%llu", (unsigned long long)r->m.allocs);
 		}
 		fprintf(out, "%6d %9s %12s %8s %8s %12s %12s %12s %12s %12s  %10s", line, hits, time,
 			per, pct, stime, self, total, peak, leaked, allocs);
 		if (tf->cuda) {
 			char ca[ML_UNITS_LEN] = "", cp[ML_UNITS_LEN] = "", cl[ML_UNITS_LEN] = "";
 			if (r->mem) {
-				ml_units_bytes(r->cuda_total, ca, sizeof(ca));
-				ml_units_bytes(r->cuda_peak, cp, sizeof(cp));
-				ml_units_bytes(r->cuda_leaked, cl, sizeof(cl));
+				ml_units_bytes(r->m.cuda_total, ca, sizeof(ca));
+				ml_units_bytes(r->m.cuda_peak, cp, sizeof(cp));
+				ml_units_bytes(r->m.cuda_leaked, cl, sizeof(cl));
 			}
 			fprintf(out, " %12s %12s %12s", ca, cp, cl);
 		}
@@ -224,26 +208,7 @@ static void json_func(struct ml_json *j, const struct ml_agg *a, const struct tf
 		ml_json_u64(j, r->samples * period);
 		ml_json_key(j, "self_time_ns");
 		ml_json_u64(j, r->self_samples * period);
-		ml_json_key(j, "self_alloc_bytes");
-		ml_json_u64(j, r->self_bytes);
-		ml_json_key(j, "total_alloc_bytes");
-		ml_json_u64(j, r->total_bytes);
-		ml_json_key(j, "peak_bytes");
-		ml_json_u64(j, r->peak_bytes);
-		ml_json_key(j, "leaked_bytes");
-		ml_json_u64(j, r->leaked_bytes);
-		ml_json_key(j, "allocs");
-		ml_json_u64(j, r->allocs);
-		if (tf->cuda) {
-			ml_json_key(j, "cuda_self_alloc_bytes");
-			ml_json_u64(j, r->cuda_self);
-			ml_json_key(j, "cuda_total_alloc_bytes");
-			ml_json_u64(j, r->cuda_total);
-			ml_json_key(j, "cuda_peak_bytes");
-			ml_json_u64(j, r->cuda_peak);
-			ml_json_key(j, "cuda_leaked_bytes");
-			ml_json_u64(j, r->cuda_leaked);
-		}
+		ml_view_line_mem_json(j, &r->m, tf->cuda);
 		ml_json_object_end(j);
 	}
 	ml_json_array_end(j);
@@ -261,18 +226,39 @@ static int cmp_time(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
+/* True when tf's definition (name, file, first line) is among tfs[0..n). */
+static bool seen_before(const struct tfunc *tfs, size_t n, const struct tfunc *tf)
+{
+	for (size_t i = 0; i < n; i++)
+		if (tfs[i].file && strcmp(tfs[i].name, tf->name) == 0 && tfs[i].first == tf->first &&
+		    strcmp(tfs[i].file, tf->file) == 0)
+			return true;
+	return false;
+}
+
 /* The functions to show: those named, or the top N by inclusive time that
  * have source lines.  Fills tfs (n slots); returns the count or -errno. */
 static long pick(const struct ml_agg *a, const struct ml_view_opts *o, struct tfunc *tfs,
 		 size_t cap)
 {
 	size_t n = 0;
-	if (o->n_functions) {
+	struct ml_sym_source defs[ML_VIEW_MAX_DEFS];
+	if (o->n_functions) {	/* every definition of each name: cap is enough */
 		for (size_t i = 0; i < o->n_functions; i++) {
-			int err = load(a, o, o->functions[i], &tfs[n], false);
-			if (err < 0)
-				return err;
-			n++;
+			size_t nd = ml_view_function_sources(a, o->functions[i], defs,
+							     ML_VIEW_MAX_DEFS);
+			if (nd == 0) {
+				fprintf(stderr, "memline: function '%s' not found in the debug info "
+					"of %s; check the name (see `memline report ops`)\n",
+					o->functions[i], a->profile->exe);
+				return -ENOENT;
+			}
+			for (size_t d = 0; d < nd && n < cap; d++) {
+				int err = load(a, o, o->functions[i], &defs[d], &tfs[n], false);
+				n++;	/* freed by the caller, loaded or not */
+				if (err < 0)
+					return err;
+			}
 		}
 		return (long)n;
 	}
@@ -287,7 +273,19 @@ static long pick(const struct ml_agg *a, const struct ml_view_opts *o, struct tf
 		const struct ml_agg_func *f = &a->funcs[order[k]];
 		if (!f->total_samples || strcmp(f->name, ML_AGG_UNKNOWN) == 0)
 			break;
-		int err = load(a, o, f->name, &tfs[n], true);
+		/* its own definition, when several files have one of its name */
+		size_t nd = ml_view_function_sources(a, f->name, defs, ML_VIEW_MAX_DEFS), d = 0;
+		while (f->file && d + 1 < nd && !ml_view_same_file(defs[d].file, f->file))
+			d++;
+		if (d < nd && f->file && !ml_view_same_file(defs[d].file, f->file))
+			d = 0;
+		int err = nd ? load(a, o, f->name, &defs[d], &tfs[n], true) : -ENOENT;
+		if (err == 0 && seen_before(tfs, n, &tfs[n])) {
+			err = -ENOENT;	/* its definition is shown already */
+			free(tfs[n].rows);
+			ml_source_free(&tfs[n].src);
+			memset(&tfs[n], 0, sizeof(tfs[n]));
+		}
 		if (err == -ENOMEM) {
 			free(order);
 			return err;
@@ -346,7 +344,9 @@ static const char *clock_name(uint32_t c)
 int ml_view_lines_timed(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
 			struct ml_json *j)
 {
-	size_t cap = o->n_functions ? o->n_functions : (size_t)(o->top > 0 ? o->top : 0);
+	/* Room for 16 definitions of each name named (static functions of one
+	 * name in several files), or for --top N. */
+	size_t cap = o->n_functions ? o->n_functions * 16 : (size_t)(o->top > 0 ? o->top : 0);
 	struct tfunc *tfs = calloc(cap + 1, sizeof(*tfs));
 	if (!tfs)
 		return -ENOMEM;

@@ -132,6 +132,49 @@ START_TEST(regions_form_a_tree)
 }
 END_TEST
 
+/* The per-thread node cache is keyed by the name's address: a buffer reused
+ * with other contents, under the same or another parent, must still give
+ * the node of what it holds now. */
+START_TEST(regions_reused_name_buffer)
+{
+	ml_lp_regions_reset();
+	uint32_t base = ml_lp_regions_count();
+	char buf[16];
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 2; i++) {
+			snprintf(buf, sizeof(buf), "ut_buf%d", i);
+			ml_lp_region_push(buf, 0);
+			ml_lp_region_push(buf, 0);	/* same address, child of itself */
+			ml_lp_region_pop();
+			ml_lp_region_pop();
+		}
+	}
+	ck_assert_uint_eq(ml_lp_regions_count(), base + 4);
+	struct region_seen s = { .n = 0 };
+	ml_lp_regions_foreach(keep_region, &s);
+	int top[2] = { -1, -1 }, kid[2] = { -1, -1 };
+	for (int i = 0; i < s.n; i++)
+		for (int k = 0; k < 2; k++) {
+			char want[16];
+			snprintf(want, sizeof(want), "ut_buf%d", k);
+			if (strcmp(s.names[i], want))
+				continue;
+			if (s.r[i].id <= base)
+				continue;
+			if (s.r[i].parent == 0)
+				top[k] = i;
+			else
+				kid[k] = i;
+		}
+	for (int k = 0; k < 2; k++) {
+		ck_assert(top[k] >= 0 && kid[k] >= 0);
+		ck_assert_uint_eq(s.r[kid[k]].parent, s.r[top[k]].id);
+		ck_assert_uint_eq(s.r[top[k]].count, 3);
+		ck_assert_uint_eq(s.r[kid[k]].count, 3);
+	}
+}
+END_TEST
+
 /* Writes META + lineprof's sections into path. */
 static void write_profile(const char *path)
 {
@@ -238,6 +281,7 @@ int main(void)
 	tcase_add_test(tc, parse_settings);
 	tcase_add_test(tc, sample_table_counts_per_thread_and_stack);
 	tcase_add_test(tc, regions_form_a_tree);
+	tcase_add_test(tc, regions_reused_name_buffer);
 	tcase_add_test(tc, sections_round_trip);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -36,6 +36,14 @@ static const struct ml_frame F_SYM2 = { "libfn+0x2a", NULL, 0, "/lib/libx.so", 0
 static const struct ml_frame F_OPPLUS = { "operator+", NULL, 0, "/lib/libx.so", 0x700, false, false };
 static const struct ml_frame F_RT = { "malloc", NULL, 0, "/x/libmemline.so", 0x900, false, true };
 
+/* Two static helpers of one name in two files, one of them at two
+ * addresses; two symbols of one name in two modules, without debug info. */
+static const struct ml_frame F_HA5 = { "helper", "/src/a.c", 5, "/bin/prog", 0x800, false, false };
+static const struct ml_frame F_HB7 = { "helper", "/src/b.c", 7, "/bin/prog", 0x810, false, false };
+static const struct ml_frame F_HA6 = { "helper", "/src/a.c", 6, "/bin/prog", 0x820, false, false };
+static const struct ml_frame F_DUPX = { "dup", NULL, 0, "/lib/libx.so", 0x830, false, false };
+static const struct ml_frame F_DUPY = { "dup", NULL, 0, "/lib/liby.so", 0x840, false, false };
+
 static int fake_calls_runtime;	/* resolves of addresses in the runtime module */
 
 static int fake_resolve(void *ctx, uint64_t addr, bool ret, const struct ml_frame **frames, size_t *n)
@@ -53,6 +61,11 @@ static int fake_resolve(void *ctx, uint64_t addr, bool ret, const struct ml_fram
 	case 0x610: *frames = &F_SYM1; return 0;
 	case 0x62a: *frames = &F_SYM2; return 0;
 	case 0x700: *frames = &F_OPPLUS; return 0;
+	case 0x800: *frames = &F_HA5; return 0;
+	case 0x810: *frames = &F_HB7; return 0;
+	case 0x820: *frames = &F_HA6; return 0;
+	case 0x830: *frames = &F_DUPX; return 0;
+	case 0x840: *frames = &F_DUPY; return 0;
 	case 0x900: fake_calls_runtime++; *frames = &F_RT; return 0;
 	default: return -ENOENT;
 	}
@@ -70,7 +83,7 @@ static int fake_source(void *ctx, const char *name, const char **file, int *firs
 	return -ENOENT;
 }
 
-static const struct ml_resolver fake = { NULL, fake_resolve, fake_source };
+static const struct ml_resolver fake = { NULL, fake_resolve, fake_source, NULL };
 
 /* ---- hand-built profile --------------------------------------------- */
 
@@ -305,6 +318,65 @@ START_TEST(agg_symbol_offsets_grouped)
 }
 END_TEST
 
+static const struct ml_agg_func *func_labelled(const struct ml_agg *a, const char *label)
+{
+	for (size_t i = 0; i < a->n_funcs; i++)
+		if (strcmp(a->funcs[i].label, label) == 0)
+			return &a->funcs[i];
+	return NULL;
+}
+
+START_TEST(agg_same_name_kept_apart)
+{
+	/* Functions are (name, module, source file): helper of a.c and of b.c
+	 * are two rows, labelled by file; dup of two modules by module.  A
+	 * frame seen again (stack 6 repeats stack 1's frame) counts again. */
+	static const uint64_t a5[] = { 0x800, 0x100 }, b7[] = { 0x810, 0x100 },
+			      a6[] = { 0x820, 0x100 }, dx[] = { 0x830, 0x100 },
+			      dy[] = { 0x840, 0x100 };
+	static struct ml_stack s[] = {
+		{ 1, 2, 0, a5 }, { 2, 2, 0, b7 }, { 3, 2, 0, a6 },
+		{ 4, 2, 0, dx }, { 5, 2, 0, dy }, { 6, 2, 0, a5 },
+	};
+	static struct ml_fmt_counter c[] = {
+		{ 1, ML_KIND_HEAP, 1, 1, 0, 0, 0, 0, 0, 0 },
+		{ 2, ML_KIND_HEAP, 1, 2, 0, 0, 0, 0, 0, 0 },
+		{ 3, ML_KIND_HEAP, 1, 4, 0, 0, 0, 0, 0, 0 },
+		{ 4, ML_KIND_HEAP, 1, 8, 0, 0, 0, 0, 0, 0 },
+		{ 5, ML_KIND_HEAP, 1, 16, 0, 0, 0, 0, 0, 0 },
+		{ 6, ML_KIND_HEAP, 1, 32, 0, 0, 0, 0, 0, 0 },
+	};
+	struct ml_profile p = prof;
+	p.stacks = s;
+	p.n_stacks = 6;
+	p.counters = c;
+	p.n_counters = 6;
+	struct ml_agg *ag;
+	ck_assert_int_eq(ml_agg_build(&p, &fake, &ag), 0);
+	ck_assert_uint_eq(ag->n_funcs, 5);
+	const struct ml_agg_func *ha = func_labelled(ag, "helper (a.c)");
+	const struct ml_agg_func *hb = func_labelled(ag, "helper (b.c)");
+	const struct ml_agg_func *dx_ = func_labelled(ag, "dup (libx.so)");
+	const struct ml_agg_func *dy_ = func_labelled(ag, "dup (liby.so)");
+	const struct ml_agg_func *m = func_labelled(ag, "main");
+	ck_assert_ptr_nonnull(ha);
+	ck_assert_ptr_nonnull(hb);
+	ck_assert_ptr_nonnull(dx_);
+	ck_assert_ptr_nonnull(dy_);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(ha->name, "helper");
+	ck_assert_str_eq(ha->file, "/src/a.c");
+	ck_assert_uint_eq(ha->self[ML_KIND_HEAP].alloc_bytes, 37);
+	ck_assert_uint_eq(ha->self[ML_KIND_HEAP].allocs, 3);
+	ck_assert_uint_eq(hb->self[ML_KIND_HEAP].alloc_bytes, 2);
+	ck_assert_uint_eq(dx_->self[ML_KIND_HEAP].alloc_bytes, 8);
+	ck_assert_uint_eq(dy_->self[ML_KIND_HEAP].alloc_bytes, 16);
+	ck_assert_uint_eq(m->total[ML_KIND_HEAP].alloc_bytes, 63);
+	ck_assert_str_eq(m->label, m->name);	/* no collision: the plain name */
+	ml_agg_free(ag);
+}
+END_TEST
+
 /* ---- JSON ----------------------------------------------------------- */
 
 START_TEST(json_escaping_and_layout)
@@ -529,6 +601,7 @@ static Suite *report_suite(void)
 	tcase_add_test(t, agg_recursion_counted_once);
 	tcase_add_test(t, agg_unknown_stack_id);
 	tcase_add_test(t, agg_symbol_offsets_grouped);
+	tcase_add_test(t, agg_same_name_kept_apart);
 	tcase_add_test(t, ops_sort_keys);
 	tcase_add_test(t, ops_table_layout);
 	tcase_add_test(t, leaks_view_text);

@@ -473,6 +473,50 @@ def recursion_counted_once():
 
 
 @test
+def same_named_statics_apart():
+	"""Two static helper()s of two files: two ops rows, two lines tables."""
+	prof = Run("dup_static").file("dup_static")
+	A = lambda m: line_of("dup_static", m)
+	B = lambda m: line_of_file("dup_static_b.inc", m)
+	funcs = report(prof, "ops")["ops"]["functions"]
+	helpers = sorted((r["label"], os.path.basename(r["file"]), flat(r)["self_bytes"],
+			  flat(r)["allocs"], flat(r)["leaked_bytes"])
+			 for r in funcs if r["name"] == "helper")
+	eq(helpers, [("helper (dup_static.c)", "dup_static.c", 200, 2, 200),
+		     ("helper (dup_static_b.inc)", "dup_static_b.inc", 4000, 1, 4000)],
+	   "helper rows: label, file, self bytes, allocs, leaked")
+	labels = {r["label"]: flat(r) for r in funcs}
+	eq((labels["helper_b_entry"]["self_bytes"], labels["helper_b_entry"]["incl_bytes"]),
+	   (0, 4000), "helper_b_entry self, inclusive")
+	eq(labels["main"]["incl_bytes"], 4200, "main inclusive")
+	p = run([rcli(), "report", prof, "ops"])
+	eq(p.returncode, 0, "ops text exit status")
+	names = re.findall(r"^ +(helper.*?) {2,}\d", text(p.stdout), re.M)
+	eq(sorted(names), ["helper (dup_static.c)", "helper (dup_static_b.inc)", "helper_b_entry"],
+	   "ops text helper names")
+	fns = report(prof, "lines", "--function", "helper")["lines"]["functions"]
+	got = [(os.path.basename(f["file"]), f["first_line"],
+		[(r["line"], r["self_alloc_bytes"], r["allocs"], r["leaked_bytes"])
+		 for r in f["lines"] if r["allocs"]]) for f in fns]
+	eq(got, [("dup_static.c", A("helper_a") - 2, [(A("helper_a"), 200, 2, 200)]),
+		 ("dup_static_b.inc", B("helper_b") - 2, [(B("helper_b"), 4000, 1, 4000)])],
+	   "lines --function helper: one table per file")
+	p = run([rcli(), "report", prof, "lines", "--function", "helper"])
+	eq(p.returncode, 0, "lines text exit status")
+	eq([os.path.basename(f) for f in re.findall(r"^Filename: (\S+)$", text(p.stdout), re.M)],
+	   ["dup_static.c", "dup_static_b.inc"], "lines text Filename headers")
+	# the same with the line timer (line_profiler's layout)
+	prof = Run("dup_static", opts=["--lines"]).file("dup_static")
+	fns = report(prof, "lines", "--function", "helper")["lines"]["functions"]
+	got = [(os.path.basename(f["file"]), f["first_line"],
+		[(r["line"], r["self_alloc_bytes"], r["allocs"]) for r in f["lines"] if r["allocs"]])
+	       for f in fns]
+	eq(got, [("dup_static.c", A("helper_a") - 2, [(A("helper_a"), 200, 2)]),
+		 ("dup_static_b.inc", B("helper_b") - 2, [(B("helper_b"), 4000, 1)])],
+	   "timed lines --function helper: one table per file")
+
+
+@test
 def jemalloc_api():
 	r = Run("jemalloc_linked", rc_ok=(10, 11))
 	grown = r.proc.returncode == 10
@@ -1720,8 +1764,8 @@ def regions_tree():
 	root = report(prof, "regions")["regions"]
 	eq(root["name"], "root", "root name")
 	ch = root["children"]
-	eq(sorted(ch), ["outer", "tail"], "top-level regions")
-	outer, tail = ch["outer"], ch["tail"]
+	eq(sorted(ch), ["grow", "outer", "tail"], "top-level regions")
+	outer, tail, grow = ch["outer"], ch["tail"], ch["grow"]
 	inner = outer["children"]["inner"]
 	eq((outer["count"], inner["count"], tail["count"]), (3, 6, 1), "counts")
 	eq((outer["alloc_bytes"], outer["self_alloc_bytes"], inner["alloc_bytes"]), (7500, 1500, 6000),
@@ -1731,6 +1775,12 @@ def regions_tree():
 	check(abs(outer["self"] - (outer["total"] - inner["total"])) < 1e-6, "outer self")
 	check(outer["total"] >= inner["total"] and tail["total"] >= 0.01, "totals")
 	eq(inner["children"], {}, "inner has no children")
+	# realloc counts in the region as the lines view counts it: 100 + 1000 + 5000
+	eq((grow["count"], grow["alloc_bytes"], grow["allocs"]), (1, 6100, 3), "grow region (realloc)")
+	rows = lines_of(prof, "main")
+	L = lambda m: line_of("lp_regions", m)
+	eq([(row(rows, L(m), m)["self_bytes"], row(rows, L(m), m)["allocs"]) for m in ("g_malloc", "g_1000", "g_5000")],
+	   [(100, 1), (1000, 1), (5000, 1)], "grow lines")
 	p = run([rcli(), "report", prof, "regions"])
 	out = text(p.stdout).splitlines()
 	check(re.match(r"^outer: \d+\.\d{4}  \(count 3, self \d+\.\d{4}, alloc 7\.32 KiB in 9 allocs\)$", out[1]),
