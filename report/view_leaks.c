@@ -39,6 +39,23 @@ static void leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FIL
 	summary_text(out, a, o->kind);
 }
 
+/* The summary fields of one kind's totals, into the open JSON object. */
+static void summary_json(struct ml_json *j, const struct ml_amount *t)
+{
+	ml_json_key(j, "in_use_bytes");
+	ml_json_u64(j, t->live_bytes);
+	ml_json_key(j, "in_use_blocks");
+	ml_json_u64(j, t->live_blocks);
+	ml_json_key(j, "allocs");
+	ml_json_u64(j, t->allocs);
+	ml_json_key(j, "frees");
+	ml_json_u64(j, t->frees);
+	ml_json_key(j, "alloc_bytes");
+	ml_json_u64(j, t->alloc_bytes);
+	ml_json_key(j, "freed_bytes");
+	ml_json_u64(j, t->freed_bytes);
+}
+
 static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, struct ml_json *j,
 		       const struct ml_agg_stack **rows, size_t n)
 {
@@ -57,18 +74,7 @@ static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, str
 	ml_json_array_end(j);
 	ml_json_key(j, "summary");
 	ml_json_object_begin(j);
-	ml_json_key(j, "in_use_bytes");
-	ml_json_u64(j, t.live_bytes);
-	ml_json_key(j, "in_use_blocks");
-	ml_json_u64(j, t.live_blocks);
-	ml_json_key(j, "allocs");
-	ml_json_u64(j, t.allocs);
-	ml_json_key(j, "frees");
-	ml_json_u64(j, t.frees);
-	ml_json_key(j, "alloc_bytes");
-	ml_json_u64(j, t.alloc_bytes);
-	ml_json_key(j, "freed_bytes");
-	ml_json_u64(j, t.freed_bytes);
+	summary_json(j, &t);
 	ml_json_object_end(j);
 }
 
@@ -163,18 +169,7 @@ static void cuda_leaks_json(const struct ml_agg *a, const struct ml_view_opts *o
 		ml_json_object_begin(j);
 		ml_json_key(j, "kind");
 		ml_json_string(j, ml_kind_name((enum ml_kind)k));
-		ml_json_key(j, "in_use_bytes");
-		ml_json_u64(j, t.live_bytes);
-		ml_json_key(j, "in_use_blocks");
-		ml_json_u64(j, t.live_blocks);
-		ml_json_key(j, "allocs");
-		ml_json_u64(j, t.allocs);
-		ml_json_key(j, "frees");
-		ml_json_u64(j, t.frees);
-		ml_json_key(j, "alloc_bytes");
-		ml_json_u64(j, t.alloc_bytes);
-		ml_json_key(j, "freed_bytes");
-		ml_json_u64(j, t.freed_bytes);
+		summary_json(j, &t);
 		ml_json_object_end(j);
 	}
 	ml_json_array_end(j);
