@@ -17,143 +17,22 @@
  * Only exact names are touched: nothing else starting with cu (cuBLAS, cuDNN),
  * never cuGetExportTable.  When a driver hands out a function whose ABI we
  * cannot be sure of (an older version of the symbol, an unexpected pointer),
- * it is returned untouched: the program always gets the real behaviour. */
-#include <dlfcn.h>
-#include <link.h>
+ * it is returned untouched: the program always gets the real behaviour.
+ *
+ * The hook table is in internal.h; finding real definitions in dlsym.c,
+ * wrapping what cuGetProcAddress hands out in procaddr.c, recording in
+ * record.c.  This file holds the exported entry points and their bodies. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 #include "alloc/track.h"
 #include "alloc/internal.h"
 #include "cuda_hooks/blocks.h"
 #include "cuda_hooks/driver.h"
+#include "cuda_hooks/internal.h"
 
 #define ML_EXPORT __attribute__((visibility("default")))
-
-#define K_DEVICE ML_KIND_CUDA_DEVICE
-#define K_MANAGED ML_KIND_CUDA_MANAGED
-#define K_PINNED ML_KIND_CUDA_PINNED
-#define K_POOL ML_KIND_CUDA_POOL
-#define K_VMM ML_KIND_CUDA_VMM
-#define K_ARRAY ML_KIND_CUDA_ARRAY
-#define K_MAPPED ML_KIND_CUDA_MAPPED
-#define K_RESERVED ML_KIND_CUDA_RESERVED
-#define K_GPU ML_KIND_CUDA_GPU
-#define BIT(k) (1u << (k))
-/* The kinds added into the combined GPU total (K_GPU): GPU memory the
- * program owns.  Not pinned host memory, not VMM mappings (views of VMM
- * physical memory) or reservations (address space only). */
-#define GPU_KINDS (BIT(K_DEVICE) | BIT(K_MANAGED) | BIT(K_POOL) | BIT(K_VMM) | BIT(K_ARRAY))
-/* What cuMemFree / cudaFree / the async frees may release. */
-#define FREEABLE (BIT(K_DEVICE) | BIT(K_MANAGED) | BIT(K_POOL))
-/* What a context owns and takes along when it is destroyed. */
-#define CTX_KINDS (BIT(K_DEVICE) | BIT(K_MANAGED) | BIT(K_PINNED) | BIT(K_POOL) | BIT(K_ARRAY))
-
-/* ------------------------------------------------------------ the hook table
- * X(id, exported symbol, base name given to cuGetProcAddress, lowest
- *   cudaVersion that resolves the base name to this symbol, first version
- *   that no longer does (0: none), stream variant: -1 any, 0 legacy, 1 _ptsz) */
-#define ML_CUDA_DRIVER_HOOKS(X) \
-	X(H_MEM_ALLOC, cuMemAlloc_v2, "cuMemAlloc", 3020, 0, -1) \
-	X(H_MEM_ALLOC_PITCH, cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 0, -1) \
-	X(H_MEM_FREE, cuMemFree_v2, "cuMemFree", 3020, 0, -1) \
-	X(H_MEM_ALLOC_MANAGED, cuMemAllocManaged, "cuMemAllocManaged", 0, 0, -1) \
-	X(H_MEM_HOST_ALLOC, cuMemHostAlloc, "cuMemHostAlloc", 0, 0, -1) \
-	X(H_MEM_ALLOC_HOST, cuMemAllocHost_v2, "cuMemAllocHost", 3020, 0, -1) \
-	X(H_MEM_FREE_HOST, cuMemFreeHost, "cuMemFreeHost", 0, 0, -1) \
-	X(H_MEM_HOST_REGISTER_V2, cuMemHostRegister_v2, "cuMemHostRegister", 6050, 0, -1) \
-	X(H_MEM_HOST_REGISTER, cuMemHostRegister, "cuMemHostRegister", 0, 6050, -1) \
-	X(H_MEM_HOST_UNREGISTER, cuMemHostUnregister, "cuMemHostUnregister", 0, 0, -1) \
-	X(H_ARRAY_CREATE, cuArrayCreate_v2, "cuArrayCreate", 3020, 0, -1) \
-	X(H_ARRAY3D_CREATE, cuArray3DCreate_v2, "cuArray3DCreate", 3020, 0, -1) \
-	X(H_ARRAY_DESTROY, cuArrayDestroy, "cuArrayDestroy", 0, 0, -1) \
-	X(H_MEM_ALLOC_ASYNC, cuMemAllocAsync, "cuMemAllocAsync", 0, 0, 0) \
-	X(H_MEM_ALLOC_ASYNC_PTSZ, cuMemAllocAsync_ptsz, "cuMemAllocAsync", 0, 0, 1) \
-	X(H_MEM_ALLOC_POOL_ASYNC, cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 0, 0, 0) \
-	X(H_MEM_ALLOC_POOL_ASYNC_PTSZ, cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 0, 0, 1) \
-	X(H_MEM_FREE_ASYNC, cuMemFreeAsync, "cuMemFreeAsync", 0, 0, 0) \
-	X(H_MEM_FREE_ASYNC_PTSZ, cuMemFreeAsync_ptsz, "cuMemFreeAsync", 0, 0, 1) \
-	X(H_MEM_POOL_TRIM_TO, cuMemPoolTrimTo, "cuMemPoolTrimTo", 0, 0, -1) \
-	X(H_MEM_POOL_DESTROY, cuMemPoolDestroy, "cuMemPoolDestroy", 0, 0, -1) \
-	X(H_MEM_CREATE, cuMemCreate, "cuMemCreate", 0, 0, -1) \
-	X(H_MEM_RELEASE, cuMemRelease, "cuMemRelease", 0, 0, -1) \
-	X(H_MEM_MAP, cuMemMap, "cuMemMap", 0, 0, -1) \
-	X(H_MEM_UNMAP, cuMemUnmap, "cuMemUnmap", 0, 0, -1) \
-	X(H_MEM_ADDRESS_RESERVE, cuMemAddressReserve, "cuMemAddressReserve", 0, 0, -1) \
-	X(H_MEM_ADDRESS_FREE, cuMemAddressFree, "cuMemAddressFree", 0, 0, -1) \
-	X(H_CTX_DESTROY, cuCtxDestroy_v2, "cuCtxDestroy", 4000, 0, -1) \
-	X(H_PRIMARY_RETAIN, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 0, 0, -1) \
-	X(H_PRIMARY_RESET_V2, cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, 0, -1) \
-	X(H_PRIMARY_RESET, cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 0, 11000, -1) \
-	X(H_GPA, cuGetProcAddress, "cuGetProcAddress", 0, 12000, -1) \
-	X(H_GPA_V2, cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0, -1)
-
-/* Driver calls that allocate no memory the program owns but may malloc
- * host memory for the driver's own state (a context, a loaded module, a
- * stream, an event): hooked only to hold the guard, so that those mallocs
- * are not charged to the program's line.  Each has at most six integer or
- * pointer arguments and returns CUresult: one generic forwarder passes the
- * six argument registers through (x86-64 SysV), so the wrapper is right for
- * whichever revision of the function the driver hands out.  Same columns as
- * above; lookups of a base name spread over the hooks sharing it. */
-#define ML_CUDA_GUARD_HOOKS(X) \
-	X(G_INIT, cuInit, "cuInit", 0, 0, -1) \
-	X(G_CTX_CREATE_V2, cuCtxCreate_v2, "cuCtxCreate", 3020, 0, -1) \
-	X(G_CTX_CREATE_V3, cuCtxCreate_v3, "cuCtxCreate", 3020, 0, -1) \
-	X(G_CTX_CREATE_V4, cuCtxCreate_v4, "cuCtxCreate", 3020, 0, -1) \
-	X(G_MODULE_LOAD, cuModuleLoad, "cuModuleLoad", 0, 0, -1) \
-	X(G_MODULE_LOAD_DATA, cuModuleLoadData, "cuModuleLoadData", 0, 0, -1) \
-	X(G_MODULE_LOAD_DATA_EX, cuModuleLoadDataEx, "cuModuleLoadDataEx", 0, 0, -1) \
-	X(G_MODULE_LOAD_FATBIN, cuModuleLoadFatBinary, "cuModuleLoadFatBinary", 0, 0, -1) \
-	X(G_MODULE_UNLOAD, cuModuleUnload, "cuModuleUnload", 0, 0, -1) \
-	X(G_STREAM_CREATE, cuStreamCreate, "cuStreamCreate", 0, 0, -1) \
-	X(G_STREAM_CREATE_PRIO, cuStreamCreateWithPriority, "cuStreamCreateWithPriority", 0, 0, -1) \
-	X(G_EVENT_CREATE, cuEventCreate, "cuEventCreate", 0, 0, -1)
-
-/* The runtime's symbols (shared libcudart only): exported, never handed out
- * by cuGetProcAddress. */
-#define ML_CUDA_RUNTIME_HOOKS(X) \
-	X(R_MALLOC, cudaMalloc) \
-	X(R_MALLOC_MANAGED, cudaMallocManaged) \
-	X(R_MALLOC_PITCH, cudaMallocPitch) \
-	X(R_MALLOC_HOST, cudaMallocHost) \
-	X(R_HOST_ALLOC, cudaHostAlloc) \
-	X(R_FREE_HOST, cudaFreeHost) \
-	X(R_HOST_REGISTER, cudaHostRegister) \
-	X(R_HOST_UNREGISTER, cudaHostUnregister) \
-	X(R_FREE, cudaFree) \
-	X(R_MALLOC_ASYNC, cudaMallocAsync) \
-	X(R_MALLOC_ASYNC_PTSZ, cudaMallocAsync_ptsz) \
-	X(R_MALLOC_POOL_ASYNC, cudaMallocFromPoolAsync) \
-	X(R_MALLOC_POOL_ASYNC_PTSZ, cudaMallocFromPoolAsync_ptsz) \
-	X(R_FREE_ASYNC, cudaFreeAsync) \
-	X(R_FREE_ASYNC_PTSZ, cudaFreeAsync_ptsz)
-
-#define ENUM_D(id, sym, base, vmin, vmax, stream) id,
-enum { ML_CUDA_DRIVER_HOOKS(ENUM_D) ML_CUDA_GUARD_HOOKS(ENUM_D) H_COUNT };
-#define ENUM_R(id, sym) id,
-enum { ML_CUDA_RUNTIME_HOOKS(ENUM_R) R_COUNT };
-
-#define PROC_SLOTS 2
-struct hook {
-	const char *sym;
-	const char *base;
-	int vmin, vmax;
-	int stream;
-	/* What cuGetProcAddress / dlsym hand out, and the driver's function
-	 * behind each.  Two slots: a driver may give a different address for
-	 * the same function through dlsym and through cuGetProcAddress. */
-	void *proc_wrap[PROC_SLOTS];
-	void *volatile proc_real[PROC_SLOTS];
-	void *export_wrap;		/* our exported symbol of the same name */
-	void *volatile export_real;	/* dlsym(RTLD_NEXT, sym), for export_wrap */
-	bool guard_only;		/* ML_CUDA_GUARD_HOOKS: generic forwarder */
-};
-static struct hook hooks[H_COUNT];
 
 static const char *const runtime_syms[R_COUNT] = {
 #define NAME_R(id, sym) #sym,
@@ -167,10 +46,6 @@ static void *const runtime_exports[R_COUNT];	/* our exported functions, below */
  * ml_cuda_dlsym_wants(name); for any name we do not hook it jumps to the
  * real dlsym with the caller's return address untouched (dlsym resolves
  * RTLD_NEXT and RTLD_DEFAULT relative to its caller). */
-void *(*ml_cuda_real_dlsym)(void *, const char *);
-int ml_cuda_dlsym_wants(const char *name);
-void *ml_cuda_dlsym_hooked(void *handle, const char *name);
-
 #if defined(__x86_64__)
 __asm__(".text\n"
 	".globl dlsym\n"
@@ -201,233 +76,7 @@ __asm__(".text\n"
 	".size dlsym, .-dlsym\n");
 #endif
 
-static void resolve_real_dlsym(void)
-{
-	if (ml_cuda_real_dlsym)
-		return;
-	void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	if (!p)
-		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-	__atomic_store_n(&ml_cuda_real_dlsym, (void *(*)(void *, const char *))p,
-			 __ATOMIC_RELEASE);
-}
-
-/* Our dlsym(RTLD_NEXT, sym): the call comes from inside libmemline. */
-static void *next_sym(const char *sym)
-{
-	resolve_real_dlsym();
-	return ml_cuda_real_dlsym ? ml_cuda_real_dlsym(RTLD_NEXT, sym) : NULL;
-}
-
-/* The definition of sym the program would have used without us, when
- * RTLD_NEXT cannot see it: a library loaded with RTLD_LOCAL (a Python
- * extension such as PyTorch's, linked with libcudart.so or -lcuda) binds its
- * calls to our exported symbol, but its libcudart / libcuda is outside the
- * global scope.  Searches each loaded object's own scope (dlopen NOLOAD +
- * dlsym on the handle), skipping ours.  Guard held by the caller. */
-#define MAX_OBJECTS 512
-struct objects {
-	const char *name[MAX_OBJECTS];
-	int n;
-	uintptr_t self_base;
-};
-
-static int collect_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct objects *o = arg;
-	if (o->n < MAX_OBJECTS && info->dlpi_name && info->dlpi_name[0] &&
-	    info->dlpi_addr != o->self_base)
-		o->name[o->n++] = info->dlpi_name;
-	return 0;
-}
-
-static void *search_loaded(const char *sym, void *ours)
-{
-	static struct objects objs;	/* static: large; callers are rare (first call only) */
-	static volatile int busy;
-	Dl_info self;
-	void *found = NULL;
-	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
-		return NULL;
-	if (!dladdr((void *)search_loaded, &self))
-		goto out;
-	objs.n = 0;
-	objs.self_base = (uintptr_t)self.dli_fbase;
-	/* Names first, lookups after: dlopen must not run under the loader's
-	 * lock that dl_iterate_phdr holds. */
-	dl_iterate_phdr(collect_object, &objs);
-	int (*real_dlclose)(void *) = (int (*)(void *))next_sym("dlclose");
-	for (int i = 0; i < objs.n && !found; i++) {
-		void *h = dlopen(objs.name[i], RTLD_LAZY | RTLD_NOLOAD);
-		if (!h)
-			continue;
-		void *p = ml_cuda_real_dlsym(h, sym);
-		if (p && p != ours) {
-			Dl_info at;
-			if (!dladdr(p, &at) || at.dli_fbase != self.dli_fbase)
-				found = p;
-		}
-		if (real_dlclose)
-			real_dlclose(h);
-	}
-out:
-	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
-	return found;
-}
-
-/* The real definition behind our exported sym (ours: our export). */
-static void *find_real(const char *sym, void *ours)
-{
-	void *p = next_sym(sym);
-	if (p && p != ours)
-		return p;
-	bool guarded = ml_guard_enter_always();
-	p = ml_cuda_real_dlsym ? search_loaded(sym, ours) : NULL;
-	if (guarded)
-		ml_guard_exit();
-	return p;
-}
-
-static int hook_by_sym(const char *name)
-{
-	for (int i = 0; i < H_COUNT; i++)
-		if (strcmp(hooks[i].sym, name) == 0)
-			return i;
-	return -1;
-}
-
-int ml_cuda_dlsym_wants(const char *name)
-{
-	resolve_real_dlsym();
-	if (!ml_cuda_real_dlsym)
-		return 1;	/* ml_cuda_dlsym_hooked answers NULL */
-	return name && name[0] == 'c' && name[1] == 'u' && hook_by_sym(name) >= 0;
-}
-
-/* ------------------------------------------------- learning driver functions */
-
-/* The driver's own cuGetProcAddress entry points, when seen (they tell the
- * two ABIs apart in a lookup of "cuGetProcAddress" itself). */
-static void *volatile gpa_v1_real, *volatile gpa_v2_real;
-
-/* MEMLINE_CUDA_TRACE=1: one line on stderr per driver function wrapped (for
- * tests and for checking a new driver or runtime). */
-static int trace;
-
-static void trace_wrapped(const char *sym, int slot)
-{
-	char line[160];
-	if (!trace)
-		return;
-	int n = snprintf(line, sizeof(line), "memline: cuda: wrapped %s (slot %d)\n", sym, slot);
-	if (n > 0 && write(2, line, (size_t)n) < 0)
-		trace = 0;
-}
-
-/* Hands out h's wrapper for the driver's function real, or real itself when
- * h already stands for another function (then the call is not counted). */
-/* Hands out h's wrapper for the driver's function real; NULL when both of
- * h's slots already stand for other functions. */
-static void *claim_slot(struct hook *h, void *real)
-{
-	if (real == h->export_wrap)
-		return real;		/* ours already */
-	for (int s = 0; s < PROC_SLOTS; s++) {
-		void *expected = NULL;
-		if (real == h->proc_wrap[s])
-			return real;
-		if (__atomic_compare_exchange_n(&h->proc_real[s], &expected, real, false,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-			trace_wrapped(h->sym, s);
-			return h->proc_wrap[s];
-		}
-		if (expected == real)
-			return h->proc_wrap[s];
-	}
-	return NULL;
-}
-
-/* Hands out h's wrapper for the driver's function real, or real itself when
- * h already stands for other functions (then the call is not counted).  A
- * guard-only hook's wrapper forwards any revision of its function, so the
- * other guard-only hooks of the same base name are tried first. */
-static void *claim(struct hook *h, void *real)
-{
-	void *w = claim_slot(h, real);
-	for (int i = 0; !w && h->guard_only && i < H_COUNT; i++)
-		if (hooks[i].guard_only && &hooks[i] != h && strcmp(hooks[i].base, h->base) == 0)
-			w = claim_slot(&hooks[i], real);
-	if (w)
-		return w;
-	static int warned;
-	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-		ml_warn("CUDA: a driver function changed address; calls through the new one are not counted");
-	return real;
-}
-
-void *ml_cuda_dlsym_hooked(void *handle, const char *name)
-{
-	if (!ml_cuda_real_dlsym || !name)
-		return NULL;
-	void *real = ml_cuda_real_dlsym(handle, name);
-	int i = hook_by_sym(name);
-	if (!real || i < 0)
-		return real;
-	if (i == H_GPA && real != hooks[i].export_wrap)
-		gpa_v1_real = real;
-	if (i == H_GPA_V2 && real != hooks[i].export_wrap)
-		gpa_v2_real = real;
-	return claim(&hooks[i], real);
-}
-
-/* The hook for a successful lookup of symbol, or -1. */
-static int hook_for_lookup(const char *symbol, int version, uint64_t flags, void *real)
-{
-	if (strcmp(symbol, "cuGetProcAddress") == 0) {
-		if (real == gpa_v1_real)
-			return H_GPA;
-		if (real == gpa_v2_real)
-			return H_GPA_V2;
-	}
-	int ptsz = (flags & ML_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-	for (int i = 0; i < H_COUNT; i++) {
-		const struct hook *h = &hooks[i];
-		if (strcmp(h->base, symbol) == 0 && version >= h->vmin &&
-		    (!h->vmax || version < h->vmax) && (h->stream < 0 || h->stream == ptsz))
-			return i;
-	}
-	return hook_by_sym(symbol);	/* asked for by its exact name */
-}
-
-/* The driver's cuCtxGetCurrent, found once. */
-static CUresult (*volatile ctx_get)(CUcontext *);
-
-static void find_ctx_get(void)
-{
-	void *p = NULL;
-	ml_cu_query_result st = 0;
-	if (gpa_v2_real)
-		((ml_cu_gpa_v2)gpa_v2_real)("cuCtxGetCurrent", &p, 4000, 0, &st);
-	if (!p && gpa_v1_real)
-		((ml_cu_gpa_v1)gpa_v1_real)("cuCtxGetCurrent", &p, 4000, 0);
-	if (!p)
-		p = next_sym("cuCtxGetCurrent");
-	if (p)
-		ctx_get = (CUresult (*)(CUcontext *))p;
-}
-
-/* The calling thread's current context (NULL if none or unknown).  Guard held. */
-static void *current_ctx(void)
-{
-	CUcontext c = NULL;
-	if (!ctx_get)
-		find_ctx_get();
-	if (ctx_get && ctx_get(&c) != ML_CUDA_SUCCESS)
-		c = NULL;
-	return c;
-}
-
-/* ------------------------------------------------------------ recording */
+/* ------------------------------------------------------------ the guard */
 
 static inline void guard_release(bool *held)
 {
@@ -439,65 +88,13 @@ static inline void guard_release(bool *held)
  * hooks and the CUDA libraries' own mallocs are not recorded. */
 #define GUARD bool held __attribute__((cleanup(guard_release))) = ml_guard_enter()
 
-static void note_alloc(uint64_t addr, size_t size, uint32_t kind, bool with_ctx)
-{
-	if (!addr)
-		return;
-	if (GPU_KINDS & BIT(kind))
-		ml_track_alloc_also((void *)(uintptr_t)addr, size, (enum ml_kind)kind, K_GPU);
-	else
-		ml_track_alloc((void *)(uintptr_t)addr, size, (enum ml_kind)kind);
-	ml_cuda_blocks_put(addr, kind, with_ctx ? current_ctx() : NULL);
-}
-
-/* A free in progress: the block is out of both tables until it ends. */
-struct pending {
-	struct ml_track_held held;
-	struct ml_track_held gpu;	/* its entry in the GPU total, if any */
-	uint32_t kind;
-	void *ctx;
-	bool in_blocks;
-};
-
-static void free_begin(uint64_t addr, uint32_t kinds, struct pending *p)
-{
-	p->held.addr = 0;
-	p->gpu.addr = 0;
-	p->in_blocks = addr && ml_cuda_blocks_take(addr, kinds, &p->kind, &p->ctx);
-	if (p->in_blocks) {
-		ml_track_detach((void *)(uintptr_t)addr, (enum ml_kind)p->kind, &p->held);
-	} else {
-		for (uint32_t k = 0; addr && k < ML_KIND_COUNT; k++)
-			if ((kinds & BIT(k)) &&
-			    ml_track_detach((void *)(uintptr_t)addr, (enum ml_kind)k, &p->held)) {
-				p->kind = k;
-				break;
-			}
-	}
-	if (p->held.addr && (GPU_KINDS & BIT(p->kind)))
-		ml_track_detach((void *)(uintptr_t)addr, K_GPU, &p->gpu);
-}
-
-static void free_end(uint64_t addr, const struct pending *p, bool ok)
-{
-	if (ok) {	/* the GPU total first: it never holds a block its kind lacks */
-		ml_track_release(&p->gpu);
-		ml_track_release(&p->held);
-		return;
-	}
-	ml_track_reattach(&p->held);
-	ml_track_reattach(&p->gpu);
-	if (p->in_blocks)
-		ml_cuda_blocks_put(addr, p->kind, p->ctx);
-}
-
 /* The real function: the export's (found with dlsym RTLD_NEXT) or the one
  * the driver handed out. */
 static void *export_real(int id)
 {
-	struct hook *h = &hooks[id];
+	struct hook *h = &ml_cuda_hooks[id];
 	if (!h->export_real)
-		h->export_real = find_real(h->sym, h->export_wrap);
+		h->export_real = ml_cuda_find_real(h->sym, h->export_wrap);
 	return h->export_real;
 }
 
@@ -511,12 +108,12 @@ static void *export_real(int id)
 	} \
 	static CUresult p_##name params \
 	{ \
-		void *R = hooks[id].proc_real[0]; \
+		void *R = ml_cuda_hooks[id].proc_real[0]; \
 		return impl args; \
 	} \
 	static CUresult q_##name params \
 	{ \
-		void *R = hooks[id].proc_real[1]; \
+		void *R = ml_cuda_hooks[id].proc_real[1]; \
 		return impl args; \
 	}
 
@@ -531,7 +128,7 @@ static CUresult mem_alloc(void *real, CUdeviceptr *d, size_t size)
 	GUARD;
 	CUresult rc = ((dptr_size_fn)real)(d, size);
 	if (held && rc == ML_CUDA_SUCCESS && d)
-		note_alloc(*d, size, K_DEVICE, true);
+		ml_cuda_note_alloc(*d, size, K_DEVICE, true);
 	return rc;
 }
 PAIR(H_MEM_ALLOC, mem_alloc, cuMemAlloc_v2, (CUdeviceptr *d, size_t s), (R, d, s))
@@ -544,7 +141,7 @@ static CUresult mem_alloc_pitch(void *real, CUdeviceptr *d, size_t *pitch, size_
 	GUARD;
 	CUresult rc = ((pitch_fn)real)(d, pitch, w, h, elem);
 	if (held && rc == ML_CUDA_SUCCESS && d && pitch)
-		note_alloc(*d, *pitch * h, K_DEVICE, true);
+		ml_cuda_note_alloc(*d, *pitch * h, K_DEVICE, true);
 	return rc;
 }
 PAIR(H_MEM_ALLOC_PITCH, mem_alloc_pitch, cuMemAllocPitch_v2,
@@ -557,7 +154,7 @@ static CUresult mem_alloc_managed(void *real, CUdeviceptr *d, size_t size, unsig
 	GUARD;
 	CUresult rc = ((managed_fn)real)(d, size, flags);
 	if (held && rc == ML_CUDA_SUCCESS && d)
-		note_alloc(*d, size, K_MANAGED, true);
+		ml_cuda_note_alloc(*d, size, K_MANAGED, true);
 	return rc;
 }
 PAIR(H_MEM_ALLOC_MANAGED, mem_alloc_managed, cuMemAllocManaged,
@@ -570,7 +167,7 @@ static CUresult mem_host_alloc(void *real, void **pp, size_t size, unsigned int 
 	GUARD;
 	CUresult rc = ((host_alloc_fn)real)(pp, size, flags);
 	if (held && rc == ML_CUDA_SUCCESS && pp)
-		note_alloc((uintptr_t)*pp, size, K_PINNED, true);
+		ml_cuda_note_alloc((uintptr_t)*pp, size, K_PINNED, true);
 	return rc;
 }
 PAIR(H_MEM_HOST_ALLOC, mem_host_alloc, cuMemHostAlloc, (void **p, size_t s, unsigned int f),
@@ -583,7 +180,7 @@ static CUresult mem_alloc_host(void *real, void **pp, size_t size)
 	GUARD;
 	CUresult rc = ((alloc_host_fn)real)(pp, size);
 	if (held && rc == ML_CUDA_SUCCESS && pp)
-		note_alloc((uintptr_t)*pp, size, K_PINNED, true);
+		ml_cuda_note_alloc((uintptr_t)*pp, size, K_PINNED, true);
 	return rc;
 }
 PAIR(H_MEM_ALLOC_HOST, mem_alloc_host, cuMemAllocHost_v2, (void **p, size_t s), (R, p, s))
@@ -597,7 +194,7 @@ static CUresult mem_host_register(void *real, void *p, size_t size, unsigned int
 	GUARD;
 	CUresult rc = ((host_register_fn)real)(p, size, flags);
 	if (held && rc == ML_CUDA_SUCCESS)
-		note_alloc((uintptr_t)p, size, K_PINNED, true);
+		ml_cuda_note_alloc((uintptr_t)p, size, K_PINNED, true);
 	return rc;
 }
 PAIR(H_MEM_HOST_REGISTER_V2, mem_host_register, cuMemHostRegister_v2,
@@ -615,11 +212,11 @@ static CUresult mem_free_kinds(void *real, uint64_t addr, uint32_t kinds, bool h
 	GUARD;
 	struct pending p;
 	if (held)
-		free_begin(addr, kinds, &p);
+		ml_cuda_free_begin(addr, kinds, &p);
 	CUresult rc = host ? ((CUresult (*)(void *))real)((void *)(uintptr_t)addr)
 			   : ((dptr_fn)real)(addr);
 	if (held)
-		free_end(addr, &p, rc == ML_CUDA_SUCCESS);
+		ml_cuda_free_end(addr, &p, rc == ML_CUDA_SUCCESS);
 	return rc;
 }
 static CUresult mem_free(void *real, CUdeviceptr d)
@@ -635,26 +232,6 @@ static CUresult mem_free_host(void *real, void *p)
 PAIR(H_MEM_FREE_HOST, mem_free_host, cuMemFreeHost, (void *p), (R, p))
 PAIR(H_MEM_HOST_UNREGISTER, mem_free_host, cuMemHostUnregister, (void *p), (R, p))
 
-/* ---- arrays: the logical size, width x height x depth x channels x element ---- */
-
-static size_t element_bytes(int format)
-{
-	switch (format) {
-	case 0x01: case 0x08: case 0xc0: case 0xc6: return 1;	/* int8, unorm/snorm int8x1 */
-	case 0x02: case 0x09: case 0x10: case 0xc1: case 0xc3: case 0xc7: case 0xc9:
-		return 2;
-	case 0x03: case 0x0a: case 0x20: case 0xc2: case 0xc4: case 0xc8: case 0xca:
-		return 4;
-	case 0xc5: case 0xcb: return 8;
-	default: return 1;	/* block-compressed and video formats: 1 byte per element */
-	}
-}
-
-static size_t array_bytes(size_t w, size_t h, size_t d, int format, unsigned int channels)
-{
-	return w * (h ? h : 1) * (d ? d : 1) * (channels ? channels : 1) * element_bytes(format);
-}
-
 typedef CUresult (*array_fn)(CUarray *, const void *);
 static CUresult array_create(void *real, CUarray *a, const struct ml_cu_array_desc *d)
 {
@@ -662,7 +239,7 @@ static CUresult array_create(void *real, CUarray *a, const struct ml_cu_array_de
 	GUARD;
 	CUresult rc = ((array_fn)real)(a, d);
 	if (held && rc == ML_CUDA_SUCCESS && a && d)
-		note_alloc((uintptr_t)*a, array_bytes(d->Width, d->Height, 1, d->Format,
+		ml_cuda_note_alloc((uintptr_t)*a, ml_cuda_array_bytes(d->Width, d->Height, 1, d->Format,
 						       d->NumChannels), K_ARRAY, true);
 	return rc;
 }
@@ -675,7 +252,7 @@ static CUresult array3d_create(void *real, CUarray *a, const struct ml_cu_array3
 	GUARD;
 	CUresult rc = ((array_fn)real)(a, d);
 	if (held && rc == ML_CUDA_SUCCESS && a && d)
-		note_alloc((uintptr_t)*a, array_bytes(d->Width, d->Height, d->Depth, d->Format,
+		ml_cuda_note_alloc((uintptr_t)*a, ml_cuda_array_bytes(d->Width, d->Height, d->Depth, d->Format,
 						       d->NumChannels), K_ARRAY, true);
 	return rc;
 }
@@ -697,7 +274,7 @@ static CUresult mem_alloc_async(void *real, CUdeviceptr *d, size_t size, CUstrea
 	GUARD;
 	CUresult rc = ((alloc_async_fn)real)(d, size, s);
 	if (held && rc == ML_CUDA_SUCCESS && d)
-		note_alloc(*d, size, K_POOL, true);
+		ml_cuda_note_alloc(*d, size, K_POOL, true);
 	return rc;
 }
 PAIR(H_MEM_ALLOC_ASYNC, mem_alloc_async, cuMemAllocAsync,
@@ -713,7 +290,7 @@ static CUresult mem_alloc_pool(void *real, CUdeviceptr *d, size_t size, CUmemory
 	GUARD;
 	CUresult rc = ((alloc_pool_fn)real)(d, size, pool, s);
 	if (held && rc == ML_CUDA_SUCCESS && d)
-		note_alloc(*d, size, K_POOL, true);
+		ml_cuda_note_alloc(*d, size, K_POOL, true);
 	return rc;
 }
 PAIR(H_MEM_ALLOC_POOL_ASYNC, mem_alloc_pool, cuMemAllocFromPoolAsync,
@@ -728,10 +305,10 @@ static CUresult mem_free_async(void *real, CUdeviceptr d, CUstream s)
 	GUARD;
 	struct pending p;
 	if (held)
-		free_begin(d, FREEABLE, &p);
+		ml_cuda_free_begin(d, FREEABLE, &p);
 	CUresult rc = ((free_async_fn)real)(d, s);
 	if (held)
-		free_end(d, &p, rc == ML_CUDA_SUCCESS);
+		ml_cuda_free_end(d, &p, rc == ML_CUDA_SUCCESS);
 	return rc;
 }
 PAIR(H_MEM_FREE_ASYNC, mem_free_async, cuMemFreeAsync, (CUdeviceptr d, CUstream s), (R, d, s))
@@ -770,7 +347,7 @@ static CUresult mem_create(void *real, CUmemGenericAllocationHandle *h, size_t s
 	GUARD;
 	CUresult rc = ((mem_create_fn)real)(h, size, prop, flags);
 	if (held && rc == ML_CUDA_SUCCESS && h)
-		note_alloc(*h, size, K_VMM, false);
+		ml_cuda_note_alloc(*h, size, K_VMM, false);
 	return rc;
 }
 PAIR(H_MEM_CREATE, mem_create, cuMemCreate,
@@ -792,7 +369,7 @@ static CUresult mem_map(void *real, CUdeviceptr ptr, size_t size, size_t offset,
 	GUARD;
 	CUresult rc = ((mem_map_fn)real)(ptr, size, offset, h, flags);
 	if (held && rc == ML_CUDA_SUCCESS)
-		note_alloc(ptr, size, K_MAPPED, false);
+		ml_cuda_note_alloc(ptr, size, K_MAPPED, false);
 	return rc;
 }
 PAIR(H_MEM_MAP, mem_map, cuMemMap,
@@ -835,7 +412,7 @@ static CUresult mem_address_reserve(void *real, CUdeviceptr *ptr, size_t size, s
 	GUARD;
 	CUresult rc = ((reserve_fn)real)(ptr, size, align, addr, flags);
 	if (held && rc == ML_CUDA_SUCCESS && ptr)
-		note_alloc(*ptr, size, K_RESERVED, false);
+		ml_cuda_note_alloc(*ptr, size, K_RESERVED, false);
 	return rc;
 }
 PAIR(H_MEM_ADDRESS_RESERVE, mem_address_reserve, cuMemAddressReserve,
@@ -851,20 +428,13 @@ PAIR(H_MEM_ADDRESS_FREE, mem_address_free, cuMemAddressFree, (CUdeviceptr p, siz
 /* ---- contexts: destroying one (or resetting a device's primary context)
  * releases every block it held ---- */
 
-static void sweep_one(uint64_t addr, uint32_t kind, void *arg)
-{
-	if (GPU_KINDS & BIT(kind))	/* the GPU total first, as in free_end */
-		ml_track_free((void *)(uintptr_t)addr, K_GPU);
-	ml_track_free((void *)(uintptr_t)addr, (enum ml_kind)kind);
-}
-
 static CUresult ctx_destroy(void *real, CUcontext ctx)
 {
 	NOT_READY(real);
 	GUARD;
 	CUresult rc = ((CUresult (*)(CUcontext))real)(ctx);
 	if (held && rc == ML_CUDA_SUCCESS && ctx)
-		ml_cuda_blocks_sweep(ctx, CTX_KINDS, sweep_one, NULL);
+		ml_cuda_blocks_sweep(ctx, CTX_KINDS, ml_cuda_sweep_one, NULL);
 	return rc;
 }
 PAIR(H_CTX_DESTROY, ctx_destroy, cuCtxDestroy_v2, (CUcontext c), (R, c))
@@ -891,7 +461,7 @@ static CUresult primary_reset(void *real, CUdevice dev)
 	GUARD;
 	CUresult rc = ((CUresult (*)(CUdevice))real)(dev);
 	if (held && rc == ML_CUDA_SUCCESS && dev >= 0 && dev < MAX_DEVICES && primary_ctx[dev])
-		ml_cuda_blocks_sweep(primary_ctx[dev], CTX_KINDS, sweep_one, NULL);
+		ml_cuda_blocks_sweep(primary_ctx[dev], CTX_KINDS, ml_cuda_sweep_one, NULL);
 	return rc;
 }
 PAIR(H_PRIMARY_RESET_V2, primary_reset, cuDevicePrimaryCtxReset_v2, (CUdevice d), (R, d))
@@ -903,18 +473,18 @@ static CUresult gpa(bool v2, void *real, const char *symbol, void **pfn, int ver
 		    uint64_t flags, ml_cu_query_result *status)
 {
 	NOT_READY(real);
-	if (v2 && !gpa_v2_real)
-		gpa_v2_real = real;
-	if (!v2 && !gpa_v1_real)
-		gpa_v1_real = real;
+	if (v2 && !ml_cuda_gpa_v2_real)
+		ml_cuda_gpa_v2_real = real;
+	if (!v2 && !ml_cuda_gpa_v1_real)
+		ml_cuda_gpa_v1_real = real;
 	GUARD;
 	CUresult rc = v2 ? ((ml_cu_gpa_v2)real)(symbol, pfn, version, flags, status)
 			 : ((ml_cu_gpa_v1)real)(symbol, pfn, version, flags);
 	if (rc != ML_CUDA_SUCCESS || !symbol || !pfn || !*pfn)
 		return rc;
-	int i = hook_for_lookup(symbol, version, flags, *pfn);
+	int i = ml_cuda_hook_for_lookup(symbol, version, flags, *pfn);
 	if (i >= 0)
-		*pfn = claim(&hooks[i], *pfn);
+		*pfn = ml_cuda_claim(&ml_cuda_hooks[i], *pfn);
 	return rc;
 }
 
@@ -955,7 +525,7 @@ ML_CUDA_GUARD_HOOKS(GUARD_PAIR)
 #define ROW_G(id, name, b, lo, hi, st) \
 	[id] = { #name, b, lo, hi, st, { (void *)p_##name, (void *)q_##name }, { NULL, NULL }, \
 		 (void *)name, NULL, true },
-static struct hook hooks[H_COUNT] = { ML_CUDA_DRIVER_HOOKS(ROW_D) ML_CUDA_GUARD_HOOKS(ROW_G) };
+struct hook ml_cuda_hooks[H_COUNT] = { ML_CUDA_DRIVER_HOOKS(ROW_D) ML_CUDA_GUARD_HOOKS(ROW_G) };
 
 /* ----------------------------------------------- the runtime (libcudart.so) */
 
@@ -965,7 +535,7 @@ typedef int cudaError_t;
 static void *rt_real(int id)
 {
 	if (!runtime_real[id])
-		runtime_real[id] = find_real(runtime_syms[id], runtime_exports[id]);
+		runtime_real[id] = ml_cuda_find_real(runtime_syms[id], runtime_exports[id]);
 	return runtime_real[id];
 }
 
@@ -981,7 +551,7 @@ ML_EXPORT cudaError_t cudaMalloc(void **p, size_t size)
 	RT_BEGIN(R_MALLOC, rt_malloc_fn);
 	cudaError_t rc = real_(p, size);
 	if (held && rc == 0 && p)
-		note_alloc((uintptr_t)*p, size, K_DEVICE, true);
+		ml_cuda_note_alloc((uintptr_t)*p, size, K_DEVICE, true);
 	return rc;
 }
 
@@ -991,7 +561,7 @@ ML_EXPORT cudaError_t cudaMallocManaged(void **p, size_t size, unsigned int flag
 	RT_BEGIN(R_MALLOC_MANAGED, rt_malloc_flags_fn);
 	cudaError_t rc = real_(p, size, flags);
 	if (held && rc == 0 && p)
-		note_alloc((uintptr_t)*p, size, K_MANAGED, true);
+		ml_cuda_note_alloc((uintptr_t)*p, size, K_MANAGED, true);
 	return rc;
 }
 
@@ -1001,7 +571,7 @@ ML_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t 
 	RT_BEGIN(R_MALLOC_PITCH, rt_pitch_fn);
 	cudaError_t rc = real_(p, pitch, w, h);
 	if (held && rc == 0 && p && pitch)
-		note_alloc((uintptr_t)*p, *pitch * h, K_DEVICE, true);
+		ml_cuda_note_alloc((uintptr_t)*p, *pitch * h, K_DEVICE, true);
 	return rc;
 }
 
@@ -1010,7 +580,7 @@ ML_EXPORT cudaError_t cudaMallocHost(void **p, size_t size)
 	RT_BEGIN(R_MALLOC_HOST, rt_malloc_fn);
 	cudaError_t rc = real_(p, size);
 	if (held && rc == 0 && p)
-		note_alloc((uintptr_t)*p, size, K_PINNED, true);
+		ml_cuda_note_alloc((uintptr_t)*p, size, K_PINNED, true);
 	return rc;
 }
 
@@ -1019,7 +589,7 @@ ML_EXPORT cudaError_t cudaHostAlloc(void **p, size_t size, unsigned int flags)
 	RT_BEGIN(R_HOST_ALLOC, rt_malloc_flags_fn);
 	cudaError_t rc = real_(p, size, flags);
 	if (held && rc == 0 && p)
-		note_alloc((uintptr_t)*p, size, K_PINNED, true);
+		ml_cuda_note_alloc((uintptr_t)*p, size, K_PINNED, true);
 	return rc;
 }
 
@@ -1029,7 +599,7 @@ ML_EXPORT cudaError_t cudaHostRegister(void *p, size_t size, unsigned int flags)
 	RT_BEGIN(R_HOST_REGISTER, rt_register_fn);
 	cudaError_t rc = real_(p, size, flags);
 	if (held && rc == 0)
-		note_alloc((uintptr_t)p, size, K_PINNED, true);
+		ml_cuda_note_alloc((uintptr_t)p, size, K_PINNED, true);
 	return rc;
 }
 
@@ -1041,12 +611,12 @@ static cudaError_t rt_free(void *real, uint64_t addr, uint32_t kinds, void *stre
 	GUARD;
 	struct pending p;
 	if (held)
-		free_begin(addr, kinds, &p);
+		ml_cuda_free_begin(addr, kinds, &p);
 	void *ptr = (void *)(uintptr_t)addr;
 	cudaError_t rc = async ? ((cudaError_t (*)(void *, void *))real)(ptr, stream)
 			       : ((cudaError_t (*)(void *))real)(ptr);
 	if (held)
-		free_end(addr, &p, rc == 0);
+		ml_cuda_free_end(addr, &p, rc == 0);
 	return rc;
 }
 
@@ -1081,7 +651,7 @@ static cudaError_t rt_malloc_async(int id, void **p, size_t size, void *stream)
 	RT_BEGIN(id, rt_async_fn);
 	cudaError_t rc = real_(p, size, stream);
 	if (held && rc == 0 && p)
-		note_alloc((uintptr_t)*p, size, K_POOL, true);
+		ml_cuda_note_alloc((uintptr_t)*p, size, K_POOL, true);
 	return rc;
 }
 
@@ -1101,7 +671,7 @@ static cudaError_t rt_malloc_pool(int id, void **p, size_t size, void *pool, voi
 	RT_BEGIN(id, rt_pool_fn);
 	cudaError_t rc = real_(p, size, pool, stream);
 	if (held && rc == 0 && p)
-		note_alloc((uintptr_t)*p, size, K_POOL, true);
+		ml_cuda_note_alloc((uintptr_t)*p, size, K_POOL, true);
 	return rc;
 }
 
@@ -1127,8 +697,8 @@ static void after_fork_child(void)
 
 __attribute__((constructor(102))) static void ml_cuda_init(void)
 {
-	resolve_real_dlsym();
+	ml_cuda_resolve_real_dlsym();
 	const char *t = getenv("MEMLINE_CUDA_TRACE");
-	trace = t && *t && *t != '0';
+	ml_cuda_trace = t && *t && *t != '0';
 	pthread_atfork(NULL, NULL, after_fork_child);
 }
