@@ -15,6 +15,8 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUarray_st *CUarray;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
 
 #define ML_CUDA_SUCCESS 0
 #define ML_CUDA_ERROR_INVALID_VALUE 1
@@ -44,6 +46,34 @@ struct ml_cu_array3d_desc {
 	unsigned int NumChannels;
 	unsigned int Flags;
 };
+
+/* CUmemPoolProps_v1: only its size matters to memline (88 bytes). */
+struct ml_cu_mem_pool_props {
+	int allocType;			/* CUmemAllocationType */
+	int handleTypes;		/* CUmemAllocationHandleType */
+	struct {
+		int type;		/* CUmemLocationType */
+		int id;
+	} location;			/* CUmemLocation */
+	void *win32SecurityAttributes;
+	size_t maxSize;
+	unsigned short usage;
+	unsigned char reserved[54];
+};
+
+/* CUDA_MEM_ALLOC_NODE_PARAMS_v1 (cuGraphAddMemAllocNode): bytesize in,
+ * dptr out (the address the graph's allocation will have). */
+struct ml_cu_mem_alloc_node_params {
+	struct ml_cu_mem_pool_props poolProps;
+	const void *accessDescs;	/* const CUmemAccessDesc * */
+	size_t accessDescCount;
+	size_t bytesize;
+	CUdeviceptr dptr;
+};
+_Static_assert(sizeof(struct ml_cu_mem_pool_props) == 88, "CUmemPoolProps layout");
+_Static_assert(offsetof(struct ml_cu_mem_alloc_node_params, bytesize) == 104 &&
+		       offsetof(struct ml_cu_mem_alloc_node_params, dptr) == 112,
+	       "CUDA_MEM_ALLOC_NODE_PARAMS layout");
 
 /* cuGetProcAddress (CUDA 11.3 - 11.8 ABI) and cuGetProcAddress_v2 (12.0+). */
 typedef CUresult (*ml_cu_gpa_v1)(const char *symbol, void **pfn, int version, uint64_t flags);

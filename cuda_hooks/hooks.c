@@ -425,6 +425,50 @@ static CUresult mem_address_free(void *real, CUdeviceptr ptr, size_t size)
 }
 PAIR(H_MEM_ADDRESS_FREE, mem_address_free, cuMemAddressFree, (CUdeviceptr p, size_t s), (R, p, s))
 
+/* ---- graph memory nodes: the graph's allocation has a fixed address from
+ * the moment its alloc node is added, so it is counted then, as a pool
+ * (stream-ordered) block at the line that added the node; graph launches are
+ * not seen.  A free node releases it when added; an allocation without one
+ * stays live until cuMemFree / cuMemFreeAsync on its address, as in CUDA
+ * (destroying the graph does not free it).  cuGraphMemAllocNodeGetParams
+ * only reads and is not hooked. ---- */
+
+typedef CUresult (*graph_alloc_fn)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+				   struct ml_cu_mem_alloc_node_params *);
+static CUresult graph_add_mem_alloc(void *real, CUgraphNode *node, CUgraph g,
+				    const CUgraphNode *deps, size_t n,
+				    struct ml_cu_mem_alloc_node_params *params)
+{
+	NOT_READY(real);
+	GUARD;
+	CUresult rc = ((graph_alloc_fn)real)(node, g, deps, n, params);
+	if (held && rc == ML_CUDA_SUCCESS && params)
+		ml_cuda_note_alloc(params->dptr, params->bytesize, K_POOL, true);
+	return rc;
+}
+PAIR(H_GRAPH_ADD_MEM_ALLOC, graph_add_mem_alloc, cuGraphAddMemAllocNode,
+     (CUgraphNode *nd, CUgraph g, const CUgraphNode *dp, size_t n,
+      struct ml_cu_mem_alloc_node_params *pr), (R, nd, g, dp, n, pr))
+
+typedef CUresult (*graph_free_fn)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+				  CUdeviceptr);
+static CUresult graph_add_mem_free(void *real, CUgraphNode *node, CUgraph g,
+				   const CUgraphNode *deps, size_t n, CUdeviceptr d)
+{
+	NOT_READY(real);
+	GUARD;
+	struct pending p;
+	if (held)
+		ml_cuda_free_begin(d, BIT(K_POOL), &p);	/* only graph allocations */
+	CUresult rc = ((graph_free_fn)real)(node, g, deps, n, d);
+	if (held)
+		ml_cuda_free_end(d, &p, rc == ML_CUDA_SUCCESS);
+	return rc;
+}
+PAIR(H_GRAPH_ADD_MEM_FREE, graph_add_mem_free, cuGraphAddMemFreeNode,
+     (CUgraphNode *nd, CUgraph g, const CUgraphNode *dp, size_t n, CUdeviceptr d),
+     (R, nd, g, dp, n, d))
+
 /* ---- contexts: destroying one (or resetting a device's primary context)
  * releases every block it held ---- */
 

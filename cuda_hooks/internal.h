@@ -62,6 +62,8 @@
 	X(H_MEM_UNMAP, cuMemUnmap, "cuMemUnmap", 0, 0, -1) \
 	X(H_MEM_ADDRESS_RESERVE, cuMemAddressReserve, "cuMemAddressReserve", 0, 0, -1) \
 	X(H_MEM_ADDRESS_FREE, cuMemAddressFree, "cuMemAddressFree", 0, 0, -1) \
+	X(H_GRAPH_ADD_MEM_ALLOC, cuGraphAddMemAllocNode, "cuGraphAddMemAllocNode", 0, 0, -1) \
+	X(H_GRAPH_ADD_MEM_FREE, cuGraphAddMemFreeNode, "cuGraphAddMemFreeNode", 0, 0, -1) \
 	X(H_CTX_DESTROY, cuCtxDestroy_v2, "cuCtxDestroy", 4000, 0, -1) \
 	X(H_PRIMARY_RETAIN, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 0, 0, -1) \
 	X(H_PRIMARY_RESET_V2, cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, 0, -1) \
@@ -89,7 +91,10 @@
 	X(G_MODULE_UNLOAD, cuModuleUnload, "cuModuleUnload", 0, 0, -1) \
 	X(G_STREAM_CREATE, cuStreamCreate, "cuStreamCreate", 0, 0, -1) \
 	X(G_STREAM_CREATE_PRIO, cuStreamCreateWithPriority, "cuStreamCreateWithPriority", 0, 0, -1) \
-	X(G_EVENT_CREATE, cuEventCreate, "cuEventCreate", 0, 0, -1)
+	X(G_EVENT_CREATE, cuEventCreate, "cuEventCreate", 0, 0, -1) \
+	X(G_GRAPH_CREATE, cuGraphCreate, "cuGraphCreate", 0, 0, -1) \
+	X(G_GRAPH_DESTROY, cuGraphDestroy, "cuGraphDestroy", 0, 0, -1) \
+	X(G_GRAPH_MEM_TRIM, cuDeviceGraphMemTrim, "cuDeviceGraphMemTrim", 0, 0, -1)
 
 /* The runtime's symbols (shared libcudart only): exported, never handed out
  * by cuGetProcAddress. */

@@ -408,6 +408,118 @@ API CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	return pool ? OK : E_INVALID_VALUE;
 }
 
+/* ---- graphs: only what graph memory nodes need.  A graph and a node are
+ * address-only handles (no host memory); an alloc node's memory is a device
+ * block from the moment the node is added (the address is fixed per graph),
+ * freed by a free node on it, or later by cuMemFree[Async].  Destroying a
+ * graph frees nothing, as in CUDA for an allocation without a free node. ---- */
+typedef void *CUgraph;
+typedef void *CUgraphNode;
+
+/* CUmemPoolProps_v1 and CUDA_MEM_ALLOC_NODE_PARAMS_v1, as in cuda.h. */
+struct pool_props {
+	int alloc_type;			/* 1: CU_MEM_ALLOCATION_TYPE_PINNED */
+	int handle_types;		/* 0: CU_MEM_HANDLE_TYPE_NONE */
+	int location_type;		/* 1: CU_MEM_LOCATION_TYPE_DEVICE */
+	int location_id;
+	void *win32_security_attributes;
+	size_t max_size;
+	unsigned short usage;
+	unsigned char reserved[54];
+};
+struct mem_alloc_node_params {
+	struct pool_props pool_props;
+	const void *access_descs;
+	size_t access_desc_count;
+	size_t bytesize;
+	CUdeviceptr dptr;
+};
+_Static_assert(sizeof(struct mem_alloc_node_params) == 120, "CUDA_MEM_ALLOC_NODE_PARAMS");
+
+#define MAX_GRAPHS 64
+static uint64_t graphs[MAX_GRAPHS];	/* live graph handles (0: free slot) */
+
+static int graph_slot(uint64_t g)
+{
+	for (int i = 0; i < MAX_GRAPHS; i++)
+		if (graphs[i] == g)
+			return i;
+	return -1;
+}
+
+API CUresult cuGraphCreate(CUgraph *g, unsigned int flags)
+{
+	CUresult rc = need_ctx();
+	if (rc)
+		return rc;
+	if (!g || flags)
+		return E_INVALID_VALUE;
+	uint64_t handle = fresh_range(1);
+	pthread_mutex_lock(&lock);
+	int i = graph_slot(0);
+	if (i >= 0)
+		graphs[i] = handle;
+	pthread_mutex_unlock(&lock);
+	if (i < 0)
+		return E_OUT_OF_MEMORY;
+	*g = (CUgraph)(uintptr_t)handle;
+	return OK;
+}
+
+API CUresult cuGraphDestroy(CUgraph g)
+{
+	pthread_mutex_lock(&lock);
+	int i = g ? graph_slot((uintptr_t)g) : -1;
+	if (i >= 0)
+		graphs[i] = 0;
+	pthread_mutex_unlock(&lock);
+	return i < 0 ? E_INVALID_VALUE : OK;
+}
+
+static CUresult node_checks(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n)
+{
+	CUresult rc = need_ctx();
+	if (rc)
+		return rc;
+	if (!node || !g || graph_slot((uintptr_t)g) < 0 || (n && !deps))
+		return E_INVALID_VALUE;
+	return OK;
+}
+
+API CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
+				    size_t n, struct mem_alloc_node_params *p)
+{
+	CUresult rc = node_checks(node, g, deps, n);
+	if (rc)
+		return rc;
+	if (!p || p->pool_props.alloc_type != 1 || p->pool_props.handle_types != 0 ||
+	    p->pool_props.location_type != 1 || p->pool_props.location_id != 0)
+		return E_INVALID_VALUE;
+	rc = give(&p->dptr, p->bytesize, T_DEVICE);
+	if (rc)
+		return rc;
+	*node = (CUgraphNode)(uintptr_t)fresh_range(1);
+	return OK;
+}
+
+API CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
+				   size_t n, CUdeviceptr d)
+{
+	CUresult rc = node_checks(node, g, deps, n);
+	if (rc)
+		return rc;
+	rc = drop(d, T_DEVICE);
+	if (rc)
+		return rc;
+	*node = (CUgraphNode)(uintptr_t)fresh_range(1);
+	return OK;
+}
+
+API CUresult cuDeviceGraphMemTrim(CUdevice d)
+{
+	return d == 0 ? OK : E_INVALID_DEVICE;
+}
+
 /* ---- virtual memory management ---- */
 
 API CUresult cuMemGetAllocationGranularity(size_t *g, const void *prop, int option)
@@ -548,6 +660,11 @@ static const struct proc procs[] = {
 	P("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool),
 	P("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo),
 	P("cuMemPoolDestroy", 11020, cuMemPoolDestroy),
+	P("cuGraphCreate", 10000, cuGraphCreate),
+	P("cuGraphDestroy", 10000, cuGraphDestroy),
+	P("cuGraphAddMemAllocNode", 11040, cuGraphAddMemAllocNode),
+	P("cuGraphAddMemFreeNode", 11040, cuGraphAddMemFreeNode),
+	P("cuDeviceGraphMemTrim", 11040, cuDeviceGraphMemTrim),
 	P("cuMemGetAllocationGranularity", 10020, cuMemGetAllocationGranularity),
 	P("cuMemCreate", 10020, cuMemCreate),
 	P("cuMemRelease", 10020, cuMemRelease),

@@ -1449,6 +1449,50 @@ def cuda_vmm_pytorch_sequence():
 	eq(sum(l["bytes"] for l in gp["lines"]), 3 * MiB2, "lines live at the GPU peak")
 
 
+def check_drv_graph(mode):
+	# Graph memory nodes: counted as pool blocks when the alloc node is
+	# added; a free node frees at once; destroying the graph frees nothing.
+	r = Run(cuda_fixture("drv_graph"), [mode], env=cuda_env())
+	eq(text(r.proc.stdout), "graph 1\n", "drv_graph output")
+	prof = r.file("drv_graph")
+	kinds, recs, cuda = cuda_leaks(prof)
+	L = lambda m: cuda_line("drv_graph", m)
+	eq(sorted(kinds), ["cuda_pool"], "CUDA kinds seen (the failed alloc node adds none)")
+	eq(kinds["cuda_pool"], (9100, 1, 3, 2, 27300),
+	   "cuda_pool: in use bytes/blocks, allocs, frees, alloc bytes")
+	eq(recs, [("cuda_pool", 9100, 1, L("graph_leak"))], "graph leak records")
+	eq(cuda["leaked_bytes"], 9100, "CUDA leaked bytes")
+	rows = cuda_lines(prof)
+	for marker, size, leaked in (("graph_freed", 9000, 0), ("graph_leak", 9100, 9100),
+				     ("graph_later", 9200, 0), ("graph_bad", 0, 0)):
+		row = rows.get(L(marker), {})
+		eq((row.get("cuda_total_alloc_bytes", 0), row.get("cuda_leaked_bytes", 0),
+		    row.get("total_alloc_bytes", 0)), (size, leaked, 0),
+		   "line %s: CUDA bytes, CUDA leaked, heap bytes" % marker)
+	peak = report(prof, "peak")["peak"]
+	peaks = {p["kind"]: p for p in peak["cuda_peaks"]}
+	eq(peaks["cuda_pool"]["peak_bytes"], 27300, "cuda_pool peak: all three graph allocations")
+	eq(sorted((l["line"], l["bytes"]) for l in peaks["cuda_pool"]["lines"]),
+	   sorted([(L("graph_freed"), 9000), (L("graph_leak"), 9100), (L("graph_later"), 9200)]),
+	   "lines live at the cuda_pool peak")
+	eq(peak["gpu_peak"]["peak_bytes"], 27300, "GPU peak")
+
+
+@test
+def cuda_graph_mem_nodes_v2():
+	check_drv_graph("v2")
+
+
+@test
+def cuda_graph_mem_nodes_v1():
+	check_drv_graph("v1")
+
+
+@test
+def cuda_graph_mem_nodes_dlsym():
+	check_drv_graph("dlsym")
+
+
 @test
 def cuda_linked_counted_once():
 	r = Run(cuda_fixture("drv_linked"), env=cuda_env())
