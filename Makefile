@@ -5,6 +5,12 @@ V ?= 0
 CC ?= cc
 CXX ?= c++
 BUILD ?= build
+# The folder `make clean` removes with its -asan and -debug siblings.
+BUILD_ROOT := $(BUILD)
+
+# Plain `make` builds everything (`all`), whatever rule an included .mk file
+# or a later edit puts first.
+.DEFAULT_GOAL := all
 
 ifeq ($(V),1)
 Q :=
@@ -22,19 +28,26 @@ JEMALLOC_LIBS := $(shell pkg-config --libs jemalloc 2>/dev/null)
 WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 BASE_CFLAGS := -std=gnu11 -g $(WARN) -I. -D_GNU_SOURCE $(PKG_CFLAGS) -MMD -MP
 
+# debug and asan check the runtime's invariants (ML_ASSERT, core/core.h);
+# each configuration builds into its own folder.
 ifeq ($(CONFIG),release)
 OPT := -O2
+DEBUG_DEFS :=
 else ifeq ($(CONFIG),debug)
-OPT := -O0 -DML_DEBUG=1
+DEBUG_DEFS := -DML_DEBUG=1
+OPT := -O0 $(DEBUG_DEFS)
+override BUILD := $(BUILD)-debug
 else ifeq ($(CONFIG),asan)
-OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+DEBUG_DEFS := -DML_DEBUG=1
+OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	$(DEBUG_DEFS)
 override BUILD := $(BUILD)-asan
 else
 $(error CONFIG must be release, debug or asan)
 endif
 
 # The preload runtime: position independent, hidden by default, static TLS.
-RT_CFLAGS := $(BASE_CFLAGS) -O2 -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+RT_CFLAGS := $(BASE_CFLAGS) $(DEBUG_DEFS) -O2 -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fexceptions -fno-omit-frame-pointer -mcx16
 # The CLI, the report and the tests.
 CFLAGS_PLAIN := $(BASE_CFLAGS) $(OPT) -mcx16
@@ -69,7 +82,9 @@ FIX_CFLAGS_static_prog := -static
 EXAMPLE := $(BUILD)/examples/leaky
 
 .PHONY: all check unit e2e fixtures demo bench clean help asan
-all: $(LIB) $(CLI) $(EXAMPLE)
+# Everything: the runtime, the CLI, the example, every fixture (the CUDA
+# test double included) and every unit test binary.
+all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS)
 
 $(LIB): $(RT_OBJS)
 	@mkdir -p $(dir $@)
@@ -130,7 +145,7 @@ e2e: $(LIB) $(CLI) $(FIXTURES)
 # The whole suite: unit tests, end-to-end tests, then the unit tests and the
 # report tool again under ASan+UBSan.
 check: all
-	$(Q)tests/check_all.sh
+	$(Q)BUILD=$(BUILD_ROOT) CHECK_BUILD=$(BUILD) tests/check_all.sh
 
 asan:
 	$(Q)$(MAKE) CONFIG=asan unit
@@ -142,11 +157,12 @@ bench: $(LIB) $(CLI)
 	$(Q)$(MAKE) -C bench BUILD=$(abspath $(BUILD))
 
 clean:
-	rm -rf build build-asan
+	rm -rf $(BUILD_ROOT) $(BUILD_ROOT)-asan $(BUILD_ROOT)-debug
 
 help:
 	@echo "make [CONFIG=release|debug|asan] [V=1] TARGET"
-	@echo "  all      libmemline.so, the memline CLI and the example (default)"
+	@echo "  all      everything: libmemline.so, the CLI, the example, fixtures and"
+	@echo "           unit test binaries (the default goal)"
 	@echo "  check    the whole test suite: unit, end-to-end, then ASan+UBSan"
 	@echo "  unit     Check unit tests only"
 	@echo "  e2e      end-to-end tests only"

@@ -6,6 +6,9 @@ set -u
 cd "$(dirname "$0")/.."
 
 BUILD=${BUILD:-build}
+# The build folder of the configuration being checked (build, build-debug):
+# its runtime and fixtures make the profiles the ASan report tool reads.
+CHECK_BUILD=${CHECK_BUILD:-$BUILD}
 MAKE=${MAKE:-make}
 JOBS=-j$(nproc 2>/dev/null || echo 2)
 passed=0
@@ -55,7 +58,7 @@ asan_cli() {
 		echo "e2e: 0 passed, 1 failed"
 		return 1
 	}
-	/usr/bin/python3 tests/e2e/run.py --build "$BUILD" --cli "$BUILD-asan/memline" -k report_
+	/usr/bin/python3 tests/e2e/run.py --build "$CHECK_BUILD" --cli "$BUILD-asan/memline" -k report_
 }
 part e2e "report tool under ASan+UBSan ($BUILD-asan/memline)" asan_cli
 
