@@ -31,34 +31,16 @@ struct agg_priv {
 	size_t n_names, cap_names;
 };
 
-static const char *const kind_names[ML_KIND_COUNT] = {
-	"heap", "cuda_device", "cuda_managed", "cuda_pinned", "cuda_pool",
-	"cuda_vmm", "cuda_array", "cuda_mapped", "cuda_reserved", "cuda_gpu",
-};
-
-const char *ml_kind_name(enum ml_kind kind)
-{
-	return (unsigned)kind < ML_KIND_COUNT ? kind_names[kind] : "unknown";
-}
-
-int ml_kind_parse(const char *name)
-{
-	for (int k = 0; k < ML_KIND_COUNT; k++)
-		if (strcmp(kind_names[k], name) == 0)
-			return k;
-	return -1;
-}
-
 const char *ml_kind_list(void)
 {
-	return "heap, cuda_device, cuda_managed, cuda_pinned, cuda_pool, cuda_vmm, "
-	       "cuda_array, cuda_mapped, cuda_reserved, cuda_gpu";
-}
-
-bool ml_kind_is_gpu(enum ml_kind kind)
-{
-	return kind == ML_KIND_CUDA_DEVICE || kind == ML_KIND_CUDA_MANAGED ||
-	       kind == ML_KIND_CUDA_POOL || kind == ML_KIND_CUDA_VMM || kind == ML_KIND_CUDA_ARRAY;
+	static char list[256];
+	if (!list[0])
+		for (int k = 0; k < ML_KIND_COUNT; k++) {
+			if (k)
+				strcat(list, ", ");
+			strcat(list, ml_kind_name((enum ml_kind)k));
+		}
+	return list;
 }
 
 struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind)
