@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "alloc/track.h"
 #include "alloc/internal.h"
+#include "common/sigsafe.h"
 #include "common/writer.h"
 #include "lineprof/lineprof.h"
 
@@ -24,31 +25,6 @@ static pid_t my_path_pid;
 static int busy;
 static volatile pid_t writer_tid;	/* the thread writing, while busy */
 static uint32_t dump_gen;
-
-/* ---- small async-signal-safe string helpers ---- */
-
-static bool append(char *dst, size_t cap, size_t *pos, const char *src)
-{
-	size_t n = strlen(src);
-	if (*pos + n >= cap)
-		return false;
-	memcpy(dst + *pos, src, n + 1);
-	*pos += n;
-	return true;
-}
-
-static void utoa(char out[24], uint64_t v)
-{
-	char tmp[24];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (int i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	out[n] = '\0';
-}
 
 /* Reads a whole small file into buf; returns its length (0 on error). */
 static size_t read_file(const char *path, char *buf, size_t cap)
@@ -94,17 +70,17 @@ static bool make_path(char *out, size_t cap, uint32_t n)
 	size_t pos = 0;
 	out[0] = '\0';
 	prog_name(prog, sizeof(prog));
-	utoa(num, (uint64_t)getpid());
-	if (!append(out, cap, &pos, ml_config.output_dir) || !append(out, cap, &pos, "/memline.") ||
-	    !append(out, cap, &pos, prog) || !append(out, cap, &pos, ".") ||
-	    !append(out, cap, &pos, num))
-		return false;
+	ml_sigsafe_utoa(num, (uint64_t)getpid());
+	const char *parts[] = { ml_config.output_dir, "/memline.", prog, ".", num };
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (!ml_sigsafe_append(out, cap, &pos, parts[i]))
+			return false;
 	if (n) {
-		utoa(num, n);
-		if (!append(out, cap, &pos, ".") || !append(out, cap, &pos, num))
+		ml_sigsafe_utoa(num, n);
+		if (!ml_sigsafe_append(out, cap, &pos, ".") || !ml_sigsafe_append(out, cap, &pos, num))
 			return false;
 	}
-	return append(out, cap, &pos, ".mlp");
+	return ml_sigsafe_append(out, cap, &pos, ".mlp");
 }
 
 /* ---- sections ---- */
@@ -441,9 +417,10 @@ static int write_all_sections(uint32_t reason, int32_t status)
 		char tmp[PATH_MAX + 32], num[24];
 		size_t pos = 0;
 		tmp[0] = '\0';
-		utoa(num, (uint64_t)getpid());
-		if (append(tmp, sizeof(tmp), &pos, path) && append(tmp, sizeof(tmp), &pos, ".tmp.") &&
-		    append(tmp, sizeof(tmp), &pos, num))
+		ml_sigsafe_utoa(num, (uint64_t)getpid());
+		if (ml_sigsafe_append(tmp, sizeof(tmp), &pos, path) &&
+		    ml_sigsafe_append(tmp, sizeof(tmp), &pos, ".tmp.") &&
+		    ml_sigsafe_append(tmp, sizeof(tmp), &pos, num))
 			unlink(tmp);
 		rc = ml_writer_open(&writer, path);
 	}
@@ -514,12 +491,12 @@ int ml_dump_write(uint32_t reason, int32_t status)
 		char msg[PATH_MAX + 64], num[24];
 		size_t pos = 0;
 		msg[0] = '\0';
-		utoa(num, (uint64_t)-rc);
-		append(msg, sizeof(msg), &pos, "cannot write the profile in ");
-		append(msg, sizeof(msg), &pos, ml_config.output_dir);
-		append(msg, sizeof(msg), &pos, " (errno ");
-		append(msg, sizeof(msg), &pos, num);
-		append(msg, sizeof(msg), &pos, ")");
+		ml_sigsafe_utoa(num, (uint64_t)-rc);
+		ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
+		ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
+		ml_sigsafe_append(msg, sizeof(msg), &pos, " (errno ");
+		ml_sigsafe_append(msg, sizeof(msg), &pos, num);
+		ml_sigsafe_append(msg, sizeof(msg), &pos, ")");
 		ml_warn(msg);
 	}
 	errno = saved_errno;
