@@ -54,9 +54,12 @@ CFLAGS_PLAIN := $(BASE_CFLAGS) $(OPT) -mcx16
 SAN_LDFLAGS := -fsanitize=address,undefined
 LDFLAGS_PLAIN := $(if $(filter asan,$(CONFIG)),$(SAN_LDFLAGS))
 
-RT_SRCS := $(wildcard alloc/*.c lineprof/*.c cuda_hooks/*.c) $(filter-out common/reader.c,$(wildcard common/*.c))
-# The recording core, without the exported hooks: what unit tests link.
-CORE_SRCS := $(filter-out %/hooks.c %/lifecycle.c,$(RT_SRCS))
+# The runtime: the recording core, the hook rooms and what common/ has for it.
+ROOMS := alloc cuda_hooks lineprof process
+RT_SRCS := $(wildcard core/*.c $(ROOMS:%=%/*.c)) $(wildcard common/*.c)
+# The recording core and the rooms' insides, without the exported hooks,
+# the rooms' registrations and the runtime's constructor: what unit tests link.
+CORE_SRCS := $(filter-out %/hooks.c %/room.c core/lifecycle.c,$(RT_SRCS))
 REPORT_SRCS := $(filter-out report/main.c,$(wildcard report/*.c)) $(wildcard common/*.c)
 
 RT_OBJS := $(RT_SRCS:%.c=$(BUILD)/rt/%.o)

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "alloc/track.h"
+#include "core/core.h"
 #include "cuda_hooks/driver.h"
 
 #define K_DEVICE ML_KIND_CUDA_DEVICE

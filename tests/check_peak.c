@@ -1,8 +1,8 @@
-/* tests/check_peak.c - the exact peak (lazy snapshot in alloc/counters.c):
+/* tests/check_peak.c - the exact peak (lazy snapshot in core/counters.c):
  * sequences with known bytes per stack at the peak, a random sequence
  * against a brute-force model, a 16-thread stress, and the timeline. */
-#include "alloc/internal.h"
-#include "alloc/track.h"
+#include "core/internal.h"
+#include "core/core.h"
 
 #include <check.h>
 #include <pthread.h>

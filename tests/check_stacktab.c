@@ -1,7 +1,7 @@
 /* tests/check_stacktab.c - stack capture (libunwind) and the stack table:
  * dedup, ids, truncation, concurrent interning, and the ml_track_* path. */
-#include "alloc/internal.h"
-#include "alloc/track.h"
+#include "core/internal.h"
+#include "core/core.h"
 
 #include <check.h>
 #define UNW_LOCAL_ONLY
@@ -88,7 +88,7 @@ START_TEST(capture_truncates)
 }
 END_TEST
 
-/* The cached walker (alloc/unwind.c) against libunwind from the same
+/* The cached walker (core/unwind.c) against libunwind from the same
  * function: past frame 0 (each call's own return address) they must agree
  * frame for frame, to the same outermost frame. */
 struct both { uint64_t fast[80], slow[80]; int n_fast, n_slow; };

@@ -1,4 +1,4 @@
-/* alloc/modules.c - the module map (dl_iterate_phdr): path, load bias,
+/* core/modules.c - the module map (dl_iterate_phdr): path, load bias,
  * PT_LOAD range and GNU build-id of every object seen during the run.
  * Modules that were dlclose'd stay in the map, flagged ML_MOD_UNLOADED. */
 #include <dlfcn.h>
@@ -6,7 +6,7 @@
 #include <link.h>
 #include <string.h>
 #include <unistd.h>
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 #define MAX_MODULES 4096u
 

@@ -1,7 +1,6 @@
-/* alloc/guard.c - the per-thread reentrancy guard (initial-exec TLS).
+/* core/guard.c - the per-thread reentrancy guard (initial-exec TLS).
  * Work done while a thread holds the guard is never recorded. */
-#include "alloc/track.h"
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 /* The only definition of the guard; initial-exec so that reading it never
  * calls __tls_get_addr (which may allocate). */

@@ -1,7 +1,7 @@
-/* alloc/spin.c - the slow path of the runtime's spinlocks (internal.h):
+/* core/spin.c - the slow path of the runtime's spinlocks (internal.h):
  * give the CPU away when the holder seems preempted. */
 #include <sched.h>
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 void ml_spin_yield(void)
 {

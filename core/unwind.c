@@ -1,4 +1,4 @@
-/* alloc/unwind.c - a fast x86-64 stack walker for the common case, with
+/* core/unwind.c - a fast x86-64 stack walker for the common case, with
  * libunwind (stacktab.c) as the fallback for everything else.
  *
  * How it stays exact: the unwind rule of an instruction address is a pure
@@ -24,7 +24,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 #define CACHE_BITS 16u
 #define CACHE_SLOTS (1u << CACHE_BITS)

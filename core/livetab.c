@@ -1,11 +1,11 @@
-/* alloc/livetab.c - the live blocks: (address, kind) -> (size, counter).
+/* core/livetab.c - the live blocks: (address, kind) -> (size, counter).
  * Sharded open-addressing hash tables (linear probing, backward-shift
  * deletion), one small spinlock per shard: no global lock.  Shard arrays
  * come from mmap, never from the hooked malloc. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 #define SHARD_BITS 10u
 #define SHARDS (1u << SHARD_BITS)

@@ -1,29 +1,19 @@
-/* alloc/internal.h - private interfaces between the recording core's files
- * (arena, config, stacktab, livetab, counters, timeline, modules, dump).
- * Other folders use alloc/track.h only. */
-#ifndef ML_ALLOC_INTERNAL_H
-#define ML_ALLOC_INTERNAL_H
+/* core/internal.h - private interfaces between the recording core's files
+ * (arena, config, stacktab, livetab, counters, timeline, modules, dump,
+ * lifecycle, signals, rooms).  Only core/ (and white-box unit tests)
+ * include it; hook rooms use core/core.h, which this header extends. */
+#ifndef ML_CORE_INTERNAL_H
+#define ML_CORE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <limits.h>
 #include <time.h>
-#include "common/format.h"
+#include "core/core.h"
 
-#define ML_DEPTH_DEFAULT 64u
-#define ML_DEPTH_MAX 256u
-
-/* ---- config.c: the environment, read once at start-up. ---- */
-struct ml_config {
-	char output_dir[PATH_MAX];	/* MEMLINE_OUTPUT_DIR, else cwd at start */
-	uint32_t max_depth;		/* MEMLINE_DEPTH, 1..ML_DEPTH_MAX */
-	bool follow;			/* MEMLINE_FOLLOW (default 1) */
-	bool quiet;			/* MEMLINE_QUIET */
-	bool fast_unwind;		/* not MEMLINE_LIBUNWIND_ONLY (unwind.c) */
-};
-extern struct ml_config ml_config;
-
+/* ---- config.c: the environment, read once at start-up (struct ml_config:
+ * core.h). ---- */
 /* Reads the environment into ml_config.  Not async-signal-safe (getenv);
  * call at start-up only.  Safe to call again (re-reads). */
 void ml_config_load(void);
@@ -31,49 +21,18 @@ void ml_config_load(void);
 /* Removes every LD_PRELOAD entry naming libmemline from the environment, in
  * place (no allocation), so exec'd programs are not profiled. */
 void ml_config_unpreload(void);
-/* Rewrites an LD_PRELOAD value in place without its libmemline entries. */
-void ml_config_filter_preload(char *value);
 
-/* ---- warn.c: one-line diagnostics on stderr, async-signal-safe. ---- */
-/* Prints "memline: <msg>\n" unless quiet. */
-void ml_warn(const char *msg);
-/* Marks the run degraded (ML_META_DEGRADED) and warns once per process. */
+/* ---- warn.c (ml_warn, ml_warn_once: core.h) ---- */
+/* Marks the run degraded (ML_META_DEGRADED) and warns once per process;
+ * allocations are no longer recorded. */
 void ml_degrade(const char *msg);
 extern volatile int ml_degraded;
-/* Flags the run ML_META_DEGRADED and warns once, but keeps recording. */
-void ml_warn_once(const char *msg);
 
-/* ---- arena.c: the runtime's private heap (mmap, never the hooked malloc). */
-/* Returns zeroed memory aligned to 16 bytes, or NULL when the arena is
- * exhausted (then the run is degraded).  Thread-safe, lock-free on the
- * common path.  Memory is never returned. */
-void *ml_arena_alloc(size_t size);
+/* ---- arena.c (ml_arena_alloc: core.h) ---- */
 /* Bytes handed out so far. */
 size_t ml_arena_used(void);
 /* After fork in the child: reset the lock (memory stays). */
 void ml_arena_after_fork(void);
-
-/* ---- spinlock: tiny, for per-stack counters and livetab shards. ---- */
-/* sched_yield(2); async-signal-safe, never allocates. */
-void ml_spin_yield(void);
-typedef struct { volatile int locked; } ml_spin_t;
-/* Spins briefly, then yields: with more threads than CPUs the holder may
- * be preempted, and spinning through a whole time slice would be waste. */
-static inline void ml_spin_lock(ml_spin_t *l)
-{
-	unsigned spins = 0;
-	while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
-			if (++spins < 64)
-				__builtin_ia32_pause();
-			else
-				ml_spin_yield();
-		}
-}
-static inline void ml_spin_unlock(ml_spin_t *l)
-{
-	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
-}
 
 /* ---- counters.c: per (stack, kind) counters and the exact peak. ---- */
 struct ml_counter {
@@ -167,21 +126,6 @@ int ml_unwind_init(void);
  * Never allocates through malloc; not for signal handlers that may
  * interrupt a walk on the same thread (they get -1). */
 int ml_unwind_fast(uint64_t *buf, uint32_t limit);
-/* A hook's own frame, where the next walk on this thread may start
- * instead of walking the runtime's frames.  Set by ML_UNWIND_MARK() in the
- * hook itself, cleared by the walk and by the hook (ml_unwind_unmark)
- * before it returns, so that it never outlives that frame. */
-struct ml_unwind_mark { uint64_t pc, sp, bp; };
-extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
-#define ML_UNWIND_MARK() do { \
-	uint64_t pc_, sp_, bp_; \
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" \
-			 : "=&r"(pc_), "=&r"(sp_), "=&r"(bp_)); \
-	ml_tl_mark.pc = pc_; \
-	ml_tl_mark.bp = bp_; \
-	ml_tl_mark.sp = sp_; \
-} while (0)
-static inline void ml_unwind_unmark(void) { ml_tl_mark.sp = 0; }
 /* Forgets every cached rule (after dlclose: the address may be reused). */
 void ml_unwind_flush(void);
 /* In a fork child: release the insert lock. */
@@ -280,22 +224,48 @@ void ml_dump_after_fork(void);
  * must not let the process die mid-write).  Async-signal-safe. */
 void ml_dump_wait_other(void);
 
-/* ---- lifecycle.c (libmemline.so only) ---- */
-/* Starts recording on the first allocation hook call, before our
- * constructor, once libc is up (environ set) and the real allocator is
- * known.  Idempotent, cheap once done; never recurses (guard held). */
-void ml_lifecycle_start(void);
-/* The program's sigaction and signal calls, for the exported wrappers
- * (lineprof/hooks.c): memline's fatal-signal handler stays installed
- * where the program sets SIG_DFL, and is never seen: the program reads
- * back exactly the action it set.  Same results and errno as libc's. */
-struct sigaction;
-int ml_lifecycle_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-typedef void (*ml_sighandler_t)(int);
-ml_sighandler_t ml_lifecycle_signal(int sig, ml_sighandler_t handler);
+/* ---- lifecycle.c (libmemline.so only; the rest of its API: core.h) ---- */
+/* Writes the profile unless this process must not (a vfork child, a fork
+ * child with MEMLINE_FOLLOW=0, recording off).  Returns ml_dump_write's
+ * result, or 0 when nothing is written. */
+int ml_lifecycle_write(uint32_t reason, int32_t status);
+/* The exit-time profile is out: nothing else is written. */
+bool ml_lifecycle_final_written(void);
 
-/* ---- track.c: state shared by the whole core (ml_core_init: track.h). ---- */
-extern volatile int ml_core_active;	/* recording on */
+/* ---- signals.c: the fatal-signal handler (the program-facing sigaction
+ * and signal: core.h) ---- */
+/* Installs the handler where the program left the default action.  Call
+ * once from the constructor. */
+void ml_signals_install(void);
+
+/* ---- rooms.c: the registry (struct ml_room: core.h) ---- */
+void ml_rooms_start(void);
+void ml_rooms_fork_child(void);
+void ml_rooms_signal_taken(int sig);
+void ml_rooms_write_sections(struct ml_writer *w);
+/* Rooms' decorate_stack callbacks, in order (ml_core_decorate_stack). */
+uint32_t ml_rooms_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags);
+/* Whether any room decorates stacks (the hot path's test). */
+extern volatile int ml_rooms_decorating;
+
+/* ---- track.c: state shared by the whole core (ml_core_active: core.h) ---- */
 extern volatile uint32_t ml_core_flags;	/* ML_META_* */
+
+/* Initialises the core: reads the environment, starts the clocks, creates
+ * the tables and turns recording on.  self_addr is an address inside
+ * libmemline (its frames are dropped from captured stacks), 0 when the core
+ * is linked into a test.  Idempotent; returns 0 or -errno.  Not
+ * async-signal-safe. */
+int ml_core_init(uint64_t self_addr);
+
+/* In a fork child: forget the parent's live blocks and counters (stack ids
+ * stay), restart clocks, flag the profile ML_META_FORKED. */
+void ml_core_after_fork(void);
+
+/* Writes the profile now (see core/dump.c for the file name).  reason is
+ * enum ml_fmt_end_reason.  Returns 0 or -errno.  Async-signal-safe except for
+ * refreshing the module map; serialised: a second concurrent call returns
+ * -EBUSY. */
+int ml_dump_write(uint32_t reason, int32_t status);
 
 #endif

@@ -1,10 +1,10 @@
-/* alloc/timeline.c - total live bytes per kind over time, at bounded
+/* core/timeline.c - total live bytes per kind over time, at bounded
  * resolution: ML_TIMELINE_POINTS buckets per kind, each holding the highest
  * total seen in it.  When time runs past the last bucket, pairs of buckets
  * merge and each bucket covers twice as long: memory stays constant
  * whatever the run length. */
 #include <string.h>
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 /* First bucket width: 2^22 ns (4.2 ms, the coarse clock's resolution);
  * 2048 buckets cover 8.6 s before the first merge. */

@@ -1,4 +1,4 @@
-/* alloc/counters.c - per (stack, kind) counters and the exact peak.
+/* core/counters.c - per (stack, kind) counters and the exact peak.
  *
  * Each kind keeps one 16-byte word {live, peak} updated with cmpxchg16b.
  * The peak VALUE is the epoch of DESIGN.md's lazy snapshot: it strictly
@@ -7,7 +7,7 @@
  * events are totally ordered and its at-peak snapshot is exact under any
  * interleaving of threads.  No global lock. */
 #include <string.h>
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 union kind_word {
 	unsigned __int128 word;

@@ -1,4 +1,4 @@
-/* alloc/stacktab.c - captures call stacks (libunwind) and deduplicates them
+/* core/stacktab.c - captures call stacks (libunwind) and deduplicates them
  * into stack ids in a lock-free open-addressing hash table.  Entries live in
  * the private arena and are never removed. */
 #include <errno.h>
@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 #define TABLE_BITS 20u			/* 1M slots, 8 MiB of address space */
 #define TABLE_SLOTS (1u << TABLE_BITS)

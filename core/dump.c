@@ -1,5 +1,6 @@
-/* alloc/dump.c - writes the profile file (common/format.h) through
- * common/writer.h: META, MODULES, FRAMES, STACKS, COUNTERS, TOTALS, TIMELINE.
+/* core/dump.c - writes the profile file (common/format.h) through
+ * common/writer.h: META, MODULES, FRAMES, STACKS, COUNTERS, TOTALS, TIMELINE,
+ * then the rooms' own sections (rooms.c).
  * No malloc, no stdio: it runs at exit, before exec and in signal handlers.
  * File name: <dir>/memline.<prog>.<pid>.mlp, or .<pid>.<n>.mlp when an exec'd
  * predecessor with the same pid already wrote that name. */
@@ -11,11 +12,9 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "alloc/track.h"
-#include "alloc/internal.h"
+#include "core/internal.h"
 #include "common/sigsafe.h"
 #include "common/writer.h"
-#include "lineprof/lineprof.h"
 
 static struct ml_writer writer;
 static char cmdline[65536];
@@ -444,7 +443,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	ml_writer_end(&writer);
 	put_totals(totals);
 	put_timeline(totals);
-	ml_lineprof_write(&writer);
+	ml_rooms_write_sections(&writer);	/* lineprof's samples and regions, ... */
 	rc = commit();
 	if (rc < 0)
 		ml_writer_abort(&writer);

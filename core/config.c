@@ -1,9 +1,9 @@
-/* alloc/config.c - the runtime's configuration, read from the environment
+/* core/config.c - the runtime's configuration, read from the environment
  * once at start-up (never inside a hook). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 struct ml_config ml_config = {
 	.output_dir = ".",

@@ -1,7 +1,7 @@
-/* alloc/clock.c - timestamps: the TSC on the hot path, converted to
+/* core/clock.c - timestamps: the TSC on the hot path, converted to
  * nanoseconds against CLOCK_MONOTONIC when the profile is written. */
 #include <time.h>
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 static uint64_t start_tsc, start_mono_ns, start_real_ns;
 

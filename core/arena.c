@@ -1,10 +1,10 @@
-/* alloc/arena.c - the runtime's private heap: bump allocation in mmap'd
+/* core/arena.c - the runtime's private heap: bump allocation in mmap'd
  * chunks.  Bookkeeping never goes through the hooked malloc, so it never
  * shows up in a profile.  Nothing is ever freed (stacks and counters live
  * for the whole run). */
 #include <sys/mman.h>
 #include <stdint.h>
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 #define CHUNK_SIZE (4u << 20)
 #define ARENA_LIMIT (4ull << 30)	/* past this, the run is degraded */

@@ -1,13 +1,13 @@
-/* alloc/track.c - the recording core's entry points (alloc/track.h): ties
- * stack capture, the stack table, the live table and the counters together.
- * Called by hook modules with the guard held; also callable directly (unit
- * tests) after ml_core_init(). */
-#include "alloc/track.h"
-#include "alloc/internal.h"
-#include "lineprof/lineprof.h"
+/* core/track.c - the recording core's entry points (ml_track_*, core.h):
+ * ties stack capture, the stack table, the live table and the counters
+ * together.  Called by hook rooms with the guard held; also callable
+ * directly (unit tests) after ml_core_init(). */
+#include "core/internal.h"
 
 volatile int ml_core_active;
 volatile uint32_t ml_core_flags;
+__thread uint64_t ml_tl_alloc_bytes __attribute__((tls_model("initial-exec")));
+__thread uint64_t ml_tl_allocs __attribute__((tls_model("initial-exec")));
 
 int ml_core_init(uint64_t self_addr)
 {
@@ -39,6 +39,11 @@ static struct ml_stack_entry *stack_here(void)
 	uint64_t buf[ML_CAPTURE_BUF];
 	uint32_t flags, skip;
 	uint32_t depth = ml_stacktab_capture_raw(buf, ml_config.max_depth, &flags, &skip);
+	if (__builtin_expect(ml_rooms_decorating, 0)) {
+		uint32_t cap = ML_CAPTURE_BUF - skip;
+		cap = cap < ml_config.max_depth ? cap : ml_config.max_depth;
+		depth = ml_rooms_decorate(buf + skip, depth, cap, &flags);
+	}
 	if (flags & ML_STACK_TRUNCATED)
 		__atomic_or_fetch(&ml_core_flags, ML_META_TRUNCATED_STACKS, __ATOMIC_RELAXED);
 	return ml_stacktab_intern(buf + skip, depth, flags);
@@ -71,7 +76,7 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	struct ml_counter *c = counter_here(kind);
 	if (c)
 		add_block(ptr, size, c);
-	ml_lineprof_note_alloc(size);
+	ml_track_count_thread(size);
 }
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
@@ -85,7 +90,7 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
 		add_block(ptr, size, c);
 		add_block(ptr, size, c2);
 	}
-	ml_lineprof_note_alloc(size);
+	ml_track_count_thread(size);
 }
 
 size_t ml_track_free(void *ptr, enum ml_kind kind)
@@ -135,7 +140,7 @@ void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 	/* An allocation of size for the open regions, as for ml_track_alloc
 	 * (the lines view counts it so too). */
 	if (!ml_degraded)
-		ml_lineprof_note_alloc(size);
+		ml_track_count_thread(size);
 	struct ml_counter *c = ml_degraded ? NULL : counter_here(kind);
 	struct ml_live_block old;
 	if (!c || ml_livetab_insert((uint64_t)ptr, size, c, &old) < 0) {
