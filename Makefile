@@ -60,11 +60,15 @@ RT_SRCS := $(wildcard core/*.c $(ROOMS:%=%/*.c)) $(wildcard common/*.c)
 # The recording core and the rooms' insides, without the exported hooks,
 # the rooms' registrations and the runtime's constructor: what unit tests link.
 CORE_SRCS := $(filter-out %/hooks.c %/room.c core/lifecycle.c,$(RT_SRCS))
-REPORT_SRCS := $(filter-out report/main.c,$(wildcard report/*.c)) $(wildcard common/*.c)
+# The report library (reading, symbolizing, aggregating, rendering) and the
+# command line on top of it.
+REPORT_SRCS := $(wildcard report/*.c) $(wildcard common/*.c)
+CLI_SRCS := $(wildcard cli/*.c)
 
 RT_OBJS := $(RT_SRCS:%.c=$(BUILD)/rt/%.o)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 REPORT_OBJS := $(REPORT_SRCS:%.c=$(BUILD)/obj/%.o)
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 
 LIB := $(BUILD)/libmemline.so
 CLI := $(BUILD)/memline
@@ -94,7 +98,7 @@ $(LIB): $(RT_OBJS)
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) -ldl -lpthread
 
-$(CLI): $(BUILD)/obj/report/main.o $(BUILD)/libmlreport.a
+$(CLI): $(CLI_OBJS) $(BUILD)/libmlreport.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf -lstdc++

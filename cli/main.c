@@ -1,7 +1,7 @@
-/* report/main.c - the memline command: dispatches to `run` and `report`. */
+/* cli/main.c - the memline command: dispatches to `run` and `report`. */
 #include <stdarg.h>
 #include <string.h>
-#include "report/cli.h"
+#include "cli/cli.h"
 
 void ml_cli_usage(FILE *out)
 {

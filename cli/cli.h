@@ -1,6 +1,6 @@
-/* report/cli.h - the memline command line: `run` and `report` (internal to report/). */
-#ifndef ML_REPORT_CLI_H
-#define ML_REPORT_CLI_H
+/* cli/cli.h - the memline command line: `run` and `report` (internal to cli/). */
+#ifndef ML_CLI_CLI_H
+#define ML_CLI_CLI_H
 
 #include <stddef.h>
 #include <stdio.h>

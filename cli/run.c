@@ -1,4 +1,4 @@
-/* report/run.c - `memline run`: preloads libmemline.so into a program, runs it,
+/* cli/run.c - `memline run`: preloads libmemline.so into a program, runs it,
  * forwards signals, returns its exit status and names the profiles written. */
 #include <dirent.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "report/cli.h"
+#include "cli/cli.h"
 
 struct run_opts {
 	const char *out_dir;	/* -o DIR, NULL for the current directory */

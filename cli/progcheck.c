@@ -1,4 +1,4 @@
-/* report/progcheck.c - finds the program `memline run` is asked to run and
+/* cli/progcheck.c - finds the program `memline run` is asked to run and
  * checks LD_PRELOAD can work for it (dynamic ELF, not setuid, #! followed). */
 #include <elf.h>
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "report/cli.h"
+#include "cli/cli.h"
 
 #define MAX_SCRIPT_DEPTH 4	/* the kernel allows a few nested interpreters */
 
