@@ -591,12 +591,12 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-static const struct ml_agg *label_agg;
-
-static int cmp_func_name(const void *x, const void *y)
+/* Function indexes into the aggregation ctx, by name, then by index. */
+static int cmp_func_name(const void *x, const void *y, void *ctx)
 {
-	const struct ml_agg_func *a = &label_agg->funcs[*(const size_t *)x];
-	const struct ml_agg_func *b = &label_agg->funcs[*(const size_t *)y];
+	const struct ml_agg *agg = ctx;
+	const struct ml_agg_func *a = &agg->funcs[*(const size_t *)x];
+	const struct ml_agg_func *b = &agg->funcs[*(const size_t *)y];
 	int c = strcmp(a->name, b->name);
 	return c ? c : (*(const size_t *)x > *(const size_t *)y) - (*(const size_t *)x < *(const size_t *)y);
 }
@@ -613,8 +613,7 @@ static int label_collisions(struct ml_agg *a)
 		return -ENOMEM;
 	for (size_t i = 0; i < a->n_funcs; i++)
 		order[i] = i;
-	label_agg = a;	/* single-threaded, like the views' sorts */
-	qsort(order, a->n_funcs, sizeof(*order), cmp_func_name);
+	qsort_r(order, a->n_funcs, sizeof(*order), cmp_func_name, a);
 	int err = 0;
 	for (size_t i = 0; i < a->n_funcs && err == 0;) {
 		size_t end = i + 1;
