@@ -146,7 +146,7 @@ fixtures: $(FIXTURES)
 unit: $(CHECKS)
 	$(Q)tests/run_unit.sh $(CHECKS)
 
-e2e: $(LIB) $(CLI) $(FIXTURES)
+e2e: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES)
 	$(Q)/usr/bin/python3 tests/e2e/run.py --build $(BUILD)
 
 # The whole suite: unit tests, end-to-end tests, then the unit tests and the

@@ -39,6 +39,9 @@ static uint64_t apply_total(uint32_t kind, int64_t delta, uint64_t *peak_before)
 		old.word = seen;
 	}
 	*peak_before = old.peak;
+	/* old is what the CAS replaced: the kind's total never goes below 0. */
+	ML_ASSERT(delta >= 0 || old.live >= (uint64_t)-delta);
+	ML_ASSERT(new.peak >= new.live && new.peak >= old.peak);
 	/* The timeline samples the clock per thread (timeline.c); the peak's
 	 * own time is taken precisely, and only when it moves. */
 	ml_timeline_event(kind, new.live);
@@ -100,6 +103,7 @@ void ml_counters_free(struct ml_counter *c, uint64_t size)
 {
 	uint64_t before, after;
 	ml_spin_lock(&c->lock);
+	ML_ASSERT(c->live_blocks > 0 && c->live_bytes >= size);	/* no underflow */
 	after = apply_total(c->kind, -(int64_t)size, &before);
 	snapshot_before(c, before);
 	c->frees++;
@@ -121,6 +125,8 @@ void ml_counters_move(struct ml_counter *from, uint64_t old_size,
 	ml_spin_lock(&first->lock);
 	if (second != first)
 		ml_spin_lock(&second->lock);
+	ML_ASSERT(from->kind == to->kind);
+	ML_ASSERT(from->live_blocks > 0 && from->live_bytes >= old_size);
 	after = apply_total(to->kind, (int64_t)new_size - (int64_t)old_size, &before);
 	snapshot_before(from, before);
 	if (to != from)
@@ -152,6 +158,7 @@ void ml_counters_at_peak(const struct ml_counter *c, uint64_t *bytes, uint64_t *
 		*bytes = c->at_peak_bytes;
 		*blocks = c->at_peak_blocks;
 	}
+	ML_ASSERT(*bytes <= t.peak);	/* a stack holds at most the kind's peak */
 }
 
 void ml_counters_totals(uint32_t kind, struct ml_kind_totals *out)
@@ -159,6 +166,7 @@ void ml_counters_totals(uint32_t kind, struct ml_kind_totals *out)
 	union kind_word t, pt;
 	t.word = __sync_val_compare_and_swap(&kinds[kind].total.word, 0, 0);
 	pt.word = __sync_val_compare_and_swap(&kinds[kind].peak_time.word, 0, 0);
+	ML_ASSERT(t.peak >= t.live);
 	out->live_bytes = t.live;
 	out->peak_bytes = t.peak;
 	out->peak_tsc = pt.live == t.peak ? pt.peak : 0;

@@ -430,6 +430,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	else	/* lock-free: only the modules our stacks point into */
 		ml_stacktab_foreach(add_stack_modules, NULL);
 	dump_gen++;
+	ml_stacktab_check_ids();	/* debug builds */
 	put_meta(reason, status);
 	ml_writer_begin(&writer, ML_SEC_MODULES);
 	ml_modules_foreach(put_module, NULL);
@@ -483,6 +484,7 @@ int ml_dump_write(uint32_t reason, int32_t status)
 	}
 	writer_tid = (pid_t)syscall(SYS_gettid);
 	bool guarded = ml_guard_enter_always();
+	ML_ASSERT(ml_guard_held());	/* nothing the writer does is recorded */
 	int saved_errno = errno;
 	int rc = write_all_sections(reason, status);
 	if (rc < 0) {

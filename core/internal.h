@@ -113,6 +113,9 @@ struct ml_counter *ml_stacktab_counter(struct ml_stack_entry *e, uint32_t kind);
 void ml_stacktab_foreach(void (*fn)(struct ml_stack_entry *e, void *arg), void *arg);
 /* Number of distinct stacks. */
 uint32_t ml_stacktab_count(void);
+/* Debug builds: checks every stack id is unique and in range (ML_ASSERT).
+ * Uses arena memory; a no-op in release builds. */
+void ml_stacktab_check_ids(void);
 
 /* ---- unwind.c: a cached .eh_frame walker for x86-64, libunwind's fast
  * path (see the file comment for when it declines). ---- */

@@ -140,6 +140,7 @@ bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
 		out->addr = addr;
 		out->size = s->slots[i].size_kind & SIZE_MASK;
 		out->counter = s->slots[i].counter;
+		ML_ASSERT(out->counter && out->counter->kind == kind);
 		erase(s, (uint32_t)i);
 		found = true;
 	}

@@ -165,8 +165,10 @@ struct ml_stack_entry *ml_stacktab_intern(const uint64_t *frames, uint32_t depth
 			}
 			/* Someone filled this slot first: e is now theirs. */
 		}
-		if (same(e, h, frames, depth, flags))
+		if (same(e, h, frames, depth, flags)) {
+			ML_ASSERT(e->id > 0 && e->id < __atomic_load_n(&next_id, __ATOMIC_RELAXED));
 			return e;	/* fresh, if made, stays unused in the arena */
+		}
 	}
 }
 
@@ -197,4 +199,20 @@ void ml_stacktab_foreach(void (*fn)(struct ml_stack_entry *e, void *arg), void *
 uint32_t ml_stacktab_count(void)
 {
 	return __atomic_load_n(&n_entries, __ATOMIC_RELAXED);
+}
+
+void ml_stacktab_check_ids(void)
+{
+	if (!ML_DEBUG)
+		return;
+	/* One bit per id handed out: every entry's id is set exactly once. */
+	uint32_t limit = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE);
+	uint8_t *seen = ml_arena_alloc(limit / 8 + 1);
+	if (!seen)
+		return;
+	for (struct ml_stack_entry *e = __atomic_load_n(&all, __ATOMIC_ACQUIRE); e; e = e->next) {
+		ML_ASSERT(e->id > 0 && e->id < limit);
+		ML_ASSERT(!(seen[e->id / 8] & (1u << (e->id % 8))));	/* ids unique */
+		seen[e->id / 8] |= (uint8_t)(1u << (e->id % 8));
+	}
 }

@@ -71,6 +71,7 @@ static void add_block(void *ptr, size_t size, struct ml_counter *c)
 
 void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 {
+	ML_ASSERT(ml_guard_held());
 	if (!ptr || ml_degraded)
 		return;
 	struct ml_counter *c = counter_here(kind);
@@ -81,6 +82,7 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
 {
+	ML_ASSERT(ml_guard_held() && kind != also);
 	if (!ptr || ml_degraded)
 		return;
 	struct ml_stack_entry *e = stack_here();
@@ -95,6 +97,7 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
 
 size_t ml_track_free(void *ptr, enum ml_kind kind)
 {
+	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
 	if (!ptr || !ml_livetab_remove((uint64_t)ptr, kind, &b))
 		return 0;
@@ -104,6 +107,7 @@ size_t ml_track_free(void *ptr, enum ml_kind kind)
 
 bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 {
+	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
 	held->addr = 0;
 	if (!ptr || !ml_livetab_remove((uint64_t)ptr, kind, &b))
@@ -116,6 +120,7 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 
 void ml_track_reattach(const struct ml_track_held *held)
 {
+	ML_ASSERT(ml_guard_held());
 	struct ml_live_block old;
 	if (!held->addr)
 		return;
@@ -126,6 +131,7 @@ void ml_track_reattach(const struct ml_track_held *held)
 
 void ml_track_release(const struct ml_track_held *held)
 {
+	ML_ASSERT(ml_guard_held());
 	if (held->addr)
 		ml_counters_free(held->counter, held->size);
 }
@@ -133,6 +139,8 @@ void ml_track_release(const struct ml_track_held *held)
 void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 		    enum ml_kind kind)
 {
+	ML_ASSERT(ml_guard_held());
+	ML_ASSERT(!held->addr || held->counter->kind == (uint32_t)kind);
 	if (!held->addr) {
 		ml_track_alloc(ptr, size, kind);
 		return;

@@ -251,6 +251,7 @@ static struct ml_counter *counter_of(void *p)
 
 START_TEST(track_path)
 {
+	ck_assert(ml_guard_enter_always());	/* ml_track_*'s contract */
 	void *a[2], *b1 = site_b(7);
 	for (volatile int i = 0; i < 2; i++)	/* one call site, so one stack */
 		a[i] = site_a(100);
