@@ -87,11 +87,13 @@ FIX_CFLAGS_static_prog := -static
 -include tests/cuda_double/cuda.mk
 
 EXAMPLE := $(BUILD)/examples/leaky
+# Torture programs: each runs alone and under memline (tests/torture/run.py).
+TORTURE := $(patsubst tests/torture/%.c,$(BUILD)/torture/%,$(wildcard tests/torture/*.c))
 
-.PHONY: all check unit e2e fixtures demo bench clean help asan
+.PHONY: all check unit e2e torture torture-slow layout fixtures demo bench clean help asan
 # Everything: the runtime, the CLI, the example, every fixture (the CUDA
 # test double included) and every unit test binary.
-all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS)
+all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE)
 
 $(LIB): $(RT_OBJS)
 	@mkdir -p $(dir $@)
@@ -136,6 +138,12 @@ $(BUILD)/fixtures/%: tests/fixtures/%.cc
 	@echo "  FIXTURE $@"
 	$(Q)$(CXX) -g -O0 -fno-omit-frame-pointer -o $@ $< $(FIX_CFLAGS_$*) $(FIX_LDLIBS_$*)
 
+# Torture programs: plain -g -O0 builds of ordinary C, never sanitized.
+$(BUILD)/torture/%: tests/torture/%.c
+	@mkdir -p $(dir $@)
+	@echo "  TORTURE $@"
+	$(Q)$(CC) -g -O0 -fno-omit-frame-pointer -pthread -o $@ $<
+
 $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	@echo "  EXAMPLE $@"
@@ -149,8 +157,21 @@ unit: $(CHECKS)
 e2e: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES)
 	$(Q)/usr/bin/python3 tests/e2e/run.py --build $(BUILD)
 
-# The whole suite: unit tests, end-to-end tests, then the unit tests and the
-# report tool again under ASan+UBSan.
+# Each torture program alone and under memline: same behaviour, exact profile.
+torture: $(LIB) $(CLI) $(TORTURE)
+	$(Q)/usr/bin/python3 tests/torture/run.py --build $(BUILD)
+
+# The same with the programs marked @slow.
+torture-slow: $(LIB) $(CLI) $(TORTURE)
+	$(Q)/usr/bin/python3 tests/torture/run.py --build $(BUILD) --slow
+
+# The layout rules of docs/layout.md (who may include what).
+layout:
+	$(Q)/usr/bin/python3 tests/layout_check.py
+
+# The whole suite: unit tests, end-to-end tests, the torture suite, the
+# layout rules, then the unit tests and the report tool again under
+# ASan+UBSan.
 check: all
 	$(Q)BUILD=$(BUILD_ROOT) CHECK_BUILD=$(BUILD) tests/check_all.sh
 
@@ -168,11 +189,15 @@ clean:
 
 help:
 	@echo "make [CONFIG=release|debug|asan] [V=1] TARGET"
-	@echo "  all      everything: libmemline.so, the CLI, the example, fixtures and"
-	@echo "           unit test binaries (the default goal)"
-	@echo "  check    the whole test suite: unit, end-to-end, then ASan+UBSan"
+	@echo "  all      everything: libmemline.so, the CLI, the example, fixtures,"
+	@echo "           torture programs and unit test binaries (the default goal)"
+	@echo "  check    the whole suite: unit, end-to-end, torture, layout, then"
+	@echo "           ASan+UBSan (CONFIG=debug check: the same on a debug build)"
 	@echo "  unit     Check unit tests only"
 	@echo "  e2e      end-to-end tests only"
+	@echo "  torture  each tests/torture program alone and under memline"
+	@echo "           (torture-slow: with the programs marked @slow)"
+	@echo "  layout   the layout rules (docs/layout.md)"
 	@echo "  demo     profile the bundled example and print its reports"
 	@echo "  bench    overhead benchmark against heaptrack and valgrind"
 	@echo "  clean    remove build outputs"

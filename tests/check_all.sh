@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/check_all.sh - the whole suite behind `make check`: unit tests, the
-# end-to-end tests, then the unit tests and the report tool under ASan+UBSan.
+# end-to-end tests, the torture suite, the layout rules, then the unit tests
+# and the report tool under ASan+UBSan.
 # Ends with one line, `check: N passed, M failed`; exits non-zero on failure.
 set -u
 cd "$(dirname "$0")/.."
@@ -43,9 +44,12 @@ part() {
 	failed=$((failed + f))
 }
 
-# The release build: unit tests, then fixtures under memline run.
+# The release build: unit tests, fixtures under memline run, the torture
+# programs alone and under memline, and the layout rules.
 part unit "unit tests ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" unit
 part e2e "end-to-end tests ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" e2e
+part torture "torture suite ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" torture
+part layout "layout rules (docs/layout.md)" /usr/bin/python3 tests/layout_check.py
 
 # ASan+UBSan: the unit tests, then the report tool (build-asan/memline) on
 # good, truncated, corrupt and fuzzed profiles made by the release runtime.
