@@ -127,6 +127,8 @@ struct ml_fmt_stack {
 
 #define ML_STACK_EXACT_IP 0x1u
 #define ML_STACK_TRUNCATED 0x2u	/* the real stack was deeper than max_depth */
+#define ML_STACK_LOST 0x4u	/* allocations whose stack the runtime had no memory to
+				 * keep: counted exactly, no frames (depth 0) */
 
 /* Allocation kinds (enum ml_kind): common/kinds.h. */
 

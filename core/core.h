@@ -84,11 +84,11 @@ size_t ml_track_free(void *ptr, enum ml_kind kind);
  *   failure:        ml_track_reattach(&held)           (old is still allocated)
  *   old freed only: ml_track_release(&held)            (e.g. glibc realloc(p, 0))
  * While detached the block still counts as live. */
-struct ml_counter;
 struct ml_track_held {
 	uint64_t addr;		/* 0: old was unknown (moved then records a plain alloc) */
 	uint64_t size;
-	struct ml_counter *counter;
+	uint32_t stack;
+	uint32_t kind;
 };
 bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held);
 void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,

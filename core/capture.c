@@ -1,0 +1,82 @@
+/* core/capture.c - captures the calling thread's call stack: the cached
+ * .eh_frame walker (unwind.c) when it can, libunwind otherwise; drops the
+ * runtime's own innermost frames and applies the depth limit. */
+#include <string.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include "core/internal.h"
+
+static uint64_t skip_lo, skip_hi;
+
+void ml_stacktab_set_skip(uint64_t lo, uint64_t hi)
+{
+	skip_lo = lo;
+	skip_hi = hi;
+}
+
+/* Inlined into both entry points so that, whichever is used, frame 0 is a
+ * return address inside that entry point and frame 1 in its caller. */
+static inline __attribute__((always_inline)) uint32_t
+capture(uint64_t *buf, uint32_t max_depth, uint32_t *flags, uint32_t *skip)
+{
+	/* void * and uint64_t are the same on the 64-bit targets we build for;
+	 * unwinding straight into buf saves a copy on every allocation. */
+	_Static_assert(sizeof(void *) == sizeof(uint64_t), "64-bit only");
+	*flags = 0;
+	*skip = 0;
+	int want = (int)(max_depth + CAPTURE_SLACK + 1);
+	int n = -1;
+	if (ml_config.fast_unwind)
+		n = ml_unwind_fast(buf, (uint32_t)want);	/* cached; -1: declined */
+	if (n < 0)
+		n = unw_backtrace((void **)buf, want);
+	uint32_t s = 0;
+	if (n <= 0) {
+		/* Keep counting (totals stay exact) with an empty stack. */
+		ml_warn_once("cannot unwind the stack; some allocations have no call stack");
+		return 0;
+	}
+	while (s < (uint32_t)n && buf[s] >= skip_lo && buf[s] < skip_hi)
+		s++;
+	uint32_t depth = (uint32_t)n - s;
+	if (depth > max_depth) {
+		depth = max_depth;
+		*flags |= ML_STACK_TRUNCATED;
+	}
+	*skip = s;
+	return depth;
+}
+
+uint32_t ml_stacktab_capture_raw(uint64_t *buf, uint32_t max_depth, uint32_t *flags,
+				 uint32_t *skip)
+{
+	return capture(buf, max_depth, flags, skip);
+}
+
+uint32_t ml_stacktab_capture(uint64_t *frames, uint32_t max_depth, uint32_t *flags)
+{
+	uint64_t buf[ML_CAPTURE_BUF];
+	uint32_t skip;
+	uint32_t depth = capture(buf, max_depth, flags, &skip);
+	memcpy(frames, buf + skip, depth * sizeof(uint64_t));
+	return depth;
+}
+
+uint32_t ml_stacktab_here(struct ml_intern_cache *cache)
+{
+	uint32_t stack;
+	if (__builtin_expect(!ml_rooms_decorating && ml_config.fast_unwind, 1) &&
+	    ml_unwind_stack(ml_config.max_depth, skip_lo, skip_hi, &stack) == 0)
+		return stack;
+	uint64_t buf[ML_CAPTURE_BUF];
+	uint32_t flags, skip;
+	uint32_t depth = capture(buf, ml_config.max_depth, &flags, &skip);
+	if (__builtin_expect(ml_rooms_decorating, 0)) {
+		uint32_t cap = ML_CAPTURE_BUF - skip;
+		cap = cap < ml_config.max_depth ? cap : ml_config.max_depth;
+		depth = ml_rooms_decorate(buf + skip, depth, cap, &flags);
+	}
+	if (flags & ML_STACK_TRUNCATED)
+		__atomic_or_fetch(&ml_core_flags, ML_META_TRUNCATED_STACKS, __ATOMIC_RELAXED);
+	return ml_stacktab_intern(cache, buf + skip, depth, flags);
+}

@@ -1,0 +1,315 @@
+/* core/thread.c - the recording core's per-thread state (struct
+ * ml_thread): the side stack that recording runs on, the path interned
+ * last, and the thread's counters, found by (stack, kind).
+ *
+ * A thread gets its state at its first recorded event.  When it ends, its
+ * counters are folded into the process's own table (ended threads'
+ * counts, under a lock: thread exit is rare) and the state, side stack
+ * included, waits on a free list for the next thread.  Every state ever
+ * made stays on one list, so the profile writer can add up the counters of
+ * threads still running.  Memory: the arena and mmap, never the hooked
+ * malloc. */
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "core/internal.h"
+
+#define SIDE_STACK_SIZE (64u << 10)
+#define GUARD_SIZE 4096u
+#define CHUNK_COUNTERS 1023u
+#define INDEX_MIN_BITS 6u
+
+struct ml_counter_chunk {
+	struct ml_counter_chunk *next;
+	volatile uint32_t used;
+	uint32_t pad[13];
+	struct ml_counter c[CHUNK_COUNTERS];
+};
+
+__thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")));
+
+static struct ml_thread *volatile all_threads;	/* every state, newest first */
+static struct ml_thread *free_threads;
+static ml_spin_t list_lock;
+static pthread_key_t exit_key;
+static int key_state;		/* 0: not made, 1: made, -1: none available */
+
+/* The counters of ended threads, folded (a state without a thread). */
+static struct ml_thread retired;
+static ml_spin_t retired_lock;
+
+/* ---- the side stack ---- */
+
+/* long ml_side_call(long (*fn)(void *), void *arg, uint64_t top): calls
+ * fn(arg) with the stack pointer at top, then returns to the caller's
+ * stack.  The frame is rbp-based, so unwinders (and the debugger) walk
+ * through it back to the caller's stack. */
+long ml_side_call(long (*fn)(void *), void *arg, uint64_t top);
+__asm__(".text\n"
+	".p2align 4\n"
+	".type ml_side_call, @function\n"
+	"ml_side_call:\n"
+	".cfi_startproc\n"
+	"	push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"	mov %rdx, %rsp\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	call *%rax\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size ml_side_call, .-ml_side_call\n");
+
+long ml_thread_on_side_stack(long (*fn)(void *), void *arg)
+{
+	struct ml_thread *t = ml_thread_self();
+	uint64_t sp = (uint64_t)__builtin_frame_address(0);
+	if (!t || !t->side_hi || (sp >= t->side_lo && sp < t->side_hi))
+		return fn(arg);		/* no side stack, or already on it */
+	/* A walk from the side stack starts at this frame on the caller's
+	 * stack, unless the hook marked its own (unwind.c). */
+	bool marked = false;
+	if (!ml_tl_mark.sp) {
+		ML_UNWIND_MARK();
+		marked = true;
+	}
+	long r = ml_side_call(fn, arg, t->side_hi);
+	if (marked)
+		ml_unwind_unmark();
+	return r;
+}
+
+static void side_stack_map(struct ml_thread *t)
+{
+	void *p = mmap(NULL, SIDE_STACK_SIZE + GUARD_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (p == MAP_FAILED)
+		return;		/* recording then runs on the program's stack */
+	mprotect(p, GUARD_SIZE, PROT_NONE);	/* an overflow faults, never corrupts */
+	t->side_lo = (uint64_t)p + GUARD_SIZE;
+	t->side_hi = t->side_lo + SIDE_STACK_SIZE;
+}
+
+/* ---- a thread's counters: an open-addressing index of pointers into
+ * chunks that never move (the profile writer walks the chunks) ---- */
+
+static inline uint64_t slot_hash(uint32_t stack, uint32_t kind)
+{
+	return ((uint64_t)stack << 4 | kind) * 0x9e3779b97f4a7c15ull;
+}
+
+/* Rebuilds t's index with twice the slots.  False when out of memory. */
+static bool index_grow(struct ml_thread *t)
+{
+	uint32_t bits = t->index_bits ? t->index_bits + 1 : INDEX_MIN_BITS;
+	struct ml_counter **fresh = mmap(NULL, sizeof(*fresh) << bits, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fresh == MAP_FAILED)
+		return false;
+	uint64_t mask = (1ull << bits) - 1;
+	for (struct ml_counter_chunk *ch = t->chunks; ch; ch = ch->next)
+		for (uint32_t k = 0; k < ch->used; k++) {
+			struct ml_counter *c = &ch->c[k];
+			uint64_t i = slot_hash(c->stack, c->kind) >> (64 - bits);
+			while (fresh[i])
+				i = (i + 1) & mask;
+			fresh[i] = c;
+		}
+	if (t->index)
+		munmap(t->index, sizeof(*t->index) << t->index_bits);
+	t->index = fresh;
+	t->index_bits = bits;
+	return true;
+}
+
+/* A zeroed counter for (stack, kind) in t's chunks; NULL if out of memory. */
+static struct ml_counter *counter_new(struct ml_thread *t, uint32_t stack, uint32_t kind)
+{
+	struct ml_counter_chunk *ch = t->chunks;
+	if (!ch || ch->used == CHUNK_COUNTERS) {
+		struct ml_counter_chunk *fresh = t->spare;
+		if (fresh)
+			t->spare = fresh->next;
+		else if (!(fresh = ml_arena_alloc(sizeof(*fresh))))
+			return NULL;
+		fresh->used = 0;
+		fresh->next = ch;
+		__atomic_store_n(&t->chunks, fresh, __ATOMIC_RELEASE);
+		ch = fresh;
+	}
+	struct ml_counter *c = &ch->c[ch->used];
+	memset(c, 0, sizeof(*c));
+	c->stack = stack;
+	c->kind = kind;
+	__atomic_store_n(&ch->used, ch->used + 1, __ATOMIC_RELEASE);
+	t->n_counters++;
+	return c;
+}
+
+struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, uint32_t kind)
+{
+	if ((uint64_t)(t->n_counters + 1) * 2 > (1ull << t->index_bits) && !index_grow(t))
+		return NULL;
+	uint64_t mask = (1ull << t->index_bits) - 1;
+	uint64_t i = slot_hash(stack, kind) >> (64 - t->index_bits);
+	for (;; i = (i + 1) & mask) {
+		struct ml_counter *c = t->index[i];
+		if (!c)
+			break;
+		if (c->stack == stack && c->kind == kind)
+			return c;
+	}
+	struct ml_counter *c = counter_new(t, stack, kind);
+	if (c)
+		t->index[i] = c;
+	return c;
+}
+
+/* Empties t's table: its chunks become spares for the next owner. */
+static void counters_clear(struct ml_thread *t)
+{
+	struct ml_counter_chunk *ch = t->chunks;
+	__atomic_store_n(&t->chunks, NULL, __ATOMIC_RELEASE);
+	while (ch) {
+		struct ml_counter_chunk *next = ch->next;
+		ch->next = t->spare;
+		t->spare = ch;
+		ch = next;
+	}
+	if (t->index)
+		memset(t->index, 0, sizeof(*t->index) << t->index_bits);
+	t->n_counters = 0;
+	memset(t->counter_cache, 0, sizeof(t->counter_cache));
+}
+
+/* ---- states ---- */
+
+/* Thread exit (pthread key destructor): fold the counters, free the state. */
+static void thread_exit(void *arg)
+{
+	struct ml_thread *t = arg;
+	bool guarded = ml_guard_enter_always();
+	ml_spin_lock(&retired_lock);
+	for (struct ml_counter_chunk *ch = t->chunks; ch; ch = ch->next)
+		for (uint32_t k = 0; k < ch->used; k++) {
+			struct ml_counter *c = &ch->c[k];
+			struct ml_counter *into = ml_thread_counter(&retired, c->stack, c->kind);
+			if (into)
+				ml_counters_fold(into, c);
+		}
+	__atomic_store_n(&t->alive, 0, __ATOMIC_RELEASE);
+	counters_clear(t);
+	ml_spin_unlock(&retired_lock);
+	if (ml_tl_thread == t)
+		ml_tl_thread = NULL;
+	ml_spin_lock(&list_lock);
+	t->next_free = free_threads;
+	free_threads = t;
+	ml_spin_unlock(&list_lock);
+	if (guarded)
+		ml_guard_exit();
+}
+
+struct ml_thread *ml_thread_make(void)
+{
+	if (!key_state)	/* racing makers may both try: one key leaks, harmless */
+		key_state = pthread_key_create(&exit_key, thread_exit) == 0 ? 1 : -1;
+	ml_spin_lock(&list_lock);
+	struct ml_thread *t = free_threads;
+	if (t)
+		free_threads = t->next_free;
+	ml_spin_unlock(&list_lock);
+	if (!t) {
+		if (!(t = ml_arena_alloc(sizeof(*t))))
+			return NULL;
+		side_stack_map(t);
+		ml_spin_lock(&list_lock);
+		t->next = all_threads;
+		__atomic_store_n(&all_threads, t, __ATOMIC_RELEASE);
+		ml_spin_unlock(&list_lock);
+	}
+	t->next_free = NULL;
+	ml_unwind_thread_reset(t->walk);
+	t->intern.depth = 0;
+	t->intern.root = 0;
+	t->alive = 1;
+	ml_tl_thread = t;
+	if (key_state > 0)
+		pthread_setspecific(exit_key, t);
+	return t;
+}
+
+static void visit(struct ml_thread *t, void (*fn)(const struct ml_counter *c, void *arg),
+		  void *arg)
+{
+	for (struct ml_counter_chunk *ch = __atomic_load_n(&t->chunks, __ATOMIC_ACQUIRE); ch;
+	     ch = ch->next) {
+		uint32_t used = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
+		for (uint32_t k = 0; k < used; k++)
+			fn(&ch->c[k], arg);
+	}
+}
+
+void ml_thread_foreach_counter(void (*fn)(const struct ml_counter *c, void *arg), void *arg)
+{
+	/* A thread folding its counters right now is skipped or seen twice
+	 * at worst for that moment; the retired table is read under its lock
+	 * only when that is safe (not from a signal handler that interrupted
+	 * a fold: then try once, and read it as it is). */
+	bool locked = __atomic_exchange_n(&retired_lock.locked, 1, __ATOMIC_ACQUIRE) == 0;
+	for (struct ml_thread *t = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE); t;
+	     t = t->next)
+		if (__atomic_load_n(&t->alive, __ATOMIC_ACQUIRE))
+			visit(t, fn, arg);
+	visit(&retired, fn, arg);
+	if (locked)
+		ml_spin_unlock(&retired_lock);
+}
+
+uint64_t ml_thread_counter_count(void)
+{
+	uint64_t n = retired.n_counters;
+	for (struct ml_thread *t = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE); t;
+	     t = t->next)
+		n += t->n_counters;
+	return n;
+}
+
+uint64_t ml_thread_bytes(void)
+{
+	uint64_t n = 0;
+	for (struct ml_thread *t = &retired; t; t = t == &retired ? all_threads : t->next) {
+		for (struct ml_counter_chunk *ch = t->chunks; ch; ch = ch->next)
+			n += sizeof(*ch);
+		for (struct ml_counter_chunk *ch = t->spare; ch; ch = ch->next)
+			n += sizeof(*ch);
+		if (t->index)
+			n += sizeof(*t->index) << t->index_bits;
+		if (t != &retired)
+			n += sizeof(*t);
+	}
+	return n;
+}
+
+void ml_thread_after_fork(void)
+{
+	list_lock.locked = 0;
+	retired_lock.locked = 0;
+	struct ml_thread *me = ml_tl_thread;
+	free_threads = NULL;
+	for (struct ml_thread *t = all_threads; t; t = t->next) {
+		counters_clear(t);
+		if (t != me) {
+			t->alive = 0;
+			t->next_free = free_threads;
+			free_threads = t;
+		}
+	}
+	counters_clear(&retired);
+}
