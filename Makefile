@@ -18,10 +18,12 @@ else
 Q := @
 endif
 
-PKGS := libunwind libdw
+PKGS := libunwind libdw libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 UNWIND_LIBS := $(shell pkg-config --libs libunwind 2>/dev/null)
 DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null)
+# Profiles are zstd-compressed: the runtime writes, the report reads them.
+ZSTD_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 JEMALLOC_LIBS := $(shell pkg-config --libs jemalloc 2>/dev/null)
 
@@ -98,12 +100,13 @@ all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE)
 $(LIB): $(RT_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) -ldl -lpthread
+	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) $(ZSTD_LIBS) \
+		-ldl -lpthread
 
 $(CLI): $(CLI_OBJS) $(BUILD)/libmlreport.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf -lstdc++
+	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf $(ZSTD_LIBS) -lstdc++
 
 $(BUILD)/libmlreport.a: $(REPORT_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -125,7 +128,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS_PLAIN) $(LDFLAGS_PLAIN) -o $@ $< $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a \
-		$(CHECK_LIBS) $(DW_LIBS) -lelf -lstdc++ $(UNWIND_LIBS) -ldl -lpthread
+		$(CHECK_LIBS) $(DW_LIBS) -lelf $(ZSTD_LIBS) -lstdc++ $(UNWIND_LIBS) -ldl -lpthread
 
 # Fixtures are tiny, -g, -O0 unless they say otherwise, and never sanitized.
 $(BUILD)/fixtures/%: tests/fixtures/%.c

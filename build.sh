@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev check
-	libjemalloc-dev python3 valgrind)
+PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev
+	check libjemalloc-dev python3 valgrind)
 # check only: clang and llvm build and read the clang-built test fixtures
 # (DWARF 5 symbolization, llvm-cov exact hits, the llvm-addr2line
 # comparison); libclang-rt-dev holds clang's profile runtime, which clang

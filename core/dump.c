@@ -188,6 +188,25 @@ static void put_timeline(const struct ml_fmt_total *totals)
 	ml_writer_end(&writer);
 }
 
+/* RUNTIME: what memline itself holds (format.h). */
+static void put_runtime(void)
+{
+	struct ml_fmt_runtime r = {
+		.live_table_bytes = ml_livetab_bytes(),
+		.live_blocks = ml_livetab_count(),
+		.stack_bytes = ml_stacktab_bytes(),
+		.stack_nodes = ml_stacktab_count(),
+		.counter_bytes = ml_thread_bytes(),
+		.counters = ml_thread_counter_count(),
+		.arena_bytes = ml_arena_used(),
+		.threads = ml_thread_count(),
+	};
+	ml_writer_begin(&writer, ML_SEC_RUNTIME);
+	ml_writer_put(&writer, &r, sizeof(r));
+	ml_writer_record(&writer);
+	ml_writer_end(&writer);
+}
+
 /* Gives the file its final name; see the file comment. */
 static int commit(void)
 {
@@ -245,6 +264,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	ml_dump_stacks(&writer, totals);
 	put_totals(totals);
 	put_timeline(totals);
+	put_runtime();
 	ml_rooms_write_sections(&writer);	/* lineprof's samples and regions, ... */
 	rc = commit();
 	if (rc < 0)

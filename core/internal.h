@@ -96,9 +96,10 @@ uint32_t ml_stacktab_here(struct ml_intern_cache *cache);
 /* The highest node id so far (ids are dense from 1, parents before their
  * children). */
 uint32_t ml_stacktab_count(void);
-/* Node id's caller (0 for a root), frame address and depth (frames from it
- * up to its root; 0 for a root). */
-void ml_stacktab_node(uint32_t id, uint32_t *parent, uint64_t *address, uint32_t *depth);
+/* Node id's caller (0 for a root) and frame address. */
+void ml_stacktab_node(uint32_t id, uint32_t *parent, uint64_t *address);
+/* The frames from node id up to its root (0 for a root). */
+uint32_t ml_stacktab_depth(uint32_t id);
 /* The root id hangs below (ML_NODE_ROOT, _TRUNCATED or _LOST). */
 uint32_t ml_stacktab_root(uint32_t id);
 /* Bytes of memory the trie holds (nodes and indexes). */
@@ -220,8 +221,11 @@ void ml_thread_foreach_counter(void (*fn)(const struct ml_counter *c, void *arg)
 /* The number of counters in all threads' tables, an upper bound of what
  * ml_thread_foreach_counter visits (plus those made meanwhile). */
 uint64_t ml_thread_counter_count(void);
-/* Bytes of memory held by per-thread state (counters, indexes, side stacks). */
+/* Bytes of memory held by per-thread state (counters and their indexes,
+ * the states themselves; not the side stacks). */
 uint64_t ml_thread_bytes(void);
+/* Thread states made so far (each with a side stack). */
+uint64_t ml_thread_count(void);
 /* In a fork child: only the calling thread remains; forget every count. */
 void ml_thread_after_fork(void);
 /* Runs fn(arg) on the calling thread's side stack (when it is not on it

@@ -33,11 +33,12 @@
 #define MAX_CHUNKS (ML_NODES_MAX / CHUNK_NODES)
 #define INDEX_MIN_BITS 10u
 
+/* 12 bytes: a node is its frame and its caller (depths are counted when
+ * needed: at write time, in tests). */
 struct node {
 	uint64_t address;
-	uint32_t parent;	/* 0 for the two roots */
-	uint32_t depth;		/* frames from this node up to its root */
-};
+	uint32_t parent;	/* 0 for the roots */
+} __attribute__((packed));
 
 struct index {
 	uint32_t bits;
@@ -108,8 +109,8 @@ static uint32_t make_node(uint32_t parent, uint64_t address)
 	    !(chunks[id >> CHUNK_BITS] = ml_arena_alloc(CHUNK_NODES * sizeof(struct node))))
 		return 0;
 	struct index *ix = current;
-	if ((uint64_t)id * 2 > (1ull << ix->bits)) {
-		/* Half full: a new index twice the size.  The old one stays
+	if ((uint64_t)id * 10 > (7ull << ix->bits)) {
+		/* 70% full: a new index twice the size.  The old one stays
 		 * mapped: a reader may still be probing it. */
 		struct index *bigger = index_new(ix->bits + 1);
 		if (!bigger)
@@ -122,7 +123,6 @@ static uint32_t make_node(uint32_t parent, uint64_t address)
 	struct node *n = node_at(id);
 	n->address = address;
 	n->parent = parent;
-	n->depth = parent ? node_at(parent)->depth + 1 : 0;
 	__atomic_store_n(&n_nodes, id, __ATOMIC_RELEASE);
 	index_put(ix, id);
 	return id;
@@ -200,12 +200,19 @@ uint32_t ml_stacktab_count(void)
 	return __atomic_load_n(&n_nodes, __ATOMIC_ACQUIRE);
 }
 
-void ml_stacktab_node(uint32_t id, uint32_t *parent, uint64_t *address, uint32_t *depth)
+void ml_stacktab_node(uint32_t id, uint32_t *parent, uint64_t *address)
 {
 	const struct node *n = node_at(id);
 	*parent = n->parent;
 	*address = n->address;
-	*depth = n->depth;
+}
+
+uint32_t ml_stacktab_depth(uint32_t id)
+{
+	uint32_t depth = 0;
+	for (; id > ML_NODE_LOST; id = node_at(id)->parent)
+		depth++;
+	return depth;
 }
 
 uint32_t ml_stacktab_root(uint32_t id)

@@ -297,6 +297,14 @@ uint64_t ml_thread_bytes(void)
 	return n;
 }
 
+uint64_t ml_thread_count(void)
+{
+	uint64_t n = 0;
+	for (struct ml_thread *t = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+		n++;
+	return n;
+}
+
 void ml_thread_after_fork(void)
 {
 	list_lock.locked = 0;

@@ -573,7 +573,8 @@ struct l1_slot {
 struct frame_rec {
 	uint64_t sp, bp;	/* state entering the frame (its target: below) */
 	uint64_t ra_addr, ra;	/* the return address, and where it was read */
-	uint64_t bp_addr, bp_val;	/* the saved rbp read, if any (bp_addr 0: none) */
+	uint64_t bp_addr, bp_val;	/* the saved rbp read; if none, ra's again
+					 * (so a check needs no branch) */
 	uint32_t node;		/* the stack table's node of this frame's path */
 };
 
@@ -645,10 +646,23 @@ static int64_t last_changed(const struct thread_walk *w, uint32_t from)
 {
 	if (w->end == END_ZERO_RA && *(const volatile uint64_t *)(uintptr_t)w->zero_addr != 0)
 		return w->n;
-	for (uint32_t r = 0; r + from < w->n; r++) {	/* outermost first */
+	/* Outermost first, four frames per test: the words are independent
+	 * loads, and a program rarely changes them. */
+	uint32_t end = w->n - from, r = 0;
+	for (; r < end; r += 4) {
+		uint64_t diff = 0;
+		for (uint32_t k = r; k < r + 4 && k < end; k++) {
+			const struct frame_rec *f = &w->rec[k];
+			diff |= (*(const volatile uint64_t *)(uintptr_t)f->ra_addr ^ f->ra) |
+				(*(const volatile uint64_t *)(uintptr_t)f->bp_addr ^ f->bp_val);
+		}
+		if (__builtin_expect(diff != 0, 0))
+			break;
+	}
+	for (; r < end; r++) {
 		const struct frame_rec *f = &w->rec[r];
 		if (*(const volatile uint64_t *)(uintptr_t)f->ra_addr != f->ra ||
-		    (f->bp_addr && *(const volatile uint64_t *)(uintptr_t)f->bp_addr != f->bp_val))
+		    *(const volatile uint64_t *)(uintptr_t)f->bp_addr != f->bp_val)
 			return (int64_t)(w->n - 1 - r);
 	}
 	return -1;
@@ -721,7 +735,8 @@ static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 		w->bp_ok[n] = bp_ok;
 		f->ra_addr = cfa + (uint64_t)(int64_t)(int8_t)(r >> 48);
 		uint64_t ra = *(const uint64_t *)(uintptr_t)f->ra_addr;
-		f->bp_addr = 0;
+		f->bp_addr = f->ra_addr;
+		f->bp_val = ra;
 		if (flags & F_RBP_SAVED) {
 			f->bp_addr = cfa + (uint64_t)(int64_t)(int16_t)(r >> 32);
 			bp = f->bp_val = *(const uint64_t *)(uintptr_t)f->bp_addr;
@@ -852,11 +867,11 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 
 /* Gives rec[w->nodes .. w->n) their nodes, outermost first.  False when
  * the stack table has no room (then nodes stay valid up to there). */
-static bool set_nodes(struct thread_walk *w, struct ml_intern_cache *cache)
+static bool set_nodes(struct thread_walk *w, struct ml_intern_cache *ic)
 {
 	for (uint32_t r = w->nodes; r < w->n; r++) {
 		uint32_t parent = r ? w->rec[r - 1].node : ML_NODE_ROOT;
-		uint32_t node = ml_stacktab_child_cached(cache, parent, w->rec[r].ra);
+		uint32_t node = ml_stacktab_child_cached(ic, parent, w->rec[r].ra);
 		if (!node)
 			return false;
 		w->rec[r].node = node;

@@ -61,6 +61,8 @@ struct ml_profile {
 	size_t n_samples;
 	struct ml_region *regions;	/* in file order: parents first */
 	size_t n_regions;
+	bool has_runtime;		/* a RUNTIME section: memline's own memory */
+	struct ml_fmt_runtime runtime;
 	void *priv;			/* owned storage */
 };
 

@@ -22,8 +22,8 @@ static uint32_t frames_of(uint32_t id, uint64_t *out, uint32_t cap)
 {
 	uint32_t n = 0;
 	while (id >= ML_NODE_FIRST && n < cap) {
-		uint32_t parent, depth;
-		ml_stacktab_node(id, &parent, &out[n++], &depth);
+		uint32_t parent;
+		ml_stacktab_node(id, &parent, &out[n++]);
 		id = parent;
 	}
 	return n;
@@ -31,10 +31,7 @@ static uint32_t frames_of(uint32_t id, uint64_t *out, uint32_t cap)
 
 static uint32_t depth_of(uint32_t id)
 {
-	uint32_t parent, depth;
-	uint64_t address;
-	ml_stacktab_node(id, &parent, &address, &depth);
-	return depth;
+	return ml_stacktab_depth(id);
 }
 
 static struct ml_intern_cache cache_a, cache_b;
@@ -55,12 +52,12 @@ START_TEST(intern_dedups)
 	ck_assert_uint_ne(ia, ib);
 	ck_assert_uint_ne(ia, ia_trunc);
 	/* The trie shares outer parts: a's frame 1 is a+1's frame 0 node. */
-	uint32_t parent, depth;
+	uint32_t parent;
 	uint64_t address;
-	ml_stacktab_node(ia, &parent, &address, &depth);
+	ml_stacktab_node(ia, &parent, &address);
 	ck_assert_uint_eq(parent, ia_outer);
 	ck_assert_uint_eq(address, 0x1000);
-	ck_assert_uint_eq(depth, 3);
+	ck_assert_uint_eq(ml_stacktab_depth(ia), 3);
 	ck_assert_uint_eq(frames_of(ia, f, 8), 3);
 	ck_assert_uint_eq(f[0], 0x1000);
 	ck_assert_uint_eq(f[2], 0x3000);
