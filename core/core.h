@@ -126,6 +126,13 @@ extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initi
 } while (0)
 static inline void ml_unwind_unmark(void) { ml_tl_mark.sp = 0; }
 
+/* Runs fn(arg) on the calling thread's side stack, memline's own 64 KiB
+ * (the program's stack may be a coroutine's few KiB), and returns its
+ * result; right here when the thread has no side stack yet (none is made:
+ * this may run in a signal handler) or is on it already.  Call with the
+ * guard held.  Async-signal-safe. */
+long ml_core_on_side_stack(long (*fn)(void *), void *arg);
+
 /* Lets every registered stack decorator (struct ml_room) rewrite a stack
  * captured outside ml_track_* (lineprof's samples): frames[0..depth),
  * innermost first, cap slots.  Returns the new depth.  Async-signal-safe;

@@ -85,6 +85,13 @@ long ml_thread_on_side_stack(long (*fn)(void *), void *arg)
 	return r;
 }
 
+long ml_core_on_side_stack(long (*fn)(void *), void *arg)
+{
+	if (!ml_tl_thread)
+		return fn(arg);		/* never made in a signal handler */
+	return ml_thread_on_side_stack(fn, arg);
+}
+
 static void side_stack_map(struct ml_thread *t)
 {
 	void *p = mmap(NULL, SIDE_STACK_SIZE + GUARD_SIZE, PROT_READ | PROT_WRITE,

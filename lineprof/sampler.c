@@ -60,33 +60,47 @@ static uint32_t unwind_from(ucontext_t *uc, uint64_t *frames, uint32_t max, uint
 	return n;
 }
 
-static void on_sigprof(int sig, siginfo_t *si, void *ctx)
+/* One sample of the interrupted context; on the thread's side stack (the
+ * frames and libunwind's cursor take kilobytes: the program's stack may be
+ * a coroutine's few). */
+struct sample_job {
+	ucontext_t *uc;
+	uint64_t weight;
+};
+
+static long take_sample(void *arg)
 {
-	int saved = errno;
-	ucontext_t *uc = ctx;
-	if (!started || stepped_aside || paused || !si || si->si_code != SI_TIMER)
-		goto out;
-	tl_signals++;
-	uint64_t weight = 1 + (si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0);
+	const struct sample_job *job = arg;
 	uint64_t frames[ML_LP_DEPTH_MAX];
 	uint32_t flags = ML_STACK_EXACT_IP, depth;
 	uint32_t max = ml_config.max_depth ? ml_config.max_depth : 64;
 	if (max > ML_LP_DEPTH_MAX)
 		max = ML_LP_DEPTH_MAX;
+	depth = unwind_from(job->uc, frames, max, &flags);
+	depth = ml_core_decorate_stack(frames, depth, max, &flags);
+	if (depth == 0)
+		ml_lp_sampletab_drop(job->weight);
+	else
+		ml_lp_sampletab_add(gettid_cached(), frames, depth, flags, job->weight);
+	return 0;
+}
+
+static void on_sigprof(int sig, siginfo_t *si, void *ctx)
+{
+	int saved = errno;
+	if (!started || stepped_aside || paused || !si || si->si_code != SI_TIMER)
+		goto out;
+	tl_signals++;
+	struct sample_job job = { ctx, 1 + (si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0) };
 	if (!ml_guard_enter_always()) {
 		/* Interrupted inside memline (its hooks, maybe inside libunwind,
 		 * or writing the profile): not the program's time, and not safe
 		 * to unwind again.  Counted as dropped. */
-		ml_lp_sampletab_drop(weight);
+		ml_lp_sampletab_drop(job.weight);
 		goto out;
 	}
-	depth = unwind_from(uc, frames, max, &flags);
-	depth = ml_core_decorate_stack(frames, depth, max, &flags);
+	ml_core_on_side_stack(take_sample, &job);
 	ml_guard_exit();
-	if (depth == 0)
-		ml_lp_sampletab_drop(weight);
-	else
-		ml_lp_sampletab_add(gettid_cached(), frames, depth, flags, weight);
 out:
 	errno = saved;
 }

@@ -276,3 +276,29 @@ def jemalloc_cxx():
 	expect_line(rows, L("jx_nothrow"), "new nothrow", self_bytes=3333, allocs=1, leaked_bytes=0)
 	leaks = user_leaks(report(prof, "leaks"), "jemalloc_cxx")
 	eq([(b, n, f[0][2]) for b, n, f in leaks], [(2222, 1, L("jx_leak"))], "leaks")
+
+
+def used_of(p, what):
+	m = re.search(r"^used (\d+) (\d+)$", text(p.stdout), re.M)
+	check(m, "%s: no 'used' line in %r" % (what, text(p.stdout)))
+	return int(m.group(1)), int(m.group(2))
+
+
+@test
+def hooks_stack_use():
+	"""Issue 8 item 3: the entry points use well under 1 KiB of the program's
+	stack beyond the allocator's own (the recording runs on memline's side
+	stack), on the main thread and on a new thread whose first allocation
+	happens on a coroutine's stack; coroutines on 4 and 8 KiB stacks with
+	an unreadable page below run under memline, with the line sampler too."""
+	plain = used_of(run([fixture("coro_stack")]), "alone")
+	r = Run("coro_stack")
+	ours = used_of(r.proc, "under memline")
+	for where, a, b in zip(("main thread", "new thread"), plain, ours):
+		check(b - a < 1024, "%s: %d bytes of the coroutine's stack alone, %d under memline "
+		      "(%d more)" % (where, a, b, b - a))
+	for size in (4096, 8192):
+		r = Run("coro_stack", args=[str(size)])
+		eq(text(r.proc.stdout), "ok\n", "coroutines on %d-byte stacks" % size)
+	r = Run("coro_stack", args=["8192"], opts=["--lines", "--rate", "20000"])
+	eq(text(r.proc.stdout), "ok\n", "coroutines on 8 KiB stacks, sampled at 20 kHz")
