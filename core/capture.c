@@ -5,6 +5,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include "core/internal.h"
+#include "common/sigsafe.h"
 
 static uint64_t skip_lo, skip_hi;
 
@@ -62,12 +63,60 @@ uint32_t ml_stacktab_capture(uint64_t *frames, uint32_t max_depth, uint32_t *fla
 	return depth;
 }
 
+/* MEMLINE_VERIFY_UNWIND: stacks checked, and those that differed. */
+static uint64_t verified, differed;
+
+/* Compares stack (from the walker's node cache) with what libunwind finds
+ * from here, the runtime's own frames dropped: frame for frame, to the
+ * same outermost frame.  Counts a difference (and says the first one). */
+static void __attribute__((noinline)) verify(uint32_t stack)
+{
+	uint64_t buf[ML_CAPTURE_BUF];
+	int n = unw_backtrace((void **)buf, (int)ML_CAPTURE_BUF);
+	uint32_t s = 0, id = stack, i = 0;
+	while (s < (uint32_t)(n > 0 ? n : 0) && buf[s] >= skip_lo && buf[s] < skip_hi)
+		s++;
+	for (; id >= ML_NODE_FIRST && s + i < (uint32_t)n; i++) {
+		uint32_t parent;
+		uint64_t address;
+		ml_stacktab_node(id, &parent, &address);
+		if (address != buf[s + i])
+			break;
+		id = parent;
+	}
+	__atomic_add_fetch(&verified, 1, __ATOMIC_RELAXED);
+	if (id >= ML_NODE_FIRST || s + i != (uint32_t)n) {
+		if (__atomic_add_fetch(&differed, 1, __ATOMIC_RELAXED) == 1)
+			ml_warn("MEMLINE_VERIFY_UNWIND: a stack differs from libunwind's");
+	}
+}
+
+void ml_stacktab_verify_report(void)
+{
+	char line[128], num[24];
+	size_t pos = 0;
+	if (!ml_config.verify_unwind)
+		return;
+	line[0] = '\0';
+	ml_sigsafe_append(line, sizeof(line), &pos, "MEMLINE_VERIFY_UNWIND: ");
+	ml_sigsafe_utoa(num, verified);
+	ml_sigsafe_append(line, sizeof(line), &pos, num);
+	ml_sigsafe_append(line, sizeof(line), &pos, " stacks checked against libunwind, ");
+	ml_sigsafe_utoa(num, differed);
+	ml_sigsafe_append(line, sizeof(line), &pos, num);
+	ml_sigsafe_append(line, sizeof(line), &pos, " differ");
+	ml_warn(line);
+}
+
 uint32_t ml_stacktab_here(struct ml_intern_cache *cache)
 {
 	uint32_t stack;
 	if (__builtin_expect(!ml_rooms_decorating && ml_config.fast_unwind, 1) &&
-	    ml_unwind_stack(ml_config.max_depth, skip_lo, skip_hi, &stack) == 0)
+	    ml_unwind_stack(ml_config.max_depth, skip_lo, skip_hi, &stack) == 0) {
+		if (__builtin_expect(ml_config.verify_unwind, 0) && stack != ML_NODE_LOST)
+			verify(stack);
 		return stack;
+	}
 	uint64_t buf[ML_CAPTURE_BUF];
 	uint32_t flags, skip;
 	uint32_t depth = capture(buf, ml_config.max_depth, &flags, &skip);

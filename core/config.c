@@ -41,6 +41,7 @@ void ml_config_load(void)
 	ml_config.follow = env_bool("MEMLINE_FOLLOW", true);
 	ml_config.max_depth = env_depth();
 	ml_config.fast_unwind = !env_bool("MEMLINE_LIBUNWIND_ONLY", false);
+	ml_config.verify_unwind = env_bool("MEMLINE_VERIFY_UNWIND", false);
 	const char *dir = getenv("MEMLINE_OUTPUT_DIR");
 	if (dir && *dir && strlen(dir) < sizeof(ml_config.output_dir)) {
 		strcpy(ml_config.output_dir, dir);

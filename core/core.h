@@ -153,6 +153,8 @@ struct ml_config {
 	bool follow;			/* MEMLINE_FOLLOW (default 1) */
 	bool quiet;			/* MEMLINE_QUIET */
 	bool fast_unwind;		/* not MEMLINE_LIBUNWIND_ONLY (unwind.c) */
+	bool verify_unwind;		/* MEMLINE_VERIFY_UNWIND: check every fast stack
+					 * against libunwind (tests; slow) */
 };
 extern struct ml_config ml_config;
 

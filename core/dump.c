@@ -308,6 +308,7 @@ int ml_dump_write(uint32_t reason, int32_t status)
 	ML_ASSERT(ml_guard_held());	/* nothing the writer does is recorded */
 	int saved_errno = errno;
 	int rc = write_all_sections(reason, status);
+	ml_stacktab_verify_report();
 	if (rc < 0) {
 		/* strerror may allocate: print the number. */
 		char msg[PATH_MAX + 64], num[24];

@@ -93,6 +93,9 @@ static inline uint32_t ml_stacktab_child_cached(struct ml_intern_cache *c, uint3
  * the thread's cache (the walker's own node cache when it can, else a
  * capture into a buffer, the rooms' decorations, ml_stacktab_intern). */
 uint32_t ml_stacktab_here(struct ml_intern_cache *cache);
+/* MEMLINE_VERIFY_UNWIND: one line on stderr, how many stacks were checked
+ * and how many differed (at each profile write). */
+void ml_stacktab_verify_report(void);
 /* The highest node id so far (ids are dense from 1, parents before their
  * children). */
 uint32_t ml_stacktab_count(void);

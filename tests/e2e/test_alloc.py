@@ -302,3 +302,31 @@ def hooks_stack_use():
 		eq(text(r.proc.stdout), "ok\n", "coroutines on %d-byte stacks" % size)
 	r = Run("coro_stack", args=["8192"], opts=["--lines", "--rate", "20000"])
 	eq(text(r.proc.stdout), "ok\n", "coroutines on 8 KiB stacks, sampled at 20 kHz")
+
+
+def verified(r, what):
+	m = re.findall(r"MEMLINE_VERIFY_UNWIND: (\d+) stacks checked against libunwind, (\d+) differ",
+		       text(r.proc.stderr))
+	check(m, "%s: no verification line in %r" % (what, text(r.proc.stderr)[-300:]))
+	return sum(int(a) for a, _ in m), sum(int(b) for _, b in m)
+
+
+@test
+def fast_stacks_match_libunwind():
+	"""Every stack the walker's fast path records (its node cache, reused
+	walks) is checked against a full libunwind walk from the same point
+	(MEMLINE_VERIFY_UNWIND): a large program (Debian's python3 running a
+	json/regex workload: ~100k allocations through the interpreter) and 16
+	threads allocating at once."""
+	py = "/usr/bin/python3"
+	check(os.path.exists(py), "no /usr/bin/python3")
+	env = dict(os.environ, MEMLINE_VERIFY_UNWIND="1")
+	script = os.path.join(ROOT, "bench", "programs", "py_json_regex.py")
+	r = Run(py, args=[script, "1"], env=env)
+	n, bad = verified(r, "python3")
+	check(n > 50000, "python3: only %d stacks checked" % n)
+	eq(bad, 0, "python3: stacks that differ from libunwind's (of %d)" % n)
+	r = Run("threads16", env=env)
+	n, bad = verified(r, "threads16")
+	check(n >= 16, "threads16: only %d stacks checked" % n)
+	eq(bad, 0, "threads16: stacks that differ from libunwind's (of %d)" % n)
