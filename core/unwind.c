@@ -648,23 +648,19 @@ static int64_t last_changed(const struct thread_walk *w, uint32_t from)
 		return w->n;
 	/* Outermost first, four frames per test: the words are independent
 	 * loads, and a program rarely changes them. */
+#define WORD_DIFF(f) ((*(const volatile uint64_t *)(uintptr_t)(f)->ra_addr ^ (f)->ra) | \
+		      (*(const volatile uint64_t *)(uintptr_t)(f)->bp_addr ^ (f)->bp_val))
 	uint32_t end = w->n - from, r = 0;
-	for (; r < end; r += 4) {
-		uint64_t diff = 0;
-		for (uint32_t k = r; k < r + 4 && k < end; k++) {
-			const struct frame_rec *f = &w->rec[k];
-			diff |= (*(const volatile uint64_t *)(uintptr_t)f->ra_addr ^ f->ra) |
-				(*(const volatile uint64_t *)(uintptr_t)f->bp_addr ^ f->bp_val);
-		}
-		if (__builtin_expect(diff != 0, 0))
+	for (; r + 4 <= end; r += 4) {
+		const struct frame_rec *f = &w->rec[r];
+		if (__builtin_expect((WORD_DIFF(f) | WORD_DIFF(f + 1) | WORD_DIFF(f + 2) |
+				      WORD_DIFF(f + 3)) != 0, 0))
 			break;
 	}
-	for (; r < end; r++) {
-		const struct frame_rec *f = &w->rec[r];
-		if (*(const volatile uint64_t *)(uintptr_t)f->ra_addr != f->ra ||
-		    *(const volatile uint64_t *)(uintptr_t)f->bp_addr != f->bp_val)
+	for (; r < end; r++)
+		if (WORD_DIFF(&w->rec[r]))
 			return (int64_t)(w->n - 1 - r);
-	}
+#undef WORD_DIFF
 	return -1;
 }
 

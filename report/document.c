@@ -45,6 +45,30 @@ static const char *end_reason_name(uint32_t r)
 	}
 }
 
+/* memline's own memory when the profile was written (RUNTIME section). */
+static void runtime_json(struct ml_json *j, const struct ml_fmt_runtime *r)
+{
+	ml_json_key(j, "runtime");
+	ml_json_object_begin(j);
+	ml_json_key(j, "live_table_bytes");
+	ml_json_u64(j, r->live_table_bytes);
+	ml_json_key(j, "live_blocks");
+	ml_json_u64(j, r->live_blocks);
+	ml_json_key(j, "stack_bytes");
+	ml_json_u64(j, r->stack_bytes);
+	ml_json_key(j, "stack_nodes");
+	ml_json_u64(j, r->stack_nodes);
+	ml_json_key(j, "counter_bytes");
+	ml_json_u64(j, r->counter_bytes);
+	ml_json_key(j, "counters");
+	ml_json_u64(j, r->counters);
+	ml_json_key(j, "arena_bytes");
+	ml_json_u64(j, r->arena_bytes);
+	ml_json_key(j, "threads");
+	ml_json_u64(j, r->threads);
+	ml_json_object_end(j);
+}
+
 static void profile_json(struct ml_json *j, const struct ml_profile *p)
 {
 	ml_json_key(j, "profile");
@@ -74,6 +98,8 @@ static void profile_json(struct ml_json *j, const struct ml_profile *p)
 	ml_json_u64(j, p->meta.max_depth);
 	ml_json_key(j, "degraded");
 	ml_json_bool(j, (p->meta.flags & ML_META_DEGRADED) != 0);
+	if (p->has_runtime)
+		runtime_json(j, &p->runtime);
 	ml_json_object_end(j);
 }
 
