@@ -100,13 +100,13 @@ all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE)
 $(LIB): $(RT_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) $(ZSTD_LIBS) \
+	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) $(ZSTD_LIBS) -lm \
 		-ldl -lpthread
 
 $(CLI): $(CLI_OBJS) $(BUILD)/libmlreport.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf $(ZSTD_LIBS) -lstdc++
+	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf $(ZSTD_LIBS) -lm -lstdc++
 
 $(BUILD)/libmlreport.a: $(REPORT_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -128,7 +128,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS_PLAIN) $(LDFLAGS_PLAIN) -o $@ $< $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a \
-		$(CHECK_LIBS) $(DW_LIBS) -lelf $(ZSTD_LIBS) -lstdc++ $(UNWIND_LIBS) -ldl -lpthread
+		$(CHECK_LIBS) $(DW_LIBS) -lelf $(ZSTD_LIBS) -lstdc++ $(UNWIND_LIBS) -lm -ldl -lpthread
 
 # Fixtures are tiny, -g, -O0 unless they say otherwise, and never sanitized.
 $(BUILD)/fixtures/%: tests/fixtures/%.c

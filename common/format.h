@@ -59,6 +59,7 @@ enum ml_fmt_section_type {
 	ML_SEC_FRAMES = 9,	/* count trie nodes, varint columns */
 	ML_SEC_ADDRESSES = 10,	/* count distinct frame addresses, varint deltas */
 	ML_SEC_RUNTIME = 11,	/* one ml_fmt_runtime: memline's own memory */
+	ML_SEC_SAMPLED = 12,	/* one ml_fmt_sampled: --sample's settings and totals */
 };
 
 struct ml_fmt_section {
@@ -96,6 +97,7 @@ struct ml_fmt_meta {
 #define ML_META_FORKED 0x1u	/* this process is a fork child of a profiled one */
 #define ML_META_TRUNCATED_STACKS 0x2u	/* some stacks hit max_depth */
 #define ML_META_DEGRADED 0x4u	/* the runtime hit internal trouble and passed calls through */
+#define ML_META_SAMPLED 0x8u	/* --sample: COUNTERS hold estimates (ML_SEC_SAMPLED) */
 
 /* ML_SEC_MODULES record: this struct, then path_len bytes of path, then
  * build_id_len bytes of raw build-id, padded.  Frames of a stack belong to
@@ -162,7 +164,11 @@ struct ml_fmt_stack {
  * index: 0 or more), kind, allocs, alloc_bytes, live_blocks, live_bytes,
  * peak_blocks, peak_bytes.  frees = allocs - live_blocks and freed_bytes =
  * alloc_bytes - live_bytes (every block allocated was freed or is live).
- * A reader builds ml_fmt_counter records. */
+ * In a sampled profile (ML_META_SAMPLED) the amounts are estimates, block
+ * counts in 1/count_unit blocks (ml_fmt_sampled), and four more columns
+ * follow: samples, var_alloc_bytes, var_live_bytes, var_peak_bytes (the
+ * estimated variances of alloc_bytes, live_bytes and peak_bytes, bytes^2,
+ * rounded).  A reader builds ml_fmt_counter records. */
 struct ml_fmt_counter {
 	uint32_t stack_id;
 	uint32_t kind;		/* enum ml_kind */
@@ -174,6 +180,10 @@ struct ml_fmt_counter {
 	uint64_t live_bytes;
 	uint64_t peak_blocks;	/* live from this stack at the kind's peak */
 	uint64_t peak_bytes;
+	/* Sampled profiles only (else 0): the samples taken from this stack,
+	 * and the estimated variance of alloc_bytes, live_bytes, peak_bytes. */
+	uint64_t samples;
+	uint64_t var_alloc_bytes, var_live_bytes, var_peak_bytes;
 };
 
 /* ML_SEC_TOTALS record: one per kind that saw an event. */
@@ -244,6 +254,18 @@ struct ml_fmt_region {
 };
 
 #define ML_REGION_NVTX 0x1u	/* came from an NVTX range */
+
+/* ML_SEC_SAMPLED record: how a sampled run (memline run --sample) sampled,
+ * and what it counted exactly: every allocation, sampled or not. */
+struct ml_fmt_sampled {
+	uint64_t rate_bytes;	/* mean bytes between sample points (R) */
+	uint64_t seed;		/* of the sampling streams */
+	uint64_t samples;	/* allocations sampled */
+	uint64_t allocs;	/* every allocation (all kinds), exact */
+	uint64_t alloc_bytes;	/* their bytes, exact */
+	uint32_t count_unit;	/* COUNTERS' block counts are in 1/count_unit blocks */
+	uint32_t reserved;
+};
 
 /* ML_SEC_RUNTIME record: memline's own memory when the profile was
  * written (bytes of mappings it made, whether touched or not), for the

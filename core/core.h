@@ -155,6 +155,9 @@ struct ml_config {
 	bool fast_unwind;		/* not MEMLINE_LIBUNWIND_ONLY (unwind.c) */
 	bool verify_unwind;		/* MEMLINE_VERIFY_UNWIND: check every fast stack
 					 * against libunwind (tests; slow) */
+	uint64_t sample_bytes;		/* MEMLINE_SAMPLE: mean bytes between samples;
+					 * 0: every allocation (exact) */
+	uint64_t sample_seed;		/* MEMLINE_SAMPLE_SEED (0: from the clock) */
 };
 extern struct ml_config ml_config;
 

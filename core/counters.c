@@ -128,6 +128,38 @@ void ml_counters_move(struct ml_counter *from, uint64_t old_size,
 	snapshot_after(to, before, after);
 }
 
+void ml_counters_alloc_sampled(struct ml_counter *c, struct ml_counter *v,
+			       const struct ml_sample_weight *w)
+{
+	uint64_t before, after = apply_total(c->kind, (int64_t)w->bytes, &before);
+	snapshot_before(c, before);
+	snapshot_before(v, before);
+	c->allocs += w->blocks;
+	c->alloc_bytes += w->bytes;
+	c->live_blocks += (int64_t)w->blocks;
+	c->live_bytes += (int64_t)w->bytes;
+	v->allocs++;			/* samples */
+	v->alloc_bytes += w->var;
+	v->live_blocks++;
+	v->live_bytes += (int64_t)w->var;
+	snapshot_after(c, before, after);
+	snapshot_after(v, before, after);
+}
+
+void ml_counters_free_sampled(struct ml_counter *c, struct ml_counter *v,
+			      const struct ml_sample_weight *w)
+{
+	uint64_t before, after = apply_total(c->kind, -(int64_t)w->bytes, &before);
+	snapshot_before(c, before);
+	snapshot_before(v, before);
+	c->live_blocks -= (int64_t)w->blocks;
+	c->live_bytes -= (int64_t)w->bytes;
+	v->live_blocks--;
+	v->live_bytes -= (int64_t)w->var;
+	snapshot_after(c, before, after);
+	snapshot_after(v, before, after);
+}
+
 /* The counter's values at its kind's final peak (read at the end). */
 static void at_peak(const struct ml_counter *c, uint64_t final_peak, int64_t *bytes,
 		    int64_t *blocks)
@@ -152,7 +184,7 @@ void ml_counters_add(struct ml_counter_sum *sum, const struct ml_counter *c,
 		     uint64_t final_peak)
 {
 	int64_t bytes, blocks;
-	ML_ASSERT(c->kind < ML_KIND_COUNT);
+	ML_ASSERT(c->kind % ML_VAR_KIND < ML_KIND_COUNT);
 	at_peak(c, final_peak, &bytes, &blocks);
 	sum->allocs += c->allocs;
 	sum->alloc_bytes += c->alloc_bytes;
@@ -167,7 +199,7 @@ void ml_counters_fold(struct ml_counter *into, struct ml_counter *c)
 	/* Both as of now: a peak after their last change holds their live
 	 * values (c's thread has ended; into changes only here, locked). */
 	ML_ASSERT(into->stack == c->stack && into->kind == c->kind);
-	uint64_t now = ml_counters_peak(c->kind);
+	uint64_t now = ml_counters_peak(c->kind % ML_VAR_KIND);	/* a variance: its kind's */
 	snapshot_before(into, now);
 	snapshot_before(c, now);
 	into->allocs += c->allocs;

@@ -116,7 +116,7 @@ static void put_meta(uint32_t reason, int32_t status)
 		.end_reason = reason,
 		.end_status = status,
 		.max_depth = ml_config.max_depth,
-		.flags = ml_core_flags,
+		.flags = ml_core_flags | (ml_config.sample_bytes ? ML_META_SAMPLED : 0),
 		.exe_len = (uint32_t)exe_len,
 		.argv_len = (uint32_t)argv_len,
 		.argc = argc,
@@ -153,6 +153,13 @@ static void put_totals(struct ml_fmt_total *totals)
 		ml_counters_totals(k, &kt);
 		t->kind = k;
 		t->reserved = 0;
+		if (ml_config.sample_bytes) {	/* the counters' fixed point, in blocks */
+			uint64_t u = ML_SAMPLE_UNIT;
+			uint64_t allocs = (t->allocs + u / 2) / u, live = (t->live_blocks + u / 2) / u;
+			t->allocs = allocs;
+			t->live_blocks = live;
+			t->frees = allocs - live;
+		}
 		t->peak_bytes = kt.peak_bytes;
 		t->peak_time_ns = kt.peak_tsc > ml_clock_start_tsc() ?
 			ml_clock_tsc_to_ns(kt.peak_tsc - ml_clock_start_tsc()) : 0;

@@ -16,6 +16,7 @@ struct agg {
 	uint32_t next;			/* the stack's next kind: index + 1, 0: none */
 	uint32_t pad;
 	struct ml_counter_sum sum;
+	struct ml_counter_sum var;	/* sampling: its variance counters, summed */
 };
 
 struct scratch {
@@ -80,10 +81,11 @@ static bool scratch_map(struct scratch *s)
 static void gather(const struct ml_counter *c, void *arg)
 {
 	struct scratch *s = arg;
-	if (c->stack >= s->n_nodes || c->kind >= ML_KIND_COUNT)
+	uint32_t kind = c->kind % ML_VAR_KIND;	/* a variance counter: its kind's */
+	if (c->stack >= s->n_nodes || kind >= ML_KIND_COUNT)
 		return;		/* a stack made after the count: next dump */
 	uint32_t *link = &s->first[c->stack];
-	while (*link && s->aggs[*link - 1].kind != c->kind)
+	while (*link && s->aggs[*link - 1].kind != kind)
 		link = &s->aggs[*link - 1].next;
 	if (!*link) {
 		if (s->n_aggs == s->cap_aggs)
@@ -91,10 +93,11 @@ static void gather(const struct ml_counter *c, void *arg)
 		struct agg *a = &s->aggs[s->n_aggs++];
 		memset(a, 0, sizeof(*a));
 		a->stack = c->stack;
-		a->kind = c->kind;
+		a->kind = kind;
 		*link = (uint32_t)s->n_aggs;
 	}
-	ml_counters_add(&s->aggs[*link - 1].sum, c, s->final_peak[c->kind]);
+	struct agg *a = &s->aggs[*link - 1];
+	ml_counters_add(c->kind >= ML_VAR_KIND ? &a->var : &a->sum, c, s->final_peak[kind]);
 }
 
 static bool agg_used(const struct agg *a)
@@ -254,7 +257,8 @@ static void put_stacks(struct ml_writer *w, const struct scratch *s)
 
 /* One COUNTERS column: field f of every used counter, in stack order. */
 enum { F_STACK, F_KIND, F_ALLOCS, F_ALLOC_BYTES, F_LIVE_BLOCKS, F_LIVE_BYTES,
-       F_PEAK_BLOCKS, F_PEAK_BYTES, N_FIELDS };
+       F_PEAK_BLOCKS, F_PEAK_BYTES, N_EXACT,
+       F_SAMPLES = N_EXACT, F_VAR_ALLOC, F_VAR_LIVE, F_VAR_PEAK, N_SAMPLED };
 
 static uint64_t field(const struct agg *a, int f)
 {
@@ -265,7 +269,11 @@ static uint64_t field(const struct agg *a, int f)
 	case F_LIVE_BLOCKS: return (uint64_t)a->sum.live_blocks;
 	case F_LIVE_BYTES: return (uint64_t)a->sum.live_bytes;
 	case F_PEAK_BLOCKS: return (uint64_t)a->sum.peak_blocks;
-	default: return (uint64_t)a->sum.peak_bytes;
+	case F_PEAK_BYTES: return (uint64_t)a->sum.peak_bytes;
+	case F_SAMPLES: return a->var.allocs;
+	case F_VAR_ALLOC: return a->var.alloc_bytes;
+	case F_VAR_LIVE: return (uint64_t)a->var.live_bytes;
+	default: return (uint64_t)a->var.peak_bytes;
 	}
 }
 
@@ -276,7 +284,7 @@ static void add_total(struct ml_fmt_total *totals, const struct agg *a)
 	t->reserved = 1;	/* seen; cleared before writing */
 	t->allocs += a->sum.allocs;
 	t->alloc_bytes += a->sum.alloc_bytes;
-	t->frees += a->sum.allocs - (uint64_t)a->sum.live_blocks;
+	t->frees += a->sum.allocs - (uint64_t)a->sum.live_blocks;	/* (sampled: 1/unit blocks) */
 	t->freed_bytes += a->sum.alloc_bytes - (uint64_t)a->sum.live_bytes;
 	t->live_blocks += (uint64_t)a->sum.live_blocks;
 	t->live_bytes += (uint64_t)a->sum.live_bytes;
@@ -288,7 +296,7 @@ static void put_counters(struct ml_writer *w, const struct scratch *s,
 	struct column c = { .w = w };
 	uint32_t n = 0;
 	ml_writer_begin(w, ML_SEC_COUNTERS);
-	for (int f = 0; f < N_FIELDS; f++) {
+	for (int f = 0; f < (ml_config.sample_bytes ? N_SAMPLED : N_EXACT); f++) {
 		uint32_t index = 0, prev = 0;	/* the stack's index in STACKS */
 		for (uint32_t id = ML_NODE_ROOT; id < s->n_nodes; id++) {
 			if (!stack_used(s, id))
@@ -321,6 +329,20 @@ static void put_counters(struct ml_writer *w, const struct scratch *s,
 	ml_writer_end(w);
 }
 
+/* SAMPLED: how the run sampled and what it counted exactly. */
+static void put_sampled(struct ml_writer *w, const struct scratch *s)
+{
+	struct ml_fmt_sampled r = { .rate_bytes = ml_config.sample_bytes,
+				    .seed = ml_sampling_seed(), .count_unit = ML_SAMPLE_UNIT };
+	for (uint64_t i = 0; i < s->n_aggs; i++)
+		r.samples += s->aggs[i].var.allocs;
+	ml_thread_all_allocs(&r.allocs, &r.alloc_bytes);
+	ml_writer_begin(w, ML_SEC_SAMPLED);
+	ml_writer_put(w, &r, sizeof(r));
+	ml_writer_record(w);
+	ml_writer_end(w);
+}
+
 int ml_dump_stacks(struct ml_writer *w, struct ml_fmt_total *totals)
 {
 	struct scratch s;
@@ -333,6 +355,8 @@ int ml_dump_stacks(struct ml_writer *w, struct ml_fmt_total *totals)
 	put_frames(w, &s);
 	put_stacks(w, &s);
 	put_counters(w, &s, totals);
+	if (ml_config.sample_bytes)
+		put_sampled(w, &s);
 	munmap(s.base, s.bytes);
 	return 0;
 }

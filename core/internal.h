@@ -123,6 +123,7 @@ uint32_t ml_stacktab_capture_raw(uint64_t *buf, uint32_t max_depth, uint32_t *fl
 /* The address range whose innermost frames capture drops (libmemline). */
 void ml_stacktab_set_skip(uint64_t lo, uint64_t hi);
 
+struct ml_sample_weight;
 /* ---- counters.c: counters per (stack, kind), per thread, and the exact
  * peak.  ---- */
 /* One thread's counts for one (stack, kind): 64 bytes.  Only its thread
@@ -168,6 +169,13 @@ uint64_t ml_counters_peak(uint32_t kind);
 /* Adds c's values to sum, its bytes at the peak as of final_peak. */
 void ml_counters_add(struct ml_counter_sum *sum, const struct ml_counter *c,
 		     uint64_t final_peak);
+/* A sampled block (weight w) allocated under c, its variance under v (the
+ * variance counter of the same stack and kind): one event for the peak. */
+void ml_counters_alloc_sampled(struct ml_counter *c, struct ml_counter *v,
+			       const struct ml_sample_weight *w);
+/* Its free. */
+void ml_counters_free_sampled(struct ml_counter *c, struct ml_counter *v,
+			      const struct ml_sample_weight *w);
 /* Folds c (an ended thread's) into into (same stack and kind). */
 void ml_counters_fold(struct ml_counter *into, struct ml_counter *c);
 /* A snapshot of the kind's totals. */
@@ -188,6 +196,9 @@ struct ml_thread {
 	struct ml_counter_chunk *volatile chunks;	/* the counters, newest chunk first */
 	struct ml_counter_chunk *spare;	/* chunks of an earlier thread, to reuse */
 	volatile int alive;		/* a thread runs with this state */
+	int64_t sample_left;		/* --sample: bytes to the next sample point */
+	uint64_t rng;			/* --sample: the thread's random stream */
+	uint64_t all_allocs, all_bytes;	/* --sample: every allocation, exactly */
 	struct ml_counter *counter_cache[ML_COUNTER_CACHE];	/* direct-mapped */
 	void *walk;			/* unwind.c's record of the last walk */
 	struct ml_intern_cache intern;
@@ -208,7 +219,7 @@ struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, u
 static inline struct ml_counter *ml_thread_counter(struct ml_thread *t, uint32_t stack,
 						  uint32_t kind)
 {
-	uint32_t i = (uint32_t)(((uint64_t)stack << 4 | kind) * 0x9e3779b97f4a7c15ull >> 54);
+	uint32_t i = (uint32_t)(((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull >> 54);
 	_Static_assert(ML_COUNTER_CACHE == 1024u, "10 bits");
 	struct ml_counter *c = t->counter_cache[i];
 	if (__builtin_expect(c && c->stack == stack && c->kind == kind, 1))
@@ -227,6 +238,8 @@ uint64_t ml_thread_counter_count(void);
 /* Bytes of memory held by per-thread state (counters and their indexes,
  * the states themselves; not the side stacks). */
 uint64_t ml_thread_bytes(void);
+/* --sample: every allocation of every thread (ended ones too), exactly. */
+void ml_thread_all_allocs(uint64_t *allocs, uint64_t *bytes);
 /* Thread states made so far (each with a side stack). */
 uint64_t ml_thread_count(void);
 /* In a fork child: only the calling thread remains; forget every count. */
@@ -234,6 +247,35 @@ void ml_thread_after_fork(void);
 /* Runs fn(arg) on the calling thread's side stack (when it is not on it
  * already and has one; else right here) and returns its result. */
 long ml_thread_on_side_stack(long (*fn)(void *), void *arg);
+
+/* ---- sampling.c: --sample BYTES (see the file comment) ---- */
+/* Blocks counts of sampled profiles are fixed point: 1 block = this. */
+#define ML_SAMPLE_UNIT 1024u
+/* The variance counter of (stack, kind) is the counter (stack, kind +
+ * ML_VAR_KIND): its bytes are variances (bytes^2), its blocks samples. */
+#define ML_VAR_KIND 16u
+struct ml_sample_weight {
+	uint64_t bytes;		/* s / p, rounded */
+	uint64_t blocks;	/* ML_SAMPLE_UNIT / p, rounded */
+	uint64_t var;		/* (s/p) (s/p - s): its share of the variance */
+};
+/* At start-up (config read). */
+void ml_sampling_init(void);
+/* The seed the run used (MEMLINE_SAMPLE_SEED, or one from the clock). */
+uint64_t ml_sampling_seed(void);
+/* A new thread state's stream and first gap; index: the how-manieth state. */
+void ml_sampling_thread_start(struct ml_thread *t, uint64_t index);
+/* An exponential gap of mean sample_bytes, from t's stream. */
+int64_t ml_sampling_gap(struct ml_thread *t);
+/* What a sampled block of size bytes counts for. */
+struct ml_sample_weight ml_sampling_weight(uint64_t size);
+/* The filter of sampled blocks' addresses (frees of others stop there). */
+void ml_sampling_filter_add(uint64_t addr);
+void ml_sampling_filter_remove(uint64_t addr);
+/* False: addr is certainly not a sampled block.  Lock-free. */
+bool ml_sampling_maybe(uint64_t addr);
+/* In a fork child: the live table is empty, so is the filter. */
+void ml_sampling_after_fork(void);
 
 /* ---- livetab.c: live blocks, (address, kind) -> (size, stack). ---- */
 struct ml_live_block {

@@ -30,6 +30,7 @@ __thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")
 
 static struct ml_thread *volatile all_threads;	/* every state, newest first */
 static struct ml_thread *free_threads;
+static uint64_t made;		/* states handed out, for the sampling streams */
 static ml_spin_t list_lock;
 static pthread_key_t exit_key;
 static int key_state;		/* 0: not made, 1: made, -1: none available */
@@ -108,7 +109,7 @@ static void side_stack_map(struct ml_thread *t)
 
 static inline uint64_t slot_hash(uint32_t stack, uint32_t kind)
 {
-	return ((uint64_t)stack << 4 | kind) * 0x9e3779b97f4a7c15ull;
+	return ((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull;	/* kind < 32 */
 }
 
 /* Rebuilds t's index with twice the slots.  False when out of memory. */
@@ -210,6 +211,9 @@ static void thread_exit(void *arg)
 			if (into)
 				ml_counters_fold(into, c);
 		}
+	retired.all_allocs += t->all_allocs;
+	retired.all_bytes += t->all_bytes;
+	t->all_allocs = t->all_bytes = 0;
 	__atomic_store_n(&t->alive, 0, __ATOMIC_RELEASE);
 	counters_clear(t);
 	ml_spin_unlock(&retired_lock);
@@ -242,6 +246,8 @@ struct ml_thread *ml_thread_make(void)
 		ml_spin_unlock(&list_lock);
 	}
 	t->next_free = NULL;
+	if (ml_config.sample_bytes)
+		ml_sampling_thread_start(t, __atomic_fetch_add(&made, 1, __ATOMIC_RELAXED));
 	ml_unwind_thread_reset(t->walk);
 	t->intern.depth = 0;
 	t->intern.root = 0;
@@ -304,6 +310,17 @@ uint64_t ml_thread_bytes(void)
 	return n;
 }
 
+void ml_thread_all_allocs(uint64_t *allocs, uint64_t *bytes)
+{
+	*allocs = retired.all_allocs;
+	*bytes = retired.all_bytes;
+	for (struct ml_thread *t = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+		if (__atomic_load_n(&t->alive, __ATOMIC_ACQUIRE)) {
+			*allocs += t->all_allocs;
+			*bytes += t->all_bytes;
+		}
+}
+
 uint64_t ml_thread_count(void)
 {
 	uint64_t n = 0;
@@ -318,8 +335,10 @@ void ml_thread_after_fork(void)
 	retired_lock.locked = 0;
 	struct ml_thread *me = ml_tl_thread;
 	free_threads = NULL;
+	retired.all_allocs = retired.all_bytes = 0;
 	for (struct ml_thread *t = all_threads; t; t = t->next) {
 		counters_clear(t);
+		t->all_allocs = t->all_bytes = 0;
 		if (t != me) {
 			t->alive = 0;
 			t->next_free = free_threads;

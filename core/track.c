@@ -15,6 +15,8 @@ int ml_core_init(uint64_t self_addr)
 	if (done)
 		return 0;
 	ml_config_load();
+	if (ml_config.sample_bytes)
+		ml_sampling_init();
 	ml_clock_start();
 	ml_timeline_reset(ml_clock_coarse_ns());
 	int rc = ml_stacktab_init();
@@ -56,6 +58,48 @@ static void add_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t
 	ml_counters_alloc(c, size);
 }
 
+/* Counts the end of a block (stack, kind, size) on the calling thread:
+ * its size, or, sampling, the weight it was counted with. */
+static void count_free(uint32_t stack, uint32_t kind, uint64_t size)
+{
+	struct ml_thread *t = ml_thread_self();
+	struct ml_counter *c = t ? ml_thread_counter(t, stack, kind) : NULL;
+	if (ml_config.sample_bytes) {
+		struct ml_counter *v = t ? ml_thread_counter(t, stack, kind + ML_VAR_KIND) : NULL;
+		struct ml_sample_weight w = ml_sampling_weight(size);
+		if (c && v)
+			ml_counters_free_sampled(c, v, &w);
+		else
+			no_room();
+		return;
+	}
+	if (c)
+		ml_counters_free(c, size);
+	else
+		no_room();
+}
+
+/* A sampled block: in the live table (its own size), counted with its
+ * weight, its variance beside. */
+static void add_sampled(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t stack,
+			uint32_t kind)
+{
+	struct ml_live_block old;
+	struct ml_counter *c = ml_thread_counter(t, stack, kind);
+	struct ml_counter *v = ml_thread_counter(t, stack, kind + ML_VAR_KIND);
+	if (!c || !v || ml_livetab_insert(ptr, kind, size, stack, &old) < 0) {
+		no_room();
+		return;
+	}
+	ml_sampling_filter_add(ptr);
+	if (__builtin_expect(old.addr != 0, 0)) {
+		ml_sampling_filter_remove(ptr);	/* that one's entry went */
+		count_free(old.stack, old.kind, old.size);
+	}
+	struct ml_sample_weight w = ml_sampling_weight(size);
+	ml_counters_alloc_sampled(c, v, &w);
+}
+
 /* What the side stack runs: one allocation event. */
 struct event {
 	uint64_t ptr, size;
@@ -72,10 +116,29 @@ static long record_alloc(void *arg)
 		return 0;
 	}
 	uint32_t stack = ml_stacktab_here(&t->intern);
-	add_block(t, e->ptr, e->size, stack, e->kind);
+	void (*add)(struct ml_thread *, uint64_t, uint64_t, uint32_t, uint32_t) =
+		ml_config.sample_bytes ? add_sampled : add_block;
+	add(t, e->ptr, e->size, stack, e->kind);
 	if (e->also != ML_KIND_COUNT)
-		add_block(t, e->ptr, e->size, stack, e->also);
+		add(t, e->ptr, e->size, stack, e->also);
 	return 0;
+}
+
+/* Sampling: whether this allocation is a sample point.  Every allocation
+ * is counted (exact totals); the rest costs a subtraction. */
+static bool sampled(size_t size)
+{
+	struct ml_thread *t = ml_thread_self();
+	if (!t)
+		return false;
+	t->all_allocs++;
+	t->all_bytes += size;
+	if ((int64_t)size < t->sample_left) {
+		t->sample_left -= (int64_t)size;
+		return false;
+	}
+	t->sample_left = ml_sampling_gap(t);	/* a Poisson process: no memory */
+	return true;
 }
 
 void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
@@ -83,9 +146,11 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	ML_ASSERT(ml_guard_held());
 	if (!ptr || ml_degraded)
 		return;
+	ml_track_count_thread(size);
+	if (ml_config.sample_bytes && !sampled(size))
+		return;
 	struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, NULL };
 	ml_thread_on_side_stack(record_alloc, &e);
-	ml_track_count_thread(size);
 }
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
@@ -93,27 +158,34 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
 	ML_ASSERT(ml_guard_held() && kind != also);
 	if (!ptr || ml_degraded)
 		return;
+	ml_track_count_thread(size);
+	if (ml_config.sample_bytes && !sampled(size))
+		return;
 	struct event e = { (uint64_t)ptr, size, kind, also, NULL };
 	ml_thread_on_side_stack(record_alloc, &e);
-	ml_track_count_thread(size);
 }
 
-/* Counts the end of block b on the calling thread. */
-static void count_free(uint32_t stack, uint32_t kind, uint64_t size)
+/* Takes (ptr, kind) out of the live table into *b; false if unknown.
+ * Sampling: most blocks are not in it, and the filter says so at once. */
+static bool take_block(void *ptr, uint32_t kind, struct ml_live_block *b)
 {
-	struct ml_thread *t = ml_thread_self();
-	struct ml_counter *c = t ? ml_thread_counter(t, stack, kind) : NULL;
-	if (c)
-		ml_counters_free(c, size);
-	else
-		no_room();
+	if (!ptr)
+		return false;
+	if (ml_config.sample_bytes) {
+		if (!ml_sampling_maybe((uint64_t)ptr) ||
+		    !ml_livetab_remove((uint64_t)ptr, kind, b))
+			return false;
+		ml_sampling_filter_remove((uint64_t)ptr);
+		return true;
+	}
+	return ml_livetab_remove((uint64_t)ptr, kind, b);
 }
 
 size_t ml_track_free(void *ptr, enum ml_kind kind)
 {
 	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
-	if (!ptr || !ml_livetab_remove((uint64_t)ptr, kind, &b))
+	if (!take_block(ptr, kind, &b))
 		return 0;
 	count_free(b.stack, b.kind, b.size);
 	return b.size;
@@ -124,7 +196,7 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
 	held->addr = 0;
-	if (!ptr || !ml_livetab_remove((uint64_t)ptr, kind, &b))
+	if (!take_block(ptr, kind, &b))
 		return false;
 	held->addr = b.addr;
 	held->size = b.size;
@@ -142,6 +214,8 @@ void ml_track_reattach(const struct ml_track_held *held)
 	/* Still counted as live: only the table entry comes back. */
 	if (ml_livetab_insert(held->addr, held->kind, held->size, held->stack, &old) < 0)
 		no_room();
+	else if (ml_config.sample_bytes)
+		ml_sampling_filter_add(held->addr);
 }
 
 void ml_track_release(const struct ml_track_held *held)
@@ -190,8 +264,12 @@ void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 		ml_track_alloc(ptr, size, kind);
 		return;
 	}
-	if (ml_degraded) {
+	if (ml_degraded || ml_config.sample_bytes) {
+		/* Sampling: the old block ends, the new one is an allocation
+		 * that may or may not be a sample point. */
 		ml_track_release(held);
+		if (!ml_degraded)
+			ml_track_alloc(ptr, size, kind);
 		return;
 	}
 	/* An allocation of size for the open regions, as for ml_track_alloc
@@ -210,6 +288,7 @@ void ml_core_after_fork(void)
 	ml_dump_after_fork();
 	ml_stacktab_after_fork();
 	ml_livetab_reset();
+	ml_sampling_after_fork();
 	ml_counters_reset_totals();
 	ml_thread_after_fork();
 	ml_clock_start();

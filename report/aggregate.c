@@ -78,6 +78,13 @@ void ml_amount_add_counter(struct ml_amount *dst, const struct ml_fmt_counter *c
 	dst->live_bytes += c->live_bytes;
 	dst->peak_blocks += c->peak_blocks;
 	dst->peak_bytes += c->peak_bytes;
+	if (c->samples) {
+		dst->estimated = true;
+		dst->samples += c->samples;
+		dst->var_alloc_bytes += c->var_alloc_bytes;
+		dst->var_live_bytes += c->var_live_bytes;
+		dst->var_peak_bytes += c->var_peak_bytes;
+	}
 }
 
 void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src)
@@ -90,6 +97,11 @@ void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src)
 	dst->live_bytes += src->live_bytes;
 	dst->peak_blocks += src->peak_blocks;
 	dst->peak_bytes += src->peak_bytes;
+	dst->estimated |= src->estimated;
+	dst->samples += src->samples;
+	dst->var_alloc_bytes += src->var_alloc_bytes;
+	dst->var_live_bytes += src->var_live_bytes;
+	dst->var_peak_bytes += src->var_peak_bytes;
 }
 
 static uint64_t hash_str(uint64_t h, const char *s)

@@ -16,6 +16,11 @@ struct ml_amount {
 	uint64_t frees, freed_bytes;
 	uint64_t live_blocks, live_bytes;	/* at exit: leaked */
 	uint64_t peak_blocks, peak_bytes;	/* live at the kind's peak */
+	/* Sampled profiles (memline run --sample): the amounts above are
+	 * estimates from this many samples, with these variances (bytes^2). */
+	bool estimated;
+	uint64_t samples;
+	uint64_t var_alloc_bytes, var_live_bytes, var_peak_bytes;
 };
 
 /* Symbolization, as the aggregation needs it.  The real one wraps

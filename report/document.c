@@ -100,7 +100,34 @@ static void profile_json(struct ml_json *j, const struct ml_profile *p)
 	ml_json_bool(j, (p->meta.flags & ML_META_DEGRADED) != 0);
 	if (p->has_runtime)
 		runtime_json(j, &p->runtime);
+	if (p->sampled) {
+		ml_json_key(j, "sampled");
+		ml_json_object_begin(j);
+		ml_json_key(j, "rate_bytes");
+		ml_json_u64(j, p->alloc_sampling.rate_bytes);
+		ml_json_key(j, "seed");
+		ml_json_u64(j, p->alloc_sampling.seed);
+		ml_json_key(j, "samples");
+		ml_json_u64(j, p->alloc_sampling.samples);
+		ml_json_key(j, "allocs");
+		ml_json_u64(j, p->alloc_sampling.allocs);
+		ml_json_key(j, "alloc_bytes");
+		ml_json_u64(j, p->alloc_sampling.alloc_bytes);
+		ml_json_object_end(j);
+	}
 	ml_json_object_end(j);
+}
+
+/* The notice every text view of a sampled profile starts with. */
+static void sampled_text(FILE *out, const struct ml_profile *p)
+{
+	const struct ml_fmt_sampled *s = &p->alloc_sampling;
+	fprintf(out, "SAMPLED (memline run --sample %llu): amounts marked ~ are estimates from "
+		"%llu sampled allocations of %llu (one every %llu bytes on average);\n"
+		"+- is one standard deviation.  Exact: %llu allocations, %llu bytes.\n\n",
+		(unsigned long long)s->rate_bytes, (unsigned long long)s->samples,
+		(unsigned long long)s->allocs, (unsigned long long)s->rate_bytes,
+		(unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes);
 }
 
 static void header_text(FILE *out, const struct ml_profile *p, bool first)
@@ -183,6 +210,8 @@ int ml_report_show(const struct ml_profile *p, enum ml_report_view view,
 			"recording; its numbers may be incomplete\n", p->path);
 	if (!j && header)
 		header_text(stdout, p, first);
+	if (!j && p->sampled)
+		sampled_text(stdout, p);
 	err = j ? show_json(view, &vo, agg, j) : view_fns[view](agg, &vo, stdout, NULL);
 	/* -ENOENT: the view has said what it could not find. */
 	if (err < 0 && err != -ENOENT)

@@ -63,6 +63,11 @@ struct ml_profile {
 	size_t n_regions;
 	bool has_runtime;		/* a RUNTIME section: memline's own memory */
 	struct ml_fmt_runtime runtime;
+	/* memline run --sample: the counters are estimates (their block counts
+	 * already in blocks), with variances; these are its settings and the
+	 * exact totals of every allocation. */
+	bool sampled;
+	struct ml_fmt_sampled alloc_sampling;
 	void *priv;			/* owned storage */
 };
 

@@ -20,13 +20,14 @@ _Static_assert(sizeof(struct ml_fmt_meta) == 64, "meta layout");
 _Static_assert(sizeof(struct ml_fmt_module) == 40, "module layout");
 _Static_assert(sizeof(struct ml_fmt_stack) == 16, "stack layout");
 _Static_assert(sizeof(struct ml_fmt_frame) == 16, "frame layout");
-_Static_assert(sizeof(struct ml_fmt_counter) == 72, "counter layout");
+_Static_assert(sizeof(struct ml_fmt_counter) == 104, "counter layout");
 _Static_assert(sizeof(struct ml_fmt_total) == 72, "total layout");
 _Static_assert(sizeof(struct ml_fmt_timepoint) == 24, "timepoint layout");
 _Static_assert(sizeof(struct ml_fmt_sampling) == 48, "sampling layout");
 _Static_assert(sizeof(struct ml_fmt_sample) == 24, "sample layout");
 _Static_assert(sizeof(struct ml_fmt_region) == 48, "region layout");
 _Static_assert(sizeof(struct ml_fmt_runtime) == 64, "runtime layout");
+_Static_assert(sizeof(struct ml_fmt_sampled) == 48, "sampled layout");
 _Static_assert(sizeof(struct ml_fmt_header) == 64, "header layout");
 
 const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
@@ -34,6 +35,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
 	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
 	[ML_SEC_ADDRESSES] = "ADDRESSES", [ML_SEC_RUNTIME] = "RUNTIME",
+	[ML_SEC_SAMPLED] = "SAMPLED",
 };
 
 int ml_reader_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -296,6 +298,8 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		rc = ml_reader_parse_modules(&ps);
 	if (!rc)
 		rc = ml_reader_parse_stacks(&ps);
+	if (!rc)
+		rc = ml_reader_parse_sampled(&ps);
 	if (!rc)
 		rc = ml_reader_parse_counters(&ps);
 	if (!rc)

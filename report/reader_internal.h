@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_RUNTIME + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_SAMPLED + 1)
 
 /* Everything a profile owns; ml_profile.priv points here. */
 struct owned {
@@ -94,5 +94,6 @@ int ml_reader_parse_timeline(struct parse *ps);
 int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
 int ml_reader_parse_runtime(struct parse *ps);
+int ml_reader_parse_sampled(struct parse *ps);
 
 #endif

@@ -387,23 +387,32 @@ static int check_counter_duplicates(struct parse *ps)
 	return rc;
 }
 
-/* COUNTERS' eight columns as ml_fmt_counter records (frees derived). */
+/* A fixed-point block count (sampled profiles) in whole blocks, rounded. */
+static uint64_t blocks_of(const struct parse *ps, uint64_t v)
+{
+	uint64_t unit = ps->p->sampled ? ps->p->alloc_sampling.count_unit : 1;
+	return v / unit + (v % unit >= (unit + 1) / 2 && unit > 1);
+}
+
+/* COUNTERS' columns (8, or 12 when sampled) as ml_fmt_counter records
+ * (frees derived). */
 static int decode_counters(struct parse *ps)
 {
 	const struct span *s = &ps->sec[ML_SEC_COUNTERS];
 	const unsigned char *at = s->payload, *end = s->payload + s->size;
-	uint64_t *col = column_room(s, 8), n = s->count, index = 0;
+	uint32_t cols = ps->p->sampled ? 12 : 8;
+	uint64_t *col = column_room(s, cols), n = s->count, index = 0;
 	struct ml_fmt_counter *ct = ps->o->counters = malloc((size_t)n * sizeof(*ct) + 1);
 	int rc = 0;
 
 	if (!col || !ct) {
 		free(col);
-		return col || n * 8 <= s->size ? out_of_memory(ps) :
+		return col || n * cols <= s->size ? out_of_memory(ps) :
 			BAD(ps, "corrupt: COUNTERS has %u records in %llu bytes", s->count,
 			    (unsigned long long)s->size);
 	}
-	if (!get_column(&at, end, col, 8 * n) || !only_padding(at, end))
-		rc = BAD(ps, "corrupt: COUNTERS does not hold 8 x %u varints", s->count);
+	if (!get_column(&at, end, col, cols * n) || !only_padding(at, end))
+		rc = BAD(ps, "corrupt: COUNTERS does not hold %u x %u varints", cols, s->count);
 	for (uint64_t i = 0; !rc && i < n; i++) {
 		const uint64_t *f = col + i;	/* field k of counter i: f[k * n] */
 
@@ -417,13 +426,22 @@ static int decode_counters(struct parse *ps)
 		else if (f[4 * n] > f[2 * n] || f[5 * n] > f[3 * n])
 			rc = BAD(ps, "corrupt: counter %llu has more live than allocated",
 				 (unsigned long long)i);
-		else
+		else {
+			uint64_t allocs = blocks_of(ps, f[2 * n]), live = blocks_of(ps, f[4 * n]);
+
 			ct[i] = (struct ml_fmt_counter){
 				.stack_id = ps->p->stacks[index].id, .kind = (uint32_t)f[n],
-				.allocs = f[2 * n], .alloc_bytes = f[3 * n],
-				.frees = f[2 * n] - f[4 * n], .freed_bytes = f[3 * n] - f[5 * n],
-				.live_blocks = f[4 * n], .live_bytes = f[5 * n],
-				.peak_blocks = f[6 * n], .peak_bytes = f[7 * n] };
+				.allocs = allocs, .alloc_bytes = f[3 * n],
+				.frees = allocs - live, .freed_bytes = f[3 * n] - f[5 * n],
+				.live_blocks = live, .live_bytes = f[5 * n],
+				.peak_blocks = blocks_of(ps, f[6 * n]), .peak_bytes = f[7 * n] };
+			if (cols == 12) {
+				ct[i].samples = f[8 * n];
+				ct[i].var_alloc_bytes = f[9 * n];
+				ct[i].var_live_bytes = f[10 * n];
+				ct[i].var_peak_bytes = f[11 * n];
+			}
+		}
 	}
 	free(col);
 	return rc;
@@ -640,5 +658,27 @@ int ml_reader_parse_runtime(struct parse *ps)
 		return BAD(ps, "corrupt: RUNTIME section has %u records, expected 1", s->count);
 	memcpy(&ps->p->runtime, s->payload, sizeof(ps->p->runtime));
 	ps->p->has_runtime = true;
+	return 0;
+}
+
+int ml_reader_parse_sampled(struct parse *ps)
+{
+	const struct span *s = &ps->sec[ML_SEC_SAMPLED];
+	bool flagged = (ps->p->meta.flags & ML_META_SAMPLED) != 0;
+	int rc = fixed_records(ps, ML_SEC_SAMPLED, sizeof(struct ml_fmt_sampled));
+
+	if (rc)
+		return rc;
+	if (flagged != s->seen)
+		return BAD(ps, "corrupt: META says %ssampled, %s SAMPLED section",
+			   flagged ? "" : "not ", s->seen ? "but there is a" : "but there is no");
+	if (!s->seen)
+		return 0;
+	if (s->count != 1)
+		return BAD(ps, "corrupt: SAMPLED section has %u records, expected 1", s->count);
+	memcpy(&ps->p->alloc_sampling, s->payload, sizeof(ps->p->alloc_sampling));
+	if (!ps->p->alloc_sampling.count_unit || !ps->p->alloc_sampling.rate_bytes)
+		return BAD(ps, "corrupt: SAMPLED has a zero rate or count unit");
+	ps->p->sampled = true;
 	return 0;
 }

@@ -79,6 +79,18 @@ void ml_view_bytes(FILE *out, uint64_t bytes)
 			ml_units_bytes(bytes, u, sizeof(u)));
 }
 
+void ml_view_bytes_est(FILE *out, uint64_t bytes, bool estimated, uint64_t var)
+{
+	char u[ML_UNITS_LEN];
+	if (!estimated) {
+		ml_view_bytes(out, bytes);
+		return;
+	}
+	fputc('~', out);
+	ml_view_bytes(out, bytes);
+	fprintf(out, " +- %s", ml_units_bytes(ml_stddev(var), u, sizeof(u)));
+}
+
 size_t ml_view_limit(long limit, size_t n)
 {
 	return limit >= 0 && (size_t)limit < n ? (size_t)limit : n;
@@ -117,6 +129,11 @@ bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg_line *
 	m->peak_bytes += l->total[kind].peak_bytes;
 	m->leaked_bytes += l->total[kind].live_bytes;
 	m->allocs += l->total[kind].allocs;
+	m->estimated |= l->total[kind].estimated;
+	m->var_self += l->self[kind].var_alloc_bytes;
+	m->var_total += l->total[kind].var_alloc_bytes;
+	m->var_peak += l->total[kind].var_peak_bytes;
+	m->var_leaked += l->total[kind].var_live_bytes;
 	struct ml_amount gs = ml_amount_gpu(l->self), gt = ml_amount_gpu(l->total);
 	m->cuda_self += gs.alloc_bytes;
 	m->cuda_total += gt.alloc_bytes;
@@ -137,6 +154,18 @@ void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, 
 	ml_json_u64(j, m->leaked_bytes);
 	ml_json_key(j, "allocs");
 	ml_json_u64(j, m->allocs);
+	if (m->estimated) {
+		ml_json_key(j, "estimated");
+		ml_json_bool(j, true);
+		ml_json_key(j, "self_alloc_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_self));
+		ml_json_key(j, "total_alloc_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_total));
+		ml_json_key(j, "peak_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_peak));
+		ml_json_key(j, "leaked_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_leaked));
+	}
 	if (!cuda)
 		return;
 	ml_json_key(j, "cuda_self_alloc_bytes");

@@ -43,11 +43,21 @@ static void summary_text(FILE *out, const struct ml_agg *a, enum ml_kind kind)
 	for (const char *c = name; *c; c++)
 		fputc(toupper((unsigned char)*c), out);
 	fputs(" SUMMARY:\n    in use at exit: ", out);
-	ml_view_bytes(out, t.live_bytes);
-	fprintf(out, " in %llu blocks\n", (unsigned long long)t.live_blocks);
-	fprintf(out, "  total %s usage: %llu allocs, %llu frees, ", name,
-		(unsigned long long)t.allocs, (unsigned long long)t.frees);
-	ml_view_bytes(out, t.alloc_bytes);
+	ml_view_bytes_est(out, t.live_bytes, t.estimated, t.var_live_bytes);
+	fprintf(out, " in %s%llu blocks\n", t.estimated ? "~" : "",
+		(unsigned long long)t.live_blocks);
+	if (a->profile->sampled && kind == ML_KIND_HEAP) {
+		const struct ml_fmt_sampled *sm = &a->profile->alloc_sampling;
+		fprintf(out, "  total usage (exact, every kind): %llu allocs, ",
+			(unsigned long long)sm->allocs);
+		ml_view_bytes(out, sm->alloc_bytes);
+		fprintf(out, " allocated; %llu of them sampled\n",
+			(unsigned long long)sm->samples);
+	}
+	fprintf(out, "  total %s usage: %s%llu allocs, %s%llu frees, ", name,
+		t.estimated ? "~" : "", (unsigned long long)t.allocs, t.estimated ? "~" : "",
+		(unsigned long long)t.frees);
+	ml_view_bytes_est(out, t.alloc_bytes, t.estimated, t.var_alloc_bytes);
 	fputs(" allocated\n", out);
 	if (lost.allocs) {
 		fprintf(out, "  without a call stack: %llu allocs, ", (unsigned long long)lost.allocs);
@@ -65,9 +75,9 @@ static void leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FIL
 	size_t shown = ml_view_limit(o->limit, n);
 	for (size_t i = 0; i < shown; i++) {
 		const struct ml_amount *m = &rows[i]->kind[o->kind];
-		ml_view_bytes(out, m->live_bytes);
-		fprintf(out, " in %llu blocks were never freed (record %zu of %zu)\n",
-			(unsigned long long)m->live_blocks, i + 1, n);
+		ml_view_bytes_est(out, m->live_bytes, m->estimated, m->var_live_bytes);
+		fprintf(out, " in %s%llu blocks were never freed (record %zu of %zu)\n",
+			m->estimated ? "~" : "", (unsigned long long)m->live_blocks, i + 1, n);
 		ml_stack_print(out, rows[i]);
 		fputc('\n', out);
 	}
