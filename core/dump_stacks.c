@@ -16,13 +16,13 @@ struct agg {
 	uint32_t next;			/* the stack's next kind: index + 1, 0: none */
 	uint32_t pad;
 	struct ml_counter_sum sum;
-	struct ml_counter_sum var;	/* sampling: its variance counters, summed */
 };
 
 struct scratch {
 	uint32_t *first;		/* per node id: its first agg (index + 1), 0: none */
 	uint32_t *file_node;		/* per node id: its FRAMES number, 0: not written */
 	struct agg *aggs;
+	struct ml_counter_sum *vars;	/* sampling: aggs[i]'s variance counters, summed */
 	uint64_t n_aggs, cap_aggs;
 	uint32_t n_nodes;		/* node ids below this are covered */
 	uint32_t n_file_nodes;
@@ -61,7 +61,8 @@ static bool scratch_map(struct scratch *s)
 	s->cap_aggs = ml_thread_counter_count() + 4096;	/* + those made meanwhile */
 	size_t ids = ((size_t)s->n_nodes * sizeof(uint32_t) + 63) & ~(size_t)63;
 	size_t addrs = 2 * (size_t)s->n_nodes * sizeof(uint64_t);	/* + radix sort's */
-	s->bytes = 2 * ids + addrs + s->cap_aggs * sizeof(struct agg);
+	size_t vars = ml_config.sample_bytes ? s->cap_aggs * sizeof(struct ml_counter_sum) : 0;
+	s->bytes = 2 * ids + addrs + s->cap_aggs * sizeof(struct agg) + vars;
 	void *p = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	if (p == MAP_FAILED)
@@ -71,6 +72,7 @@ static bool scratch_map(struct scratch *s)
 	s->file_node = (uint32_t *)((char *)p + ids);
 	s->addrs = (uint64_t *)((char *)p + 2 * ids);
 	s->aggs = (struct agg *)((char *)p + 2 * ids + addrs);
+	s->vars = vars ? (struct ml_counter_sum *)(s->aggs + s->cap_aggs) : NULL;
 	s->n_aggs = 0;
 	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
 		s->final_peak[k] = ml_counters_peak(k);
@@ -96,8 +98,11 @@ static void gather(const struct ml_counter *c, void *arg)
 		a->kind = kind;
 		*link = (uint32_t)s->n_aggs;
 	}
-	struct agg *a = &s->aggs[*link - 1];
-	ml_counters_add(c->kind >= ML_VAR_KIND ? &a->var : &a->sum, c, s->final_peak[kind]);
+	uint32_t i = *link - 1;
+	if (c->kind < ML_VAR_KIND)
+		ml_counters_add(&s->aggs[i].sum, c, s->final_peak[kind]);
+	else if (s->vars)
+		ml_counters_add(&s->vars[i], c, s->final_peak[kind]);
 }
 
 static bool agg_used(const struct agg *a)
@@ -260,8 +265,9 @@ enum { F_STACK, F_KIND, F_ALLOCS, F_ALLOC_BYTES, F_LIVE_BLOCKS, F_LIVE_BYTES,
        F_PEAK_BLOCKS, F_PEAK_BYTES, N_EXACT,
        F_SAMPLES = N_EXACT, F_VAR_ALLOC, F_VAR_LIVE, F_VAR_PEAK, N_SAMPLED };
 
-static uint64_t field(const struct agg *a, int f)
+static uint64_t field(const struct scratch *s, const struct agg *a, int f)
 {
+	const struct ml_counter_sum *v = s->vars ? &s->vars[a - s->aggs] : NULL;
 	switch (f) {
 	case F_KIND: return a->kind;
 	case F_ALLOCS: return a->sum.allocs;
@@ -270,10 +276,10 @@ static uint64_t field(const struct agg *a, int f)
 	case F_LIVE_BYTES: return (uint64_t)a->sum.live_bytes;
 	case F_PEAK_BLOCKS: return (uint64_t)a->sum.peak_blocks;
 	case F_PEAK_BYTES: return (uint64_t)a->sum.peak_bytes;
-	case F_SAMPLES: return a->var.allocs;
-	case F_VAR_ALLOC: return a->var.alloc_bytes;
-	case F_VAR_LIVE: return (uint64_t)a->var.live_bytes;
-	default: return (uint64_t)a->var.peak_bytes;
+	case F_SAMPLES: return v ? v->allocs : 0;
+	case F_VAR_ALLOC: return v ? v->alloc_bytes : 0;
+	case F_VAR_LIVE: return v ? (uint64_t)v->live_bytes : 0;
+	default: return v ? (uint64_t)v->peak_bytes : 0;
 	}
 }
 
@@ -318,7 +324,7 @@ static void put_counters(struct ml_writer *w, const struct scratch *s,
 					add_total(totals, a);
 					n++;
 				} else {
-					col_put(&c, field(a, f));
+					col_put(&c, field(s, a, f));
 				}
 			}
 			index++;
@@ -335,7 +341,7 @@ static void put_sampled(struct ml_writer *w, const struct scratch *s)
 	struct ml_fmt_sampled r = { .rate_bytes = ml_config.sample_bytes,
 				    .seed = ml_sampling_seed(), .count_unit = ML_SAMPLE_UNIT };
 	for (uint64_t i = 0; i < s->n_aggs; i++)
-		r.samples += s->aggs[i].var.allocs;
+		r.samples += s->vars ? s->vars[i].allocs : 0;
 	ml_thread_all_allocs(&r.allocs, &r.alloc_bytes);
 	ml_writer_begin(w, ML_SEC_SAMPLED);
 	ml_writer_put(w, &r, sizeof(r));
