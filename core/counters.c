@@ -37,6 +37,12 @@ static inline uint64_t apply_total(uint32_t kind, int64_t delta, uint64_t *befor
 {
 	union kind_word old, new;
 	old.word = kinds[kind].total.word;	/* may tear; the CAS corrects it */
+	if (__builtin_expect(ml_tl_plain, 1)) {	/* the one recording thread */
+		new.live = old.live + (uint64_t)delta;
+		new.peak = new.live > old.peak ? new.live : old.peak;
+		kinds[kind].total.word = new.word;
+		goto done;
+	}
 	for (;;) {
 		new.live = old.live + (uint64_t)delta;
 		new.peak = new.live > old.peak ? new.live : old.peak;
@@ -46,6 +52,7 @@ static inline uint64_t apply_total(uint32_t kind, int64_t delta, uint64_t *befor
 			break;
 		old.word = seen;
 	}
+done:
 	ML_ASSERT(delta >= 0 || old.live >= (uint64_t)-delta);	/* never below 0 */
 	ML_ASSERT(new.peak >= new.live && new.peak >= old.peak);
 	*before = old.peak;

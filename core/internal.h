@@ -196,6 +196,7 @@ struct ml_thread {
 	struct ml_counter_chunk *volatile chunks;	/* the counters, newest chunk first */
 	struct ml_counter_chunk *spare;	/* chunks of an earlier thread, to reuse */
 	volatile int alive;		/* a thread runs with this state */
+	volatile int in_event;		/* the owner is inside an unlocked event */
 	int64_t sample_left;		/* --sample: bytes to the next sample point */
 	uint64_t rng;			/* --sample: the thread's random stream */
 	uint64_t all_allocs, all_bytes;	/* --sample: every allocation, exactly */
@@ -244,6 +245,46 @@ void ml_thread_all_allocs(uint64_t *allocs, uint64_t *bytes);
 uint64_t ml_thread_count(void);
 /* In a fork child: only the calling thread remains; forget every count. */
 void ml_thread_after_fork(void);
+/* One recording thread, no atomics.  While a single thread has recorded
+ * anything (the owner), its events update the live table and the totals
+ * with plain loads and stores: no lock, no cmpxchg16b, nothing another
+ * thread could race with.  The first event of a second thread switches
+ * the process to atomics for good: it sets ml_mt, forces a memory barrier
+ * on every thread of the process (membarrier(2), private expedited), then
+ * waits for the owner to leave the event it may be in.  Where membarrier
+ * is not available, ml_mt is set from the start. */
+extern volatile int ml_mt;
+extern __thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
+extern __thread int ml_tl_owner __attribute__((tls_model("initial-exec")));
+struct ml_thread *ml_thread_owner_state(void);
+/* Around one recording event of the calling thread: plain mode when it is
+ * the owner and the process has one recording thread. */
+static inline void ml_event_begin(void)
+{
+	if (__builtin_expect(ml_tl_owner, 1)) {
+		struct ml_thread *t = ml_tl_thread;
+		t->in_event = 1;
+		/* (x86 may let this load pass the store above: the switching
+		 * thread's membarrier closes that gap) */
+		__asm__ volatile("" ::: "memory");
+		if (__builtin_expect(!__atomic_load_n(&ml_mt, __ATOMIC_RELAXED), 1)) {
+			ml_tl_plain = 1;
+			return;
+		}
+		__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
+	}
+}
+static inline void ml_event_end(void)
+{
+	if (ml_tl_plain) {
+		ml_tl_plain = 0;
+		__asm__ volatile("" ::: "memory");
+		__atomic_store_n(&ml_tl_thread->in_event, 0, __ATOMIC_RELEASE);
+	}
+}
+/* At start-up: registers for membarrier, or sets ml_mt. */
+void ml_thread_mode_init(void);
+
 /* Runs fn(arg) on the calling thread's side stack (when it is not on it
  * already and has one; else right here) and returns its result. */
 long ml_thread_on_side_stack(long (*fn)(void *), void *arg);

@@ -226,7 +226,8 @@ int ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stac
 	struct slot in = { key, stack, size >= BIG_SIZE ? BIG_SIZE : (uint32_t)size };
 	int rc = 0;
 	old->addr = 0;
-	ml_spin_lock(&s->lock);
+	if (!ml_tl_plain)
+		ml_spin_lock(&s->lock);
 	if (__builtin_expect(s->count >= s->grow_at, 0) && (rc = grow(s, NULL)) < 0)
 		goto out;
 	struct slot *sl = lookup(s, key);
@@ -244,7 +245,8 @@ int ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stac
 	}
 	s->count++;
 out:
-	ml_spin_unlock(&s->lock);
+	if (!ml_tl_plain)
+		ml_spin_unlock(&s->lock);
 	return rc;
 }
 
@@ -253,7 +255,8 @@ bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
 	uint64_t key = key_of(addr, kind);
 	struct shard *s = shard_of(addr);
 	bool found = false;
-	ml_spin_lock(&s->lock);
+	if (!ml_tl_plain)
+		ml_spin_lock(&s->lock);
 	if (__builtin_expect(s->shift != 0, 1)) {
 		struct slot *sl = lookup(s, key);
 		if (sl) {
@@ -261,7 +264,8 @@ bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
 			found = true;
 		}
 	}
-	ml_spin_unlock(&s->lock);
+	if (!ml_tl_plain)
+		ml_spin_unlock(&s->lock);
 	return found;
 }
 

@@ -9,9 +9,13 @@
  * made stays on one list, so the profile writer can add up the counters of
  * threads still running.  Memory: the arena and mmap, never the hooked
  * malloc. */
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "core/internal.h"
 
 #define SIDE_STACK_SIZE (64u << 10)
@@ -27,6 +31,11 @@ struct ml_counter_chunk {
 };
 
 __thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")));
+__thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
+__thread int ml_tl_owner __attribute__((tls_model("initial-exec")));
+volatile int ml_mt;
+static struct ml_thread *owner;
+static bool membarrier_ok;
 
 static struct ml_thread *volatile all_threads;	/* every state, newest first */
 static struct ml_thread *free_threads;
@@ -219,12 +228,37 @@ static void thread_exit(void *arg)
 	ml_spin_unlock(&retired_lock);
 	if (ml_tl_thread == t)
 		ml_tl_thread = NULL;
+	ml_tl_owner = 0;
 	ml_spin_lock(&list_lock);
 	t->next_free = free_threads;
 	free_threads = t;
 	ml_spin_unlock(&list_lock);
 	if (guarded)
 		ml_guard_exit();
+}
+
+void ml_thread_mode_init(void)
+{
+	membarrier_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	if (!membarrier_ok)
+		ml_mt = 1;
+}
+
+/* A second thread records: atomics from now on (see internal.h). */
+static void go_multithreaded(void)
+{
+	if (__atomic_exchange_n(&ml_mt, 1, __ATOMIC_SEQ_CST))
+		return;
+	if (owner) {
+		syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+		while (__atomic_load_n(&owner->in_event, __ATOMIC_ACQUIRE))
+			sched_yield();
+	}
+}
+
+struct ml_thread *ml_thread_owner_state(void)
+{
+	return owner;
 }
 
 struct ml_thread *ml_thread_make(void)
@@ -252,7 +286,17 @@ struct ml_thread *ml_thread_make(void)
 	t->intern.depth = 0;
 	t->intern.root = 0;
 	t->alive = 1;
+	t->in_event = 0;
 	ml_tl_thread = t;
+	/* The first state's thread owns the plain mode; any other ends it. */
+	if (!__atomic_load_n(&ml_mt, __ATOMIC_ACQUIRE)) {
+		struct ml_thread *expect = NULL;
+		if (__atomic_compare_exchange_n(&owner, &expect, t, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			ml_tl_owner = 1;
+		else
+			go_multithreaded();
+	}
 	if (key_state > 0)
 		pthread_setspecific(exit_key, t);
 	return t;
@@ -334,6 +378,16 @@ void ml_thread_after_fork(void)
 	list_lock.locked = 0;
 	retired_lock.locked = 0;
 	struct ml_thread *me = ml_tl_thread;
+	/* One thread again: its own, plain if membarrier works here too. */
+	ml_tl_plain = 0;
+	owner = me;
+	ml_tl_owner = me != NULL;
+	if (me)
+		me->in_event = 0;
+	ml_mt = 1;
+	ml_thread_mode_init();
+	if (membarrier_ok)
+		ml_mt = 0;
 	free_threads = NULL;
 	retired.all_allocs = retired.all_bytes = 0;
 	for (struct ml_thread *t = all_threads; t; t = t->next) {

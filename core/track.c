@@ -15,6 +15,7 @@ int ml_core_init(uint64_t self_addr)
 	if (done)
 		return 0;
 	ml_config_load();
+	ml_thread_mode_init();
 	if (ml_config.sample_bytes)
 		ml_sampling_init();
 	ml_clock_start();
@@ -150,7 +151,9 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	if (ml_config.sample_bytes && !sampled(size))
 		return;
 	struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, NULL };
+	ml_event_begin();
 	ml_thread_on_side_stack(record_alloc, &e);
+	ml_event_end();
 }
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
@@ -162,7 +165,9 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
 	if (ml_config.sample_bytes && !sampled(size))
 		return;
 	struct event e = { (uint64_t)ptr, size, kind, also, NULL };
+	ml_event_begin();
 	ml_thread_on_side_stack(record_alloc, &e);
+	ml_event_end();
 }
 
 /* Takes (ptr, kind) out of the live table into *b; false if unknown.
@@ -185,10 +190,12 @@ size_t ml_track_free(void *ptr, enum ml_kind kind)
 {
 	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
-	if (!take_block(ptr, kind, &b))
-		return 0;
-	count_free(b.stack, b.kind, b.size);
-	return b.size;
+	ml_event_begin();
+	bool known = take_block(ptr, kind, &b);
+	if (known)
+		count_free(b.stack, b.kind, b.size);
+	ml_event_end();
+	return known ? b.size : 0;
 }
 
 bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
@@ -196,7 +203,10 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
 	held->addr = 0;
-	if (!take_block(ptr, kind, &b))
+	ml_event_begin();
+	bool known = take_block(ptr, kind, &b);
+	ml_event_end();
+	if (!known)
 		return false;
 	held->addr = b.addr;
 	held->size = b.size;
@@ -212,17 +222,22 @@ void ml_track_reattach(const struct ml_track_held *held)
 	if (!held->addr)
 		return;
 	/* Still counted as live: only the table entry comes back. */
+	ml_event_begin();
 	if (ml_livetab_insert(held->addr, held->kind, held->size, held->stack, &old) < 0)
 		no_room();
 	else if (ml_config.sample_bytes)
 		ml_sampling_filter_add(held->addr);
+	ml_event_end();
 }
 
 void ml_track_release(const struct ml_track_held *held)
 {
 	ML_ASSERT(ml_guard_held());
-	if (held->addr)
-		count_free(held->stack, held->kind, held->size);
+	if (!held->addr)
+		return;
+	ml_event_begin();
+	count_free(held->stack, held->kind, held->size);
+	ml_event_end();
 }
 
 static long record_move(void *arg)
@@ -276,7 +291,9 @@ void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 	 * (the lines view counts it so too). */
 	ml_track_count_thread(size);
 	struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, held };
+	ml_event_begin();
 	ml_thread_on_side_stack(record_move, &e);
+	ml_event_end();
 }
 
 void ml_core_after_fork(void)
