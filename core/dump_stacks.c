@@ -58,7 +58,8 @@ static void col_flush(struct column *c)
 static bool scratch_map(struct scratch *s)
 {
 	s->n_nodes = ml_stacktab_count() + 1;
-	s->cap_aggs = ml_thread_counter_count() + 4096;	/* + those made meanwhile */
+	uint64_t counters = ml_thread_counter_count();
+	s->cap_aggs = counters + counters / 4 + 4096;	/* + those made meanwhile */
 	size_t ids = ((size_t)s->n_nodes * sizeof(uint32_t) + 63) & ~(size_t)63;
 	size_t addrs = 2 * (size_t)s->n_nodes * sizeof(uint64_t);	/* + radix sort's */
 	size_t vars = ml_config.sample_bytes ? s->cap_aggs * sizeof(struct ml_counter_sum) : 0;

@@ -230,6 +230,17 @@ int ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stac
 		ml_spin_lock(&s->lock);
 	if (__builtin_expect(s->count >= s->grow_at, 0) && (rc = grow(s, NULL)) < 0)
 		goto out;
+	/* The common case in one pass over the key's two buckets: the key in
+	 * neither (else the allocator reused an address whose free we missed)
+	 * and a free way in the first. */
+	struct bucket *b1 = &s->b[b1_of(s->shift, key)], *b2 = &s->b[b2_of(s->shift, key)];
+	__builtin_prefetch(b2);
+	unsigned empty = match(b1, 0);
+	if (__builtin_expect(!match(b1, key) && !match(b2, key) && empty && size < BIG_SIZE, 1)) {
+		b1->s[__builtin_ctz(empty)] = in;
+		s->count++;
+		goto out;
+	}
 	struct slot *sl = lookup(s, key);
 	if (__builtin_expect(sl != NULL, 0))
 		take(s, sl, addr, kind, old);	/* the allocator reused it: we missed its free */

@@ -576,6 +576,8 @@ struct frame_rec {
 	uint64_t bp_addr, bp_val;	/* the saved rbp read; if none, ra's again
 					 * (so a check needs no branch) */
 	uint32_t node;		/* the stack table's node of this frame's path */
+	uint16_t rbp_cfa;	/* this frame's CFA is rbp-based */
+	uint16_t rbp_cum;	/* rec[]: frames with rbp_cfa from the outermost to here */
 };
 
 enum { END_OUTERMOST = 1, END_ZERO_RA, END_LIMIT };
@@ -651,6 +653,24 @@ static int64_t last_changed(const struct thread_walk *w, uint32_t from)
 #define WORD_DIFF(f) ((*(const volatile uint64_t *)(uintptr_t)(f)->ra_addr ^ (f)->ra) | \
 		      (*(const volatile uint64_t *)(uintptr_t)(f)->bp_addr ^ (f)->bp_val))
 	uint32_t end = w->n - from, r = 0;
+	if (end && !w->rec[end - 1].rbp_cum) {
+		/* No frame of these finds its CFA from rbp: the walk's return
+		 * addresses do not depend on the saved rbp words, only the ra
+		 * words need to hold (a stale recorded rbp can only make a
+		 * later match fail). */
+		for (; r + 4 <= end; r += 4) {
+			const struct frame_rec *f = &w->rec[r];
+#define RA_DIFF(f) (*(const volatile uint64_t *)(uintptr_t)(f)->ra_addr ^ (f)->ra)
+			if (__builtin_expect((RA_DIFF(f) | RA_DIFF(f + 1) | RA_DIFF(f + 2) |
+					      RA_DIFF(f + 3)) != 0, 0))
+				break;
+		}
+		for (; r < end; r++)
+			if (RA_DIFF(&w->rec[r]))
+				return (int64_t)(w->n - 1 - r);
+#undef RA_DIFF
+		return -1;
+	}
 	for (; r + 4 <= end; r += 4) {
 		const struct frame_rec *f = &w->rec[r];
 		if (__builtin_expect((WORD_DIFF(f) | WORD_DIFF(f + 1) | WORD_DIFF(f + 2) |
@@ -729,6 +749,7 @@ static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 		f->sp = sp;
 		f->bp = bp;
 		w->bp_ok[n] = bp_ok;
+		f->rbp_cfa = (flags & F_CFA_RBP) != 0;
 		f->ra_addr = cfa + (uint64_t)(int64_t)(int8_t)(r >> 48);
 		uint64_t ra = *(const uint64_t *)(uintptr_t)f->ra_addr;
 		f->bp_addr = f->ra_addr;
@@ -757,6 +778,8 @@ full:
 		w->rec[n - 1 - i] = w->scratch[i];
 		w->rec_bp_ok[n - 1 - i] = w->bp_ok[i];
 	}
+	for (uint32_t r = 0; r < n; r++)
+		w->rec[r].rbp_cum = (uint16_t)((r ? w->rec[r - 1].rbp_cum : 0) + w->rec[r].rbp_cfa);
 	w->n = n;
 	w->nodes = 0;
 	w->limit = limit;
@@ -791,6 +814,8 @@ reuse: {
 		w->rec[total - 1 - i] = w->scratch[i];
 		w->rec_bp_ok[total - 1 - i] = w->bp_ok[i];
 	}
+	for (uint32_t r = keep; r < total; r++)
+		w->rec[r].rbp_cum = (uint16_t)((r ? w->rec[r - 1].rbp_cum : 0) + w->rec[r].rbp_cfa);
 	if (w->nodes > keep)
 		w->nodes = keep;
 	w->n = total;

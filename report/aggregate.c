@@ -97,11 +97,13 @@ void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src)
 	dst->live_bytes += src->live_bytes;
 	dst->peak_blocks += src->peak_blocks;
 	dst->peak_bytes += src->peak_bytes;
-	dst->estimated |= src->estimated;
-	dst->samples += src->samples;
-	dst->var_alloc_bytes += src->var_alloc_bytes;
-	dst->var_live_bytes += src->var_live_bytes;
-	dst->var_peak_bytes += src->var_peak_bytes;
+	if (src->estimated) {
+		dst->estimated = true;
+		dst->samples += src->samples;
+		dst->var_alloc_bytes += src->var_alloc_bytes;
+		dst->var_live_bytes += src->var_live_bytes;
+		dst->var_peak_bytes += src->var_peak_bytes;
+	}
 }
 
 static uint64_t hash_str(uint64_t h, const char *s)
