@@ -43,8 +43,20 @@ struct ml_agg_stack {
 	bool truncated;			/* the real stack was deeper */
 	const struct ml_frame **frames;	/* program frames, innermost first */
 	size_t n_frames;
-	struct ml_amount kind[ML_KIND_COUNT];
+	uint32_t kinds;			/* bit k: the stack has counters of kind k */
+	struct ml_amount *amounts;	/* one per bit of kinds, lowest kind first;
+					 * read them with ml_agg_stack_kind */
 };
+
+extern const struct ml_amount ml_amount_zero;
+
+/* A stack's amounts of one kind (all zero where it has none). */
+static inline const struct ml_amount *ml_agg_stack_kind(const struct ml_agg_stack *st, int kind)
+{
+	if (!((st->kinds >> kind) & 1))
+		return &ml_amount_zero;
+	return &st->amounts[__builtin_popcount(st->kinds & ((1u << kind) - 1))];
+}
 
 struct ml_agg_func {
 	const char *name;

@@ -40,7 +40,7 @@ static int cmp_stack(const void *x, const void *y, void *ctx)
 	const struct stack_order *o = ctx;
 	const struct ml_agg_stack *a = *(const struct ml_agg_stack *const *)x;
 	const struct ml_agg_stack *b = *(const struct ml_agg_stack *const *)y;
-	const struct ml_amount *ma = &a->kind[o->kind], *mb = &b->kind[o->kind];
+	const struct ml_amount *ma = ml_agg_stack_kind(a, o->kind), *mb = ml_agg_stack_kind(b, o->kind);
 	uint64_t va = o->peak ? ma->peak_bytes : ma->live_bytes;
 	uint64_t vb = o->peak ? mb->peak_bytes : mb->live_bytes;
 	uint64_t ca = o->peak ? ma->peak_blocks : ma->live_blocks;
@@ -60,7 +60,7 @@ const struct ml_agg_stack **ml_view_stacks(const struct ml_agg *a, enum ml_kind 
 	if (!rows)
 		return NULL;
 	for (size_t i = 0; i < a->n_stacks; i++) {
-		const struct ml_amount *m = &a->stacks[i].kind[kind];
+		const struct ml_amount *m = ml_agg_stack_kind(&a->stacks[i], kind);
 		if (peak ? m->peak_bytes || m->peak_blocks : m->live_bytes || m->live_blocks)
 			rows[(*n)++] = &a->stacks[i];
 	}

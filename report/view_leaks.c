@@ -74,7 +74,7 @@ static void leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FIL
 {
 	size_t shown = ml_view_limit(o->limit, n);
 	for (size_t i = 0; i < shown; i++) {
-		const struct ml_amount *m = &rows[i]->kind[o->kind];
+		const struct ml_amount *m = ml_agg_stack_kind(rows[i], o->kind);
 		ml_view_bytes_est(out, m->live_bytes, m->estimated, m->var_live_bytes);
 		fprintf(out, " in %s%llu blocks were never freed (record %zu of %zu)\n",
 			m->estimated ? "~" : "", (unsigned long long)m->live_blocks, i + 1, n);
@@ -125,7 +125,7 @@ static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, str
 	ml_json_key(j, "records");
 	ml_json_array_begin(j);
 	for (size_t i = 0; i < shown; i++) {
-		const struct ml_amount *m = &rows[i]->kind[o->kind];
+		const struct ml_amount *m = ml_agg_stack_kind(rows[i], o->kind);
 		ml_json_object_begin(j);
 		ml_view_record_json(j, rows[i], m->live_bytes, m->live_blocks);
 		ml_json_object_end(j);
@@ -163,7 +163,7 @@ static void cuda_leaks_text(const struct ml_agg *a, const struct ml_view_opts *o
 			return;
 		size_t shown = ml_view_limit(o->limit, n);
 		for (size_t i = 0; i < shown; i++) {
-			const struct ml_amount *m = &rows[i]->kind[k];
+			const struct ml_amount *m = ml_agg_stack_kind(rows[i], k);
 			fputs("Leaked ", out);
 			ml_view_bytes(out, m->live_bytes);
 			fprintf(out, " in %llu %s allocations (record %zu of %zu)\n",
@@ -206,7 +206,7 @@ static void cuda_leaks_json(const struct ml_agg *a, const struct ml_view_opts *o
 		if (!rows)
 			break;
 		for (size_t i = 0; i < ml_view_limit(o->limit, n); i++) {
-			const struct ml_amount *m = &rows[i]->kind[k];
+			const struct ml_amount *m = ml_agg_stack_kind(rows[i], k);
 			ml_json_object_begin(j);
 			ml_json_key(j, "kind");
 			ml_json_string(j, ml_kind_name((enum ml_kind)k));

@@ -74,7 +74,7 @@ static void peak_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 		t.estimated ? " (the highest total of the estimates: an estimate that leans high)" : "");
 	size_t shown = ml_view_limit(o->limit, n);
 	for (size_t i = 0; i < shown; i++) {
-		const struct ml_amount *m = &rows[i]->kind[o->kind];
+		const struct ml_amount *m = ml_agg_stack_kind(rows[i], o->kind);
 		ml_view_bytes_est(out, m->peak_bytes, m->estimated, m->var_peak_bytes);
 		fprintf(out, " in %s%llu blocks live at the peak (record %zu of %zu)\n",
 			m->estimated ? "~" : "", (unsigned long long)m->peak_blocks, i + 1, n);
@@ -103,9 +103,9 @@ static void peak_json(const struct ml_agg *a, const struct ml_view_opts *o, stru
 	for (size_t i = 0; i < ml_view_limit(o->limit, n); i++) {
 		ml_json_object_begin(j);
 		ml_json_key(j, "bytes");
-		ml_json_u64(j, rows[i]->kind[o->kind].peak_bytes);
+		ml_json_u64(j, ml_agg_stack_kind(rows[i], o->kind)->peak_bytes);
 		ml_json_key(j, "blocks");
-		ml_json_u64(j, rows[i]->kind[o->kind].peak_blocks);
+		ml_json_u64(j, ml_agg_stack_kind(rows[i], o->kind)->peak_blocks);
 		ml_json_key(j, "stack_id");
 		ml_json_u64(j, rows[i]->id);
 		ml_json_key(j, "frames");
