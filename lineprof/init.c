@@ -9,6 +9,7 @@
 static void after_fork_child(void)
 {
 	ml_lp_regions_reset();
+	ml_lp_spans_reset();
 	ml_lp_sampler_after_fork();
 }
 

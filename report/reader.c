@@ -30,6 +30,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_META] = "META", [ML_SEC_MODULES] = "MODULES", [ML_SEC_STACKS] = "STACKS",
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
 	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
+	[ML_SEC_SPANS] = "SPANS",
 };
 
 int ml_reader_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -230,6 +231,8 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		rc = ml_reader_parse_samples(&ps);
 	if (!rc)
 		rc = ml_reader_parse_regions(&ps);
+	if (!rc)
+		rc = ml_reader_parse_spans(&ps);
 	free(ps.node_depth);
 	free(ps.leaf_at);
 	if (rc) {

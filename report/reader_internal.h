@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_FRAMES + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_SPANS + 1)
 
 /* Everything a profile owns; ml_profile.priv points here. */
 struct owned {
@@ -89,5 +89,6 @@ int ml_reader_check_gpu_total(struct parse *ps);
 int ml_reader_parse_timeline(struct parse *ps);
 int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
+int ml_reader_parse_spans(struct parse *ps);
 
 #endif
