@@ -347,8 +347,12 @@ static int show_json(const struct report_args *ra, const struct ml_view_opts *vo
 		ml_json_key(&doc, "base");
 		ml_json_string(&doc, vo->base_path);
 	}
-	ml_json_key(&doc, vo->base ? "diff" : view_names[ra->view]);
+	ml_json_key(&doc, view_names[ra->view]);
 	ml_json_object_begin(&doc);
+	if (vo->base) {
+		ml_json_key(&doc, "diff");
+		ml_json_bool(&doc, true);
+	}
 	int err = view_for(ra)(agg, vo, NULL, &doc);
 	ml_json_object_end(&doc);
 	ml_json_object_end(&doc);

@@ -218,13 +218,18 @@ static void pick_groups(struct ml_flame *t, const struct ml_agg *a, const struct
 			: b && b->profile->has_samples ? b->profile->sampling.period_ns : 0;
 }
 
+struct ml_amount ml_flame_group_amount(const struct ml_flame_group *g,
+				       const struct ml_amount *per_kind)
+{
+	return g->kind == ML_FLAME_CUDA ? ml_amount_gpu(per_kind) : per_kind[g->kind];
+}
+
 static void stack_values(const struct ml_flame *t, const struct ml_agg_stack *st, int64_t sign,
 			 int64_t *v)
 {
 	memset(v, 0, t->n_values * sizeof(*v));
 	for (size_t g = 0; g < t->n_groups; g++) {
-		int k = t->groups[g].kind;
-		struct ml_amount m = k == ML_FLAME_CUDA ? ml_amount_gpu(st->kind) : st->kind[k];
+		struct ml_amount m = ml_flame_group_amount(&t->groups[g], st->kind);
 		int64_t *row = &v[g * ML_FF_COUNT];
 		row[ML_FF_ALLOC_BYTES] = sign * (int64_t)m.alloc_bytes;
 		row[ML_FF_ALLOCS] = sign * (int64_t)m.allocs;

@@ -76,6 +76,10 @@ static inline size_t ml_flame_time_vi(const struct ml_flame *t)
 int ml_flame_build(const struct ml_agg *a, const struct ml_agg *base, struct ml_flame **out);
 void ml_flame_free(struct ml_flame *t);
 
+/* A group's amount out of per-kind amounts (ML_KIND_COUNT of them). */
+struct ml_amount ml_flame_group_amount(const struct ml_flame_group *g,
+				       const struct ml_amount *per_kind);
+
 /* The group with this name, or -1. */
 int ml_flame_group_find(const struct ml_flame *t, const char *name);
 
