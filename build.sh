@@ -6,12 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev check
-	libjemalloc-dev python3 valgrind)
+	libjemalloc-dev python3 valgrind libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
 # check only: clang and llvm build and read the clang-built test fixtures
 # (DWARF 5 symbolization, llvm-cov exact hits, the llvm-addr2line
 # comparison); libclang-rt-dev holds clang's profile runtime, which clang
 # only recommends (without it -fprofile-instr-generate cannot link).
-CHECK_PACKAGES=(clang llvm libclang-rt-dev)
+# golang-go reads the pprof output back (go tool pprof); chromium renders
+# the HTML report headless (numbers, console errors, screenshots).
+CHECK_PACKAGES=(clang llvm libclang-rt-dev golang-go chromium)
 
 usage() {
 	echo "usage: $0 demo|check" >&2

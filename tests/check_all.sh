@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/check_all.sh - the whole suite behind `make check`: unit tests, the
 # end-to-end tests, then the unit tests and the report tool under ASan+UBSan.
-# Ends with one line, `check: N passed, M failed`; exits non-zero on failure.
+# Ends with one line, `check: N passed, M failed, K skipped`; exits non-zero on failure.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,7 @@ MAKE=${MAKE:-make}
 JOBS=-j$(nproc 2>/dev/null || echo 2)
 passed=0
 failed=0
+skipped=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -38,11 +39,16 @@ part() {
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
+	local s
+	s=$(echo "$line" | sed -nE 's/.*, ([0-9]+) skipped.*/\1/p')
+	skipped=$((skipped + ${s:-0}))
 }
 
 # The release build: unit tests, then fixtures under memline run.
 part unit "unit tests ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" unit
 part e2e "end-to-end tests ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" e2e
+part pictures "pictures and interchange ($BUILD)" \
+	/usr/bin/python3 tests/e2e/pictures.py --build "$BUILD"
 
 # ASan+UBSan: the unit tests, then the report tool (build-asan/memline) on
 # good, truncated, corrupt and fuzzed profiles made by the release runtime.
@@ -58,6 +64,8 @@ asan_cli() {
 	/usr/bin/python3 tests/e2e/run.py --build "$BUILD" --cli "$BUILD-asan/memline" -k report_
 }
 part e2e "report tool under ASan+UBSan ($BUILD-asan/memline)" asan_cli
+part pictures "pictures and interchange under ASan+UBSan ($BUILD-asan/memline)" \
+	/usr/bin/python3 tests/e2e/pictures.py --build "$BUILD" --cli "$BUILD-asan/memline" -k report_
 
-echo "check: $passed passed, $failed failed"
+echo "check: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

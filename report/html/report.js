@@ -81,7 +81,7 @@
       var t = P.totals[k];
       var c = el('div', { class: 'card', 'data-kind': k });
       var rows = [['Peak', 'peak_bytes', t.peak_bytes, fmtBytes(t.peak_bytes) + ' <span class="muted">at ' + fmtSec(t.peak_time_ns) + '</span>'],
-        ['Allocated', 'alloc_bytes', t.alloc_bytes, fmtBytes(t.alloc_bytes) + ' <span class="muted">in ' + fmtInt(t.allocs) + '</span>'],
+        ['Allocated', 'alloc_bytes', t.alloc_bytes, fmtBytes(t.alloc_bytes) + ' <span class="muted">in ' + fmtInt(t.allocs) + ' allocations</span>'],
         ['Leaked', 'leaked_bytes', t.leaked_bytes, fmtBytes(t.leaked_bytes) + ' <span class="muted">in ' + fmtInt(t.leaked_blocks) + ' blocks</span>']];
       var html = '<h3><span class="swatch" style="background:' + kindColor(k, i) + '"></span>' + esc(k) +
         (k === 'cuda_gpu' ? ' <span class="muted">(GPU kinds together)</span>' : '') + '</h3><table>';
@@ -129,7 +129,7 @@
   function timeline() {
     var box = $('timeline');
     box.innerHTML = '';
-    var W = Math.max(640, Math.min(box.clientWidth || 1100, 1800)), L = 86, R = 20;
+    var W = Math.max(640, Math.min(box.clientWidth || 1100, 1800)), L = 110, R = 20;
     var end = P.duration_ns || 1;
     P.timeline.forEach(function (s) {
       if (s.t.length && s.t[s.t.length - 1] >= end) end = s.t[s.t.length - 1] + 1;
@@ -201,11 +201,13 @@
   /* one lane per region path, its spans as bars on the time axis */
   function regions(box, W, L, R, end, x) {
     if (!P.spans.length) return;
-    var lanes = [], laneOf = {};
-    P.spans.forEach(function (s) {
-      if (!(s[0] in laneOf)) { laneOf[s[0]] = lanes.length; lanes.push(s[0]); }
-    });
+    var first = {};
+    P.spans.forEach(function (s) { if (!(s[0] in first) || s[2] < first[s[0]]) first[s[0]] = s[2]; });
+    /* lanes in the order regions first opened, outer before inner */
+    var lanes = Object.keys(first).sort(function (a, b) { return first[a] - first[b] || a.length - b.length; });
+    var laneOf = {};
     lanes = lanes.slice(0, 30);
+    lanes.forEach(function (n, i) { laneOf[n] = i; });
     var RH = 18, H = lanes.length * RH + 30;
     var chart = el('div', { class: 'chart', id: 'regions' });
     var svg = svgEl('svg', { width: W, height: H });
@@ -214,8 +216,8 @@
     svg.appendChild(title);
     lanes.forEach(function (name, i) {
       var t = svgEl('text', { x: L - 6, y: 26 + i * RH + 12, 'text-anchor': 'end', 'font-size': 11, fill: '#444' });
-      var depth = name.split('/').length - 1;
-      t.textContent = (depth ? '\u2003'.repeat(Math.min(depth, 3)) : '') + baseName(name.replace(/\//g, '/'));
+      var label = name.split('/').join(' \u203a ');
+      t.textContent = label.length > 14 ? '\u2026' + label.slice(-13) : label;
       svg.appendChild(t);
     });
     P.spans.forEach(function (s) {
@@ -279,11 +281,12 @@
     var f = P.names[P.flame.file[i]], m = P.names[P.flame.module[i]];
     return f ? f + ':' + P.flame.line[i] : m ? 'in ' + m : '';
   }
+  /* warm colours, stable per function name (hue 8-44, a little lightness play) */
   function hashColor(s) {
     var h = 0;
     for (var i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
-    var r = 205 + (h & 31), g = 90 + ((h >> 5) & 127), b = 40 + ((h >> 12) & 31);
-    return 'rgb(' + r + ',' + g + ',' + b + ')';
+    h = h >>> 0;
+    return 'hsl(' + (8 + h % 37) + ',' + (62 + (h >> 8) % 18) + '%,' + (60 + (h >> 16) % 12) + '%)';
   }
   function diffColor(d, scale) {
     var a = Math.min(1, Math.abs(d) / (scale || 1)), c = 235 - Math.round(150 * a);
