@@ -74,13 +74,24 @@ static int html_begin(const struct ml_view_opts *o, void **state)
 
 /* ---- the flame graph: the kept nodes in depth-first order ---- */
 
+/* A kept node, or the merge of a kept node's pruned children (merged > 0:
+ * how many; drawn as one "[N smaller calls]" frame so that the widths add
+ * up and the pruned amounts stay where they were). */
+struct kept {
+	uint32_t node;		/* the node, or for a merge its parent */
+	uint32_t merged;
+	size_t vals;		/* a merge: its row in prune.merge_total */
+};
+
 struct prune {
 	const struct ml_flame *t;
 	bool *primary;		/* value indexes that decide what is kept */
 	int64_t *cut;		/* per value index: |value| below is pruned */
-	uint32_t *order;	/* kept nodes, preorder */
+	struct kept *order;	/* kept nodes and merges, preorder */
 	uint32_t *index_of;	/* node -> position in order + 1 (0: pruned) */
-	size_t n;
+	size_t n, cap;
+	int64_t *merge_total, *merge_base;	/* per merge, n_values each */
+	size_t n_merges;
 	int64_t *pruned;	/* per value index: summed over the top pruned nodes */
 	size_t n_pruned;
 };
@@ -99,21 +110,76 @@ static bool keep(const struct prune *p, uint32_t n)
 	return false;
 }
 
-static void select_nodes(struct prune *p, uint32_t n)
+static int push(struct prune *p, struct kept k)
 {
-	if (n && !keep(p, n)) {
-		const int64_t *v = &p->t->total[(size_t)n * p->t->n_values];
-		for (size_t i = 0; i < p->t->n_values; i++)
-			p->pruned[i] += v[i];
-		p->n_pruned++;
-		return;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 1024;
+		struct kept *o = realloc(p->order, cap * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		p->order = o;
+		p->cap = cap;
 	}
-	p->order[p->n++] = n;
+	p->order[p->n++] = k;
+	return 0;
+}
+
+/* Adds node c's values into the newest merge. */
+static void merge_into(struct prune *p, uint32_t c)
+{
+	const struct ml_flame *t = p->t;
+	size_t nv = t->n_values, m = p->n_merges - 1;
+	for (size_t i = 0; i < nv; i++) {
+		p->merge_total[m * nv + i] += t->total[(size_t)c * nv + i];
+		p->pruned[i] += t->total[(size_t)c * nv + i];
+		if (t->base_total)
+			p->merge_base[m * nv + i] += t->base_total[(size_t)c * nv + i];
+	}
+}
+
+static int new_merge(struct prune *p)
+{
+	size_t nv = p->t->n_values, m = p->n_merges++;
+	int64_t *mt = realloc(p->merge_total, p->n_merges * nv * sizeof(*mt));
+	if (!mt)
+		return -ENOMEM;
+	p->merge_total = mt;
+	memset(&mt[m * nv], 0, nv * sizeof(*mt));
+	int64_t *mb = realloc(p->merge_base, p->n_merges * nv * sizeof(*mb));
+	if (!mb)
+		return -ENOMEM;
+	p->merge_base = mb;
+	memset(&mb[m * nv], 0, nv * sizeof(*mb));
+	return 0;
+}
+
+/* Keeps n, then its children that are big enough, then one merge of the
+ * others.  0 or -ENOMEM. */
+static int select_nodes(struct prune *p, uint32_t n)
+{
+	const struct ml_flame *t = p->t;
+	if (push(p, (struct kept){ .node = n }) < 0)
+		return -ENOMEM;
 	p->index_of[n] = (uint32_t)p->n;
-	/* Children in value order of the first primary value: the graph
-	 * draws them as they come. */
-	for (uint32_t c = p->t->nodes[n].first_child; c; c = p->t->nodes[c].next_sibling)
-		select_nodes(p, c);
+	uint32_t small = 0;
+	for (uint32_t c = t->nodes[n].first_child; c; c = t->nodes[c].next_sibling) {
+		if (keep(p, c)) {
+			if (select_nodes(p, c) < 0)
+				return -ENOMEM;
+		} else {
+			small++;
+		}
+	}
+	if (!small)
+		return 0;
+	if (new_merge(p) < 0 ||
+	    push(p, (struct kept){ .node = n, .merged = small, .vals = p->n_merges - 1 }) < 0)
+		return -ENOMEM;
+	for (uint32_t c = t->nodes[n].first_child; c; c = t->nodes[c].next_sibling)
+		if (!keep(p, c))
+			merge_into(p, c);
+	p->n_pruned += small;
+	return 0;
 }
 
 static int prune(struct prune *p, const struct ml_flame *t, double fraction)
@@ -122,9 +188,8 @@ static int prune(struct prune *p, const struct ml_flame *t, double fraction)
 	p->primary = calloc(t->n_values + 1, sizeof(*p->primary));
 	p->cut = calloc(t->n_values + 1, sizeof(*p->cut));
 	p->pruned = calloc(t->n_values + 1, sizeof(*p->pruned));
-	p->order = calloc(t->n_nodes, sizeof(*p->order));
 	p->index_of = calloc(t->n_nodes, sizeof(*p->index_of));
-	if (!p->primary || !p->cut || !p->pruned || !p->order || !p->index_of)
+	if (!p->primary || !p->cut || !p->pruned || !p->index_of)
 		return -ENOMEM;
 	for (size_t g = 0; g < t->n_groups; g++) {
 		p->primary[ml_flame_vi(g, ML_FF_ALLOC_BYTES)] = true;
@@ -141,8 +206,7 @@ static int prune(struct prune *p, const struct ml_flame *t, double fraction)
 		if (p->cut[i] < 1)
 			p->cut[i] = 1;
 	}
-	select_nodes(p, 0);
-	return 0;
+	return select_nodes(p, 0);
 }
 
 static void prune_free(struct prune *p)
@@ -152,18 +216,26 @@ static void prune_free(struct prune *p)
 	free(p->pruned);
 	free(p->order);
 	free(p->index_of);
+	free(p->merge_total);
+	free(p->merge_base);
 }
 
+/* One value column of every kept node: arr's (total, self or base), a
+ * merge's own sums (a merge is a leaf: its self is its total). */
 static void flame_values(FILE *out, const struct prune *p, const int64_t *arr, const char *key)
 {
 	const struct ml_flame *t = p->t;
+	const int64_t *merged = arr == t->base_total ? p->merge_base : p->merge_total;
 	put_key(out, key, false);
 	fputc('[', out);
 	for (size_t i = 0; i < t->n_values; i++) {
 		fputs(i ? ",[" : "[", out);
-		for (size_t k = 0; k < p->n; k++)
-			fprintf(out, "%s%lld", k ? "," : "",
-				(long long)arr[(size_t)p->order[k] * t->n_values + i]);
+		for (size_t k = 0; k < p->n; k++) {
+			const struct kept *e = &p->order[k];
+			int64_t v = e->merged ? merged[e->vals * t->n_values + i]
+					      : arr[(size_t)e->node * t->n_values + i];
+			fprintf(out, "%s%lld", k ? "," : "", (long long)v);
+		}
 		fputc(']', out);
 	}
 	fputc(']', out);
@@ -176,19 +248,32 @@ static int flame_json(FILE *out, const struct ml_flame *t, double fraction, stru
 	if (err < 0)
 		goto out;
 	fprintf(out, ",\"flame\":{\"fraction\":%g,\"nodes\":%zu,\"all_nodes\":%zu,\"pruned_nodes\":%zu",
-		fraction, p.n, t->n_nodes, p.n_pruned);
+		fraction, p.n - p.n_merges, t->n_nodes, p.n_pruned);
 	put_key(out, "parent", false);
 	fputc('[', out);
+	for (size_t k = 0; k < p.n; k++) {
+		const struct kept *e = &p.order[k];
+		uint32_t parent = e->merged ? e->node : t->nodes[e->node].parent;
+		fprintf(out, "%s%d", k ? "," : "", k ? (int)p.index_of[parent] - 1 : -1);
+	}
+	fputc(']', out);
+	put_key(out, "merged", false);
+	fputc('[', out);
 	for (size_t k = 0; k < p.n; k++)
-		fprintf(out, "%s%d", k ? "," : "", k ? (int)p.index_of[t->nodes[p.order[k]].parent] - 1 : -1);
+		fprintf(out, "%s%u", k ? "," : "", p.order[k].merged);
 	fputc(']', out);
 	static const char *const fields[] = { "fn", "file", "module" };
 	for (int f = 0; f < 3; f++) {
 		put_key(out, fields[f], false);
 		fputc('[', out);
 		for (size_t k = 0; k < p.n && err == 0; k++) {
-			const struct ml_flame_node *nd = &t->nodes[p.order[k]];
-			const char *s = f == 0 ? (k ? nd->function : "all") : f == 1 ? nd->file : nd->module;
+			const struct kept *e = &p.order[k];
+			const struct ml_flame_node *nd = &t->nodes[e->node];
+			char label[64];
+			snprintf(label, sizeof(label), "[%u smaller call%s]", e->merged,
+				 e->merged == 1 ? "" : "s");
+			const char *s = e->merged ? (f == 0 ? label : NULL)
+				      : f == 0 ? (k ? nd->function : "all") : f == 1 ? nd->file : nd->module;
 			long id = ml_strtab_intern(names, s);
 			if (id < 0)
 				err = -ENOMEM;
@@ -199,7 +284,7 @@ static int flame_json(FILE *out, const struct ml_flame *t, double fraction, stru
 	put_key(out, "line", false);
 	fputc('[', out);
 	for (size_t k = 0; k < p.n; k++)
-		fprintf(out, "%s%d", k ? "," : "", t->nodes[p.order[k]].line);
+		fprintf(out, "%s%d", k ? "," : "", p.order[k].merged ? 0 : t->nodes[p.order[k].node].line);
 	fputc(']', out);
 	flame_values(out, &p, t->total, "total");
 	flame_values(out, &p, t->self, "self");

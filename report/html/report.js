@@ -239,7 +239,7 @@
 
   /* ---- the flame graph ---- */
   function flameSetup() {
-    var f = P.flame, n = f.nodes;
+    var f = P.flame, n = f.parent.length;
     var kids = new Array(n), depth = new Int32Array(n);
     for (var i = 0; i < n; i++) kids[i] = [];
     for (i = 1; i < n; i++) { kids[f.parent[i]].push(i); depth[i] = depth[f.parent[i]] + 1; }
@@ -332,7 +332,8 @@
         for (; up; up = f.parent[up]) if (matchedTop[up]) { inside = true; break; }
         if (!inside && !r[4]) { matchedTop[n] = 1; matched += Math.abs(T[n]); }
       }
-      ctx.fillStyle = r[4] ? '#d7dbe3' : hit ? '#d65fc8' : f.base ? diffColor(T[n], scale) : n ? hashColor(name) : '#c8ccd4';
+      ctx.fillStyle = r[4] ? '#d7dbe3' : hit ? '#d65fc8' : f.base ? diffColor(T[n], scale) :
+        f.merged[n] ? '#cfd3db' : n ? hashColor(name) : '#c8ccd4';
       ctx.fillRect(x + 0.5, y + 1, Math.max(0.5, w - 1), RH - 2);
       if (w > 28) {
         ctx.fillStyle = '#1d2330';
@@ -349,12 +350,14 @@
     var info = '<b>' + esc(FL.time ? 'Time' : P.groups[+$('fl-group').value] + ', ' + $('fl-measure').selectedOptions[0].text.toLowerCase()) + '</b>: ' +
       signed(fmtValue(root), root) + (f.base ? ' against the base\'s ' + fmtValue(f.base[vi][0]) : '');
     info += ' &nbsp;<span class="muted">' + fmtInt(f.nodes) + ' of ' + fmtInt(f.all_nodes) + ' call sites shown';
-    if (f.pruned_nodes) info += '; ' + fmtInt(f.pruned_nodes) + ' smaller ' + (f.pruned_nodes === 1 ? 'one' : 'ones') + ' (each below ' + (f.fraction * 100) + '% of the total) pruned, holding ' + signed(fmtValue(pr), pr);
+    if (f.pruned_nodes) info += '; ' + fmtInt(f.pruned_nodes) + ' smaller ' + (f.pruned_nodes === 1 ? 'one' : 'ones') +
+      ' (each below ' + (f.fraction * 100) + '% of the total) merged into grey \u201c[smaller calls]\u201d frames, holding ' + signed(fmtValue(pr), pr);
     info += '</span>';
     var fi = $('fl-info');
     fi.innerHTML = info;
     fi.setAttribute('data-total', root);
     fi.setAttribute('data-pruned', pr);
+    fi.setAttribute('data-frames', rects.length);
     $('fl-match').textContent = re ? 'matched: ' + fmtValue(matched) + (root ? ' (' + (100 * matched / Math.abs(root)).toFixed(1) + '%)' : '') : '';
     var crumbs = $('fl-crumbs');
     crumbs.innerHTML = '';
@@ -381,7 +384,8 @@
     var kidsSum = 0;
     FL.kids[n].forEach(function (c) { kidsSum += T[c]; });
     var pruned = v - S[n] - kidsSum;
-    var html = '<b>' + esc(nodeName(n)) + '</b><br><span class="where">' + esc(nodeWhere(n)) + '</span><br>';
+    var html = '<b>' + esc(nodeName(n)) + '</b><br><span class="where">' + esc(f.merged[n] ?
+      'the calls of ' + nodeName(f.parent[n]) + ' below ' + (f.fraction * 100) + '% of the total, merged' : nodeWhere(n)) + '</span><br>';
     html += signed(fmtValue(v), v);
     if (FL.ci >= 0) html += ' in ' + fmtInt(f.total[FL.ci][n]) + ' ' + FL.countName;
     if (T[0]) html += ', ' + (100 * v / T[0]).toFixed(2) + '% of all';
@@ -394,6 +398,7 @@
     var n = flameHit(ev);
     if (n < 0) return;
     if (ev.shiftKey) { openSource(P.names[P.flame.file[n]], P.flame.line[n]); return; }
+    if (P.flame.merged[n]) return;
     FL.zoom = n;
     flameDraw();
   }
@@ -514,8 +519,19 @@
   }
 
   /* ---- tabs, the process selector, start ---- */
+  /* #flame:GROUP:MEASURE picks what the flame graph shows (a link or a test) */
+  function flameFromHash(parts) {
+    var g = parts[1], m = parts[2], gs = $('fl-group');
+    if (!g) return;
+    var want = g === 'time' ? 'time' : String(P.groups.indexOf(g));
+    if (want === '-1' || gs.value === want && (!m || $('fl-measure').value === m)) return;
+    gs.value = want;
+    flameMeasures();
+    if (m && g !== 'time') { $('fl-measure').value = m; flameValue(); }
+  }
   function showTab() {
-    var name = (location.hash || '#overview').slice(1);
+    var parts = (location.hash || '#overview').slice(1).split(':'), name = parts[0];
+    if (name === 'flame' && $('fl-group').options.length) flameFromHash(parts);
     if (!$(name) || !$(name).classList.contains('tab')) name = 'overview';
     document.querySelectorAll('.tab').forEach(function (t) { t.classList.toggle('on', t.id === name); });
     document.querySelectorAll('#tabs a').forEach(function (a) { a.classList.toggle('on', a.getAttribute('data-tab') === name); });

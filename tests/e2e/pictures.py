@@ -351,6 +351,45 @@ def attrs(page, tag_re):
 	return [dict(re.findall(r'([\w-]+)="([^"]*)"', m)) for m in re.findall(tag_re, page)]
 
 
+def page_data(path):
+	with open(path) as f:
+		page = f.read()
+	m = re.search(r'<script type="application/json" id="memline-data">(.*?)</script>', page, re.S)
+	return json.loads(m.group(1))
+
+
+def check_flame_data(path, width):
+	"""Every node's total is its self plus its children's, for every value
+	(merged "[smaller calls]" nodes included), and the page draws every
+	node at least 0.35 px wide: the count it reports."""
+	f = page_data(path)["profiles"][0]["flame"]
+	n = len(f["parent"])
+	for vi, (tot, slf) in enumerate(zip(f["total"], f["self"])):
+		kids = [0] * n
+		for i in range(1, n):
+			kids[f["parent"][i]] += tot[i]
+		bad = [i for i in range(n) if tot[i] != slf[i] + kids[i]]
+		eq(bad, [], "nodes whose total is not self + children (value %d)" % vi)
+	pruned = [f["total"][0][i] for i in range(n) if f["merged"][i]]
+	eq(sum(pruned), f["pruned"][0], "merged nodes hold the pruned total")
+	tot = f["total"][0]
+	visible = sum(1 for i in range(n) if tot[0] and abs(tot[i]) / abs(tot[0]) * width >= 0.35)
+	page = dom("file://%s#flame" % path)
+	info = attrs(page, r'<div ([^>]*id="fl-info"[^>]*)>')[0]
+	check(abs(int(info["data-frames"]) - visible) <= 2, "frames drawn: %s, want about %d"
+	      % (info["data-frames"], visible))
+
+
+@test
+def report_html_pruned():
+	"""A big cut: most call sites merge into "[N smaller calls]" frames."""
+	prof = h.Run(os.path.join(h.OPTS.build, "examples", "leaky")).file("leaky")
+	out, _ = html_report(prof, "pruned.html", "--node-fraction", "0.01")
+	f = page_data(out)["profiles"][0]["flame"]
+	check(any(f["merged"]) and f["pruned_nodes"] > 0, "merged nodes")
+	check_flame_data(out, 1400 - 2 * 18 - 2)
+
+
 @test
 def report_html_numbers():
 	prof = grow(2)
@@ -364,6 +403,7 @@ def report_html_numbers():
 	page = dom("file://" + out + "#flame")
 	info = attrs(page, r'<div ([^>]*id="fl-info"[^>]*)>')[0]
 	eq(int(info["data-total"]), alloc, "the flame graph's total")
+	check_flame_data(out, 1400 - 2 * 18 - 2)
 	page = dom("file://" + out + "#ops")
 	rows = re.findall(r'<tr data-name="([^"]*)" data-file="[^"]*">(.*?)</tr>', page)
 	got = {name: [int(v) for v in re.findall(r'data-v="(-?\d+)"', cells)] for name, cells in rows}
