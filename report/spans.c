@@ -57,7 +57,7 @@ static void row(FILE *out, const struct ml_profile *p, const struct ml_region *r
 	char name[64];
 	int depth = region_depth(p, r);
 	snprintf(name, sizeof(name), "%*s%s", depth > 6 ? 6 : depth, "", r->name);
-	fprintf(out, "%11.11s \u2502", name);
+	fprintf(out, " %-10.10s \u2502", name);
 	for (int x = 0; x < width; x++)
 		fputs(cells[x] ? "\u2588" : " ", out);
 	fprintf(out, "\u2502 %llu\n", (unsigned long long)r->count);
