@@ -56,8 +56,25 @@ esac
 
 if [ "$1" = check ]; then
 	PACKAGES+=("${CHECK_PACKAGES[@]}")
+	# npm fetches speedscope, which reads the folded stacks back in a
+	# test; a node.js that brings its own npm is kept as it is.
+	command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 fi
 install_missing
+# speedscope (pinned; its MIT licence is in the package) from the npm
+# registry into build/tools/, for the test that loads folded stacks into it.
+# Without it that test is skipped.
+fetch_speedscope() {
+	local dir=build/tools/speedscope version=1.25.0
+	[ -f "$dir/package/dist/release/index.html" ] && return 0
+	command -v npm >/dev/null 2>&1 || return 0
+	mkdir -p "$dir"
+	(cd "$dir" && npm pack --silent "speedscope@$version" >/dev/null 2>&1 &&
+		tar xzf "speedscope-$version.tgz") ||
+		echo "build.sh: could not fetch speedscope $version from npm: its test will be skipped" >&2
+}
+
+[ "$1" = check ] && fetch_speedscope
 jobs=-j$(nproc 2>/dev/null || echo 2)
 make $jobs all
 make $jobs "$1"

@@ -160,6 +160,45 @@ def report_folded_totals():
 	check(grow_lines[0].split(";")[0].startswith("_start"), "outermost frame first: %r" % grow_lines[0])
 
 
+def speedscope_page():
+	index = os.environ.get("MEMLINE_SPEEDSCOPE") or os.path.join(
+		h.OPTS.build, "tools", "speedscope", "package", "dist", "release", "index.html")
+	if not os.path.exists(index):
+		raise Skip("speedscope is not in %s (./build.sh check fetches it from npm)"
+			   % os.path.dirname(index))
+	return index
+
+
+@test
+def report_folded_speedscope():
+	"""speedscope's own importer reads the folded stacks: its sandwich
+	view's totals are memline's bytes."""
+	index = speedscope_page()
+	prof = grow(2)
+	folded = report_out(prof, "folded").stdout
+	d = tempfile.mkdtemp(dir=h.OPTS.tmp)
+	loader = os.path.join(d, "load.js")
+	with open(loader, "w") as f:
+		import base64
+		f.write("speedscope.loadFileFromBase64(%s, %s)" % (json.dumps("grow.folded"),
+			json.dumps(base64.b64encode(folded).decode())))
+	out, _ = browse("file://%s#localProfilePath=%s&view=sandwich" % (index, loader),
+			"--virtual-time-budget=5000", "--dump-dom")
+	cells = re.sub(r"\s*(<[^>]+>\s*)+", "|", out).split("|")
+	totals = {}
+	for i in range(len(cells) - 2):
+		m1, m2 = re.match(r"^([\d,]+) \(", cells[i]), re.match(r"^([\d,]+) \(", cells[i + 1])
+		if m1 and m2:
+			totals[cells[i + 2].replace("&lt;", "<")] = (int(m1.group(1).replace(",", "")),
+								   int(m2.group(1).replace(",", "")))
+	alloc = heap_totals(prof)[0]
+	check(any(k.startswith("_start") for k in totals), "speedscope's table: %s" % out[-800:])
+	eq([v for k, v in totals.items() if k.startswith("_start")], [(alloc, 0)], "_start's total")
+	L = h.line_of("grow", "grow")
+	eq(totals.get("main (grow.c:%d)" % L), (8192, 8192), "the L:grow line")
+	eq(totals.get("helper (grow.c:%d)" % h.line_of("grow", "helper")), (64, 64), "helper's line")
+
+
 # --------------------------------------------------------------- trace
 
 @test
