@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/flame.h"
+#include "report/strtab.h"
 
 struct flame_priv {
 	uint32_t *slots;	/* node index + 1, 0: empty; keyed by (parent, site) */
 	size_t cap;		/* a power of two */
 	size_t cap_nodes;
-	char **names;		/* function names made here (offsets cut off) */
-	size_t n_names, cap_names;
+	struct ml_strtab names;	/* function names made here (offsets cut off) */
 };
 
 static uint64_t hash_str(uint64_t h, const char *s)
@@ -96,23 +96,10 @@ static const char *function_name(struct ml_flame *t, const struct ml_frame *fr)
 	    strspn(plus + 3, "0123456789abcdefABCDEF") != strlen(plus + 3))
 		return name;
 	struct flame_priv *pv = t->priv;
-	size_t len = (size_t)(plus - name);
-	/* Stacks repeat: the last few names made are the likely match. */
-	for (size_t i = pv->n_names; i > 0 && i + 8 > pv->n_names; i--)
-		if (strncmp(pv->names[i - 1], name, len) == 0 && pv->names[i - 1][len] == '\0')
-			return pv->names[i - 1];
-	if (pv->n_names == pv->cap_names) {
-		size_t cap = pv->cap_names ? pv->cap_names * 2 : 64;
-		char **names = realloc(pv->names, cap * sizeof(*names));
-		if (!names)
-			return NULL;
-		pv->names = names;
-		pv->cap_names = cap;
-	}
-	char *copy = strndup(name, len);
-	if (copy)
-		pv->names[pv->n_names++] = copy;
-	return copy;
+	char *cut = strndup(name, (size_t)(plus - name));
+	long id = cut ? ml_strtab_intern(&pv->names, cut) : -1;
+	free(cut);
+	return id < 0 ? NULL : pv->names.str[id];
 }
 
 /* The child of parent for frame fr, made on first sight.  Returns its index,
@@ -303,9 +290,7 @@ void ml_flame_free(struct ml_flame *t)
 		return;
 	struct flame_priv *pv = t->priv;
 	if (pv) {
-		for (size_t i = 0; i < pv->n_names; i++)
-			free(pv->names[i]);
-		free(pv->names);
+		ml_strtab_free(&pv->names);
 		free(pv->slots);
 		free(pv);
 	}

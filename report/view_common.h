@@ -77,6 +77,12 @@ struct ml_flame;
  * the profile does not have it (no samples, no such kind). */
 long ml_view_flame_index(const struct ml_flame *t, const struct ml_view_opts *o);
 
+/* Builds the flame tree of a (minus o->base) and finds what o asks for.
+ * Returns 0 with *out (ml_flame_free) and *vi, -ENOENT after an error line
+ * (ml_view_flame_index), or -ENOMEM. */
+int ml_view_flame_open(const struct ml_agg *a, const struct ml_view_opts *o,
+		       struct ml_flame **out, size_t *vi);
+
 /* A --value's title ("bytes allocated", ...) and whether it is bytes. */
 const char *ml_view_flame_title(enum ml_flame_value v);
 bool ml_view_flame_is_bytes(enum ml_flame_value v);

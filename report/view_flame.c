@@ -224,19 +224,31 @@ int ml_view_flame_header(FILE *out, const struct ml_flame *t, const struct ml_vi
 	return 0;
 }
 
+int ml_view_flame_open(const struct ml_agg *a, const struct ml_view_opts *o,
+		       struct ml_flame **out, size_t *vi)
+{
+	int err = ml_flame_build(a, o->base, out);
+	if (err < 0)
+		return err;
+	long i = ml_view_flame_index(*out, o);
+	if (i < 0) {
+		ml_flame_free(*out);
+		*out = NULL;
+		return -ENOENT;
+	}
+	*vi = (size_t)i;
+	return 0;
+}
+
 int ml_view_flame(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
 		  struct ml_json *j)
 {
 	struct ml_flame *t;
-	int err = ml_flame_build(a, o->base, &t);
+	size_t vi;
+	int err = ml_view_flame_open(a, o, &t, &vi);
 	if (err < 0)
 		return err;
-	long vi = ml_view_flame_index(t, o);
-	if (vi < 0) {
-		ml_flame_free(t);
-		return -ENOENT;
-	}
-	struct tree_out w = { .t = t, .o = o, .out = out, .vi = (size_t)vi };
+	struct tree_out w = { .t = t, .o = o, .out = out, .vi = vi };
 	int64_t root = mag(t->total[vi]);
 	if (o->base && mag(t->base_total[vi]) > root)
 		root = mag(t->base_total[vi]);
@@ -246,7 +258,7 @@ int ml_view_flame(const struct ml_agg *a, const struct ml_view_opts *o, FILE *ou
 	w.cut = (int64_t)((double)root * ml_view_node_fraction(o, 0.01));
 	if (w.cut < 1)
 		w.cut = 1;
-	ml_view_flame_header(out, t, o, (size_t)vi, w.cut);
+	ml_view_flame_header(out, t, o, vi, w.cut);
 	if (t->total[vi] == 0 && !o->base)
 		fprintf(out, "(nothing: the profile has no %s)\n", value_titles[o->value]);
 	else

@@ -71,16 +71,12 @@ int ml_view_folded(const struct ml_agg *a, const struct ml_view_opts *o, FILE *o
 		   struct ml_json *j)
 {
 	struct ml_flame *t;
+	size_t vi;
 	(void)j;
-	int err = ml_flame_build(a, o->base, &t);
+	int err = ml_view_flame_open(a, o, &t, &vi);
 	if (err < 0)
 		return err;
-	long vi = ml_view_flame_index(t, o);
-	if (vi < 0) {
-		ml_flame_free(t);
-		return -ENOENT;
-	}
-	struct folded_out w = { .t = t, .out = out, .vi = (size_t)vi };
+	struct folded_out w = { .t = t, .out = out, .vi = vi };
 	err = walk(&w, 0);
 	free(w.path);
 	ml_flame_free(t);
