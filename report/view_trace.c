@@ -82,9 +82,45 @@ static void counters(struct trace_doc *d, const struct ml_profile *p, uint64_t o
 	fprintf(d->mem, ",\"s\":\"p\",\"args\":{\"bytes\":%llu}}", (unsigned long long)s->peak_bytes);
 }
 
-static void slices(struct trace_doc *d, const struct ml_profile *p, uint64_t off)
+/* Names the threads the slices are on: "main" for the process's own
+ * thread, "thread TID" for the others (each once). */
+static int cmp_tid(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* Names the threads the slices are on: "main" for the process's own
+ * thread, "thread TID" for the others, each once. */
+static int thread_names(struct trace_doc *d, const struct ml_profile *p)
+{
+	uint32_t *tids = calloc(p->n_spans + 1, sizeof(*tids));
+	if (!tids)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_spans; i++)
+		tids[i] = p->spans[i].tid;
+	qsort(tids, p->n_spans, sizeof(*tids), cmp_tid);
+	for (size_t i = 0; i < p->n_spans; i++) {
+		if (i && tids[i] == tids[i - 1])
+			continue;
+		char label[64];
+		if (tids[i] == p->meta.pid)
+			snprintf(label, sizeof(label), "main");
+		else
+			snprintf(label, sizeof(label), "thread %u", tids[i]);
+		event(d, "M", p->meta.pid, tids[i]);
+		name(d, "thread_name");
+		fprintf(d->mem, ",\"args\":{\"name\":\"%s\"}}", label);
+	}
+	free(tids);
+	return 0;
+}
+
+static int slices(struct trace_doc *d, const struct ml_profile *p, uint64_t off)
 {
 	char path[512];
+	if (thread_names(d, p) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < p->n_spans; i++) {
 		const struct ml_fmt_span *sp = &p->spans[i];
 		const struct ml_region *r = ml_spans_region(p, sp->region);
@@ -97,6 +133,7 @@ static void slices(struct trace_doc *d, const struct ml_profile *p, uint64_t off
 		ml_json_write_escaped(d->mem, ml_spans_path(p, sp->region, path, sizeof(path)));
 		fputs("}}", d->mem);
 	}
+	return 0;
 }
 
 static int trace_add(void *state, const struct ml_agg *a, const struct ml_view_opts *o)
@@ -113,9 +150,9 @@ static int trace_add(void *state, const struct ml_agg *a, const struct ml_view_o
 	metadata(d, p);
 	for (size_t i = 0; i < n; i++)
 		counters(d, p, off, &s[i]);
-	slices(d, p, off);
+	int err = slices(d, p, off);
 	ml_series_free(s, n);
-	return ferror(d->mem) ? -EIO : 0;
+	return err < 0 ? err : ferror(d->mem) ? -EIO : 0;
 }
 
 static int trace_end(void *state, FILE *out)

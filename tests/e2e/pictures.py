@@ -219,6 +219,8 @@ def report_trace_parses():
 		check(e["ph"] == "M" or (isinstance(e["ts"], (int, float)) and e["ts"] >= 0), "ts %r" % e)
 	names = [e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"]
 	eq(names, ["lp_regions (pid %d)" % pid], "process name")
+	eq([(e["tid"], e["args"]["name"]) for e in ev if e["ph"] == "M" and e["name"] == "thread_name"],
+	   [(pid, "main")], "the main thread named")
 	heap = [e["args"]["bytes"] for e in ev if e["ph"] == "C" and e["name"] == "heap live bytes"]
 	eq(max(heap), peak, "the heap counter's highest value = the peak")
 	ts = [e["ts"] for e in ev if e["ph"] == "C" and e["name"] == "heap live bytes"]
