@@ -237,6 +237,8 @@ static inline uint64_t ml_clock_coarse_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 uint64_t ml_clock_start_realtime_ns(void);
+/* CLOCK_MONOTONIC at start-up, ns. */
+uint64_t ml_clock_start_mono_ns(void);
 /* Monotonic nanoseconds since start. */
 uint64_t ml_clock_elapsed_ns(void);
 /* Converts a TSC delta (since start) to nanoseconds, calibrated against

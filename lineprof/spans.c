@@ -6,7 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "lineprof/internal.h"
-#include "alloc/internal.h"	/* ml_clock_elapsed_ns */
+#include "alloc/internal.h"	/* ml_clock_start_mono_ns */
 #include "common/writer.h"
 
 static struct ml_fmt_span spans[ML_SPANS_MAX];
@@ -25,14 +25,14 @@ void ml_lp_span_add(uint32_t region, uint32_t tid, uint64_t start_mono_ns, uint6
 	uint64_t i = __atomic_fetch_add(&n_claimed, 1, __ATOMIC_RELAXED);
 	if (i >= ML_SPANS_MAX || !region)
 		return;
-	/* since start-up: the elapsed clock now, less the time since the end */
-	uint64_t now_rel = ml_clock_elapsed_ns(), now_mono = ml_lp_now_ns();
-	uint64_t end = now_rel - (now_mono > end_mono_ns ? now_mono - end_mono_ns : 0);
-	uint64_t dur = end_mono_ns > start_mono_ns ? end_mono_ns - start_mono_ns : 0;
+	/* since start-up, on the same clock (CLOCK_MONOTONIC) */
+	uint64_t t0 = ml_clock_start_mono_ns();
 	struct ml_fmt_span *s = &spans[i];
 	s->tid = tid;
-	s->end_ns = end;
-	s->start_ns = end > dur ? end - dur : 0;
+	s->start_ns = start_mono_ns > t0 ? start_mono_ns - t0 : 0;
+	s->end_ns = end_mono_ns > t0 ? end_mono_ns - t0 : 0;
+	if (s->end_ns < s->start_ns)
+		s->end_ns = s->start_ns;
 	__atomic_store_n(&s->region, region, __ATOMIC_RELEASE);
 }
 
