@@ -204,8 +204,11 @@ double ml_view_node_fraction(const struct ml_view_opts *o, double dflt)
 int ml_view_flame_header(FILE *out, const struct ml_flame *t, const struct ml_view_opts *o,
 			 size_t vi, int64_t cut)
 {
-	char amount[64], cut_s[64];
-	const char *what = o->value == ML_FV_TIME ? "time" : ml_kind_name(o->kind);
+	char amount[64], cut_s[64], what[128];
+	if (o->value == ML_FV_TIME)
+		snprintf(what, sizeof(what), "time (estimated from line-timer samples)");
+	else
+		snprintf(what, sizeof(what), "%s, %s", ml_kind_name(o->kind), value_titles[o->value]);
 	ml_view_flame_amount(amount, sizeof(amount), t->total[vi], o->value, t->period_ns,
 			     o->base != NULL);
 	ml_view_flame_amount(cut_s, sizeof(cut_s), cut, o->value, t->period_ns, false);
@@ -213,12 +216,12 @@ int ml_view_flame_header(FILE *out, const struct ml_flame *t, const struct ml_vi
 		char base_s[64];
 		ml_view_flame_amount(base_s, sizeof(base_s), t->base_total[vi], o->value,
 				     t->period_ns, false);
-		fprintf(out, "%s, %s: %s against the base's %s (%s); calls changing less than %s "
-			"are summarised\n\n", what, value_titles[o->value], amount, base_s,
+		fprintf(out, "%s: %s against the base's %s (%s); calls changing less than %s "
+			"are summarised\n\n", what, amount, base_s,
 			o->base_path ? o->base_path : "base", cut_s);
 	} else {
-		fprintf(out, "%s, %s: %s in all; calls under %s (%.2g%%) are summarised\n\n", what,
-			value_titles[o->value], amount, cut_s,
+		fprintf(out, "%s: %s in all; calls under %s (%.2g%%) are summarised\n\n", what,
+			amount, cut_s,
 			100.0 * ml_view_node_fraction(o, 0.01));
 	}
 	return 0;
