@@ -482,8 +482,17 @@ static int report_document(const struct report_args *ra, struct ml_profile **pro
 		rc = report_one(ra, profiles[i], i == 0, NULL, dv, doc);
 	char *tmp = NULL;
 	FILE *out = stdout;
-	if (!to_stdout && (asprintf(&tmp, "%s.tmp.%d", ra->output, (int)getpid()) < 0 ||
-			   !(out = fopen(tmp, "w")))) {
+	struct stat st;
+	/* A device or a pipe (/dev/stdout, a FIFO) is written as it is: only a
+	 * regular file is replaced by renaming. */
+	bool special = !to_stdout && stat(ra->output, &st) == 0 && !S_ISREG(st.st_mode);
+	if (special && !(out = fopen(ra->output, "w"))) {
+		fprintf(stderr, "memline: cannot write %s: %s\n", ra->output, strerror(errno));
+		out = NULL;
+		rc = ML_EXIT_FAIL;
+	} else if (!to_stdout && !special &&
+		   (asprintf(&tmp, "%s.tmp.%d", ra->output, (int)getpid()) < 0 ||
+		    !(out = fopen(tmp, "w")))) {
 		fprintf(stderr, "memline: cannot write %s: %s\n", ra->output, strerror(errno));
 		free(tmp);
 		tmp = NULL;
@@ -496,7 +505,11 @@ static int report_document(const struct report_args *ra, struct ml_profile **pro
 			strerror(-err));
 	if (err < 0)
 		rc = ML_EXIT_FAIL;
-	if (out && out != stdout && (fclose(out) != 0 || rc != 0 || rename(tmp, ra->output) != 0)) {
+	if (out && out != stdout && special && fclose(out) != 0 && rc == 0) {
+		fprintf(stderr, "memline: cannot write %s: %s\n", ra->output, strerror(errno));
+		rc = ML_EXIT_FAIL;
+	} else if (out && out != stdout && !special &&
+		   (fclose(out) != 0 || rc != 0 || rename(tmp, ra->output) != 0)) {
 		if (rc == 0)
 			fprintf(stderr, "memline: cannot write %s: %s\n", ra->output, strerror(errno));
 		unlink(tmp);

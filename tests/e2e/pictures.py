@@ -508,6 +508,16 @@ def report_bad_picture_usage():
 	eq(os.listdir(d), [], "nothing left behind")
 	p = report_out(prof, "pprof", "--base", os.path.join(d, "missing.mlp"), "-o", os.path.join(d, "x"), ok=(1,))
 	h.one_line_error(p, "a missing base", "missing.mlp")
+	# -o a FIFO (as /dev/stdout or /dev/null): written through, never replaced
+	fifo = os.path.join(d, "fifo")
+	os.mkfifo(fifo)
+	reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE)
+	report_out(prof, "trace", "-o", fifo)
+	got = reader.communicate(timeout=60)[0]
+	check(json.loads(text(got))["traceEvents"], "the trace came through the FIFO")
+	import stat as st
+	check(st.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO is still a FIFO")
+	eq(sorted(os.listdir(d)), ["fifo"], "no temporary file left")
 
 
 # ------------------------------------------------------------ the runner
