@@ -601,6 +601,9 @@
     $('src-group').onchange = function () { sourceDraw(); };
     $('src-heat').onchange = function () { sourceDraw(); };
     window.addEventListener('hashchange', showTab);
+    document.addEventListener('keydown', function (ev) {
+      if (ev.key === 'Escape' && FL && FL.zoom) { FL.zoom = 0; flameDraw(); }
+    });
     var resized = 0;
     window.addEventListener('resize', function () {
       clearTimeout(resized);
