@@ -496,6 +496,25 @@ def report_html_diff_and_processes():
 
 
 @test
+def report_pictures_of_nothing():
+	"""A run that allocates nothing: every view still works."""
+	prof = h.Run("/bin/true").file("true")
+	eq(heap_totals(prof)[0], 0, "nothing allocated")
+	check("(nothing: the profile has no bytes allocated)" in text(report_out(prof, "flame").stdout), "flame")
+	eq(text(report_out(prof, "folded").stdout), "", "folded: no stacks")
+	d = tempfile.mkdtemp(dir=h.OPTS.tmp)
+	report_out(prof, "trace", "-o", os.path.join(d, "t.json"))
+	with open(os.path.join(d, "t.json")) as f:
+		eq([e["ph"] for e in json.load(f)["traceEvents"]], ["M"], "trace: the process only")
+	report_out(prof, "pprof", "-o", os.path.join(d, "t.pb.gz"))
+	if shutil.which("go"):
+		top = go_pprof(["-top", "-sample_index=alloc_space"], os.path.join(d, "t.pb.gz"))
+		check("Total samples = 0 " in top, "pprof reads an empty profile: %s" % top[:300])
+	out, _ = html_report(prof, "nothing.html")
+	dom("file://" + out + "#flame")
+
+
+@test
 def report_bad_picture_usage():
 	prof = grow(1)
 	for args in (["html", "--json"], ["folded", "--json"], ["timeline", "-o", "x"],
