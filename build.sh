@@ -76,5 +76,6 @@ fetch_speedscope() {
 
 [ "$1" = check ] && fetch_speedscope
 jobs=-j$(nproc 2>/dev/null || echo 2)
-make $jobs all
+# Plain make: the default goal must build everything (tests/layout_check.sh).
+make $jobs
 make $jobs "$1"

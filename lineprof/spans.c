@@ -5,9 +5,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "core/core.h"
 #include "lineprof/internal.h"
-#include "alloc/internal.h"	/* ml_clock_start_mono_ns */
-#include "common/writer.h"
 
 static struct ml_fmt_span spans[ML_SPANS_MAX];
 static uint64_t n_claimed;	/* slots handed out, dropped ones included */

@@ -31,34 +31,16 @@ struct agg_priv {
 	size_t n_names, cap_names;
 };
 
-static const char *const kind_names[ML_KIND_COUNT] = {
-	"heap", "cuda_device", "cuda_managed", "cuda_pinned", "cuda_pool",
-	"cuda_vmm", "cuda_array", "cuda_mapped", "cuda_reserved", "cuda_gpu",
-};
-
-const char *ml_kind_name(enum ml_kind kind)
-{
-	return (unsigned)kind < ML_KIND_COUNT ? kind_names[kind] : "unknown";
-}
-
-int ml_kind_parse(const char *name)
-{
-	for (int k = 0; k < ML_KIND_COUNT; k++)
-		if (strcmp(kind_names[k], name) == 0)
-			return k;
-	return -1;
-}
-
 const char *ml_kind_list(void)
 {
-	return "heap, cuda_device, cuda_managed, cuda_pinned, cuda_pool, cuda_vmm, "
-	       "cuda_array, cuda_mapped, cuda_reserved, cuda_gpu";
-}
-
-bool ml_kind_is_gpu(enum ml_kind kind)
-{
-	return kind == ML_KIND_CUDA_DEVICE || kind == ML_KIND_CUDA_MANAGED ||
-	       kind == ML_KIND_CUDA_POOL || kind == ML_KIND_CUDA_VMM || kind == ML_KIND_CUDA_ARRAY;
+	static char list[256];
+	if (!list[0])
+		for (int k = 0; k < ML_KIND_COUNT; k++) {
+			if (k)
+				strcat(list, ", ");
+			strcat(list, ml_kind_name((enum ml_kind)k));
+		}
+	return list;
 }
 
 struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind)
@@ -624,12 +606,12 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-static const struct ml_agg *label_agg;
-
-static int cmp_func_name(const void *x, const void *y)
+/* Function indexes into the aggregation ctx, by name, then by index. */
+static int cmp_func_name(const void *x, const void *y, void *ctx)
 {
-	const struct ml_agg_func *a = &label_agg->funcs[*(const size_t *)x];
-	const struct ml_agg_func *b = &label_agg->funcs[*(const size_t *)y];
+	const struct ml_agg *agg = ctx;
+	const struct ml_agg_func *a = &agg->funcs[*(const size_t *)x];
+	const struct ml_agg_func *b = &agg->funcs[*(const size_t *)y];
 	int c = strcmp(a->name, b->name);
 	return c ? c : (*(const size_t *)x > *(const size_t *)y) - (*(const size_t *)x < *(const size_t *)y);
 }
@@ -646,8 +628,7 @@ static int label_collisions(struct ml_agg *a)
 		return -ENOMEM;
 	for (size_t i = 0; i < a->n_funcs; i++)
 		order[i] = i;
-	label_agg = a;	/* single-threaded, like the views' sorts */
-	qsort(order, a->n_funcs, sizeof(*order), cmp_func_name);
+	qsort_r(order, a->n_funcs, sizeof(*order), cmp_func_name, a);
 	int err = 0;
 	for (size_t i = 0; i < a->n_funcs && err == 0;) {
 		size_t end = i + 1;
