@@ -98,7 +98,7 @@ EXAMPLE := $(BUILD)/examples/leaky
 # Torture programs: each runs alone and under memline (tests/torture/run.py).
 TORTURE := $(patsubst tests/torture/%.c,$(BUILD)/torture/%,$(wildcard tests/torture/*.c))
 
-.PHONY: all check unit e2e torture torture-slow layout fixtures demo bench clean help asan
+.PHONY: all check unit e2e torture torture-slow layout fixtures demo bench clean help asan peers
 # Everything: the runtime, the CLI, the example, every fixture (the CUDA
 # test double included) and every unit test binary.
 all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE)
@@ -203,6 +203,11 @@ check: all
 asan:
 	$(Q)$(MAKE) CONFIG=asan unit
 
+# memline against valgrind on programs modelled on the peers' tests
+# (tests/peers/compare.py; skipped without valgrind).
+peers: $(LIB) $(CLI)
+	$(Q)/usr/bin/python3 tests/peers/compare.py --build $(BUILD)
+
 demo: all
 	$(Q)./examples/demo.sh $(BUILD)
 
@@ -223,6 +228,7 @@ help:
 	@echo "  torture  each tests/torture program alone and under memline"
 	@echo "           (torture-slow: with the programs marked @slow)"
 	@echo "  layout   the layout rules (docs/layout.md)"
+	@echo "  peers    memline against valgrind on the peers' test programs (tests/peers/)"
 	@echo "  demo     profile the bundled example and print its reports"
 	@echo "  bench    overhead benchmark against heaptrack and valgrind"
 	@echo "  clean    remove build outputs"
