@@ -220,6 +220,11 @@ void ml_lifecycle_main_returned(int status);
 void ml_lifecycle_exit_called(int status);
 /* _exit/_Exit: writes the profile now (atexit handlers will not run). */
 void ml_lifecycle_underscore_exit(int status);
+/* quick_exit(status) was called; its at_quick_exit handlers run next. */
+void ml_lifecycle_quick_exit(int status);
+/* The program's at_quick_exit handlers have run (memline's handler,
+ * registered first, runs last): writes the profile, as at _exit. */
+void ml_lifecycle_quick_exit_handlers_done(void);
 /* pthread_exit on this thread (the main thread may end the process so). */
 void ml_lifecycle_thread_exit(void);
 /* Just before an exec: writes the profile (if exec fails, recording goes

@@ -92,9 +92,13 @@ static void add_stack_modules(struct ml_stack_entry *e, void *arg)
 }
 
 static size_t cmdline_len;
+/* Signals that wait while the profile is written (ml_dump_write). */
+static sigset_t async_fatal;
 
 void ml_dump_init(void)
 {
+	sigemptyset(&async_fatal);
+	ml_signals_add_async(&async_fatal, ml_signals_line_timer());
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
 	cmdline_len = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
@@ -467,12 +471,11 @@ void ml_dump_wait_other(void)
 
 int ml_dump_write(uint32_t reason, int32_t status)
 {
-	/* The signals that end a process quietly wait until the file is
-	 * complete (SIGTERM as a process exits, say: Pool.terminate); our
-	 * handler then runs and the process still dies of them. */
-	sigset_t quiet, old;
-	sigemptyset(&quiet);
-	sigaddset(&quiet, SIGTERM);
+	/* The signals that end a process from outside wait until the file is
+	 * complete (SIGTERM as a process exits, say: Pool.terminate; a
+	 * SIGALRM); our handler then runs and the process still dies of them. */
+	sigset_t quiet = async_fatal, old;
+	sigaddset(&quiet, SIGTERM);	/* even before ml_dump_init */
 	sigaddset(&quiet, SIGINT);
 	sigaddset(&quiet, SIGHUP);
 	sigaddset(&quiet, SIGPIPE);

@@ -1,6 +1,7 @@
 /* process/hooks.c - the exported entry points of the process's life, and
  * nothing else: main's return (__libc_start_main), exit, _exit, _Exit,
- * pthread_exit, dlclose, the exec family, posix_spawn, and the program's
+ * quick_exit, pthread_exit, thrd_exit, dlclose, the exec family (execveat
+ * too), posix_spawn, and the program's
  * sigaction and signal.  Each tells the core (core/core.h) and calls the
  * real function. */
 #include <signal.h>
@@ -63,6 +64,23 @@ ML_EXPORT void _Exit(int status)
 	underscore_exit(status, ML_NEXT(exit_fn, "_Exit"));
 }
 
+/* quick_exit: the profile is written by the last at_quick_exit handler
+ * (registered at start-up, room.c), after the program's own. */
+ML_EXPORT void quick_exit(int status)
+{
+	ml_lifecycle_quick_exit(status);
+	ML_NEXT(exit_fn, "quick_exit")(status);
+	__builtin_unreachable();
+}
+
+/* C11 threads: glibc's thrd_exit does not go through pthread_exit. */
+ML_EXPORT void thrd_exit(int res)
+{
+	ml_lifecycle_thread_exit();
+	ML_NEXT(exit_fn, "thrd_exit")(res);
+	__builtin_unreachable();
+}
+
 ML_EXPORT void pthread_exit(void *ret)
 {
 	typedef void (*pthread_exit_fn)(void *) __attribute__((noreturn));
@@ -107,6 +125,15 @@ ML_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	ml_lifecycle_before_exec();
 	ML_PROC_EXEC_ENV(envp, env);
 	return ML_NEXT(fn, "fexecve")(fd, argv, env);
+}
+
+ML_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+			int flags)
+{
+	typedef int (*fn)(int, const char *, char *const[], char *const[], int);
+	ml_lifecycle_before_exec();
+	ML_PROC_EXEC_ENV(envp, env);
+	return ML_NEXT(fn, "execveat")(dirfd, path, argv, env, flags);
 }
 
 /* execv and execvp take the environment from environ: the same with it

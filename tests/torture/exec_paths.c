@@ -2,19 +2,19 @@
  * call glibc has for a file descriptor or a directory fd: execveat on a
  * path, fexecve, execveat with AT_EMPTY_PATH, then execvpe; each image
  * allocates (its stage x 1000 + 1 bytes) and writes its profile before it
- * is replaced.  Stage N runs with N + 1 arguments.
+ * is replaced.  Stage N runs with N arguments after the program's name.
  *
  * @profiles exec_paths=5
- * @expect exec_paths[argc=1] main allocs=1 alloc_bytes=1
+ * @expect exec_paths[argc=0] main allocs=1 alloc_bytes=1
+ * @end exec_paths[argc=0] exec 0
+ * @expect exec_paths[argc=1] main allocs=1 alloc_bytes=1001
  * @end exec_paths[argc=1] exec 0
- * @expect exec_paths[argc=2] main allocs=1 alloc_bytes=1001
+ * @expect exec_paths[argc=2] main allocs=1 alloc_bytes=2001
  * @end exec_paths[argc=2] exec 0
- * @expect exec_paths[argc=3] main allocs=1 alloc_bytes=2001
+ * @expect exec_paths[argc=3] main allocs=1 alloc_bytes=3001
  * @end exec_paths[argc=3] exec 0
- * @expect exec_paths[argc=4] main allocs=1 alloc_bytes=3001
- * @end exec_paths[argc=4] exec 0
- * @expect exec_paths[argc=5] main allocs=1 alloc_bytes=4001 leaked_bytes=4001
- * @end exec_paths[argc=5] exit 0
+ * @expect exec_paths[argc=4] main allocs=1 alloc_bytes=4001 leaked_bytes=4001
+ * @end exec_paths[argc=4] exit 0
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
