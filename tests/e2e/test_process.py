@@ -315,3 +315,50 @@ def exit_status_passed_on():
 	r = Run("exit_status", expect_rc=42)
 	rows = lines_of(r.file("exit_status"), "main")
 	expect_line(rows, line_of("exit_status", "es_alloc"), "malloc(42)", self_bytes=42, allocs=1)
+
+
+RELATIVE_DLOPEN = r"""#include <dlfcn.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	if (argc < 2 || chdir(argv[1]) != 0)
+		return 2;
+	void *lib = dlopen("./librel.so", RTLD_NOW);
+	if (!lib || chdir("/") != 0)
+		return 3;
+	void *(*make)(void) = (void *(*)(void))dlsym(lib, "make");
+	printf("%d\n", make() != NULL);
+	return 0;
+}
+"""
+
+RELATIVE_LIB = r"""#include <stdlib.h>
+void *make(void)
+{
+	return malloc(4321);	/* L:rel_make */
+}
+"""
+
+
+@test
+def dlopen_relative_path():
+	"""A library dlopen'ed by a relative path is recorded by its absolute
+	path: the report names its function and line from any directory (the
+	program changed directory since, too)."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	for name, src in (("rel.c", RELATIVE_DLOPEN), ("librel.c", RELATIVE_LIB)):
+		with open(os.path.join(d, name), "w") as f:
+			f.write(src)
+	exe, lib = os.path.join(d, "rel"), os.path.join(d, "librel.so")
+	p = run(["cc", "-g", "-O0", "-shared", "-fPIC", "-o", lib, os.path.join(d, "librel.c")])
+	check(p.returncode == 0, "cc lib: " + text(p.stderr))
+	p = run(["cc", "-g", "-O0", "-o", exe, os.path.join(d, "rel.c"), "-ldl"])
+	check(p.returncode == 0, "cc: " + text(p.stderr))
+	prof = Run(exe, args=[d]).file("rel")
+	doc = report(prof, "leaks")
+	mods = [f["module"] for s in doc["leaks"]["records"] for f in s["frames"]]
+	check(lib in mods and not any(m and m.startswith("./") for m in mods),
+	      "modules named in the leaks: %s" % sorted(set(m for m in mods if m)))
+	got = [(b, f[0]) for b, n, f in leak_stacks(doc) if f and f[0][1] == "librel.c"]
+	eq(got, [(4321, ("make", "librel.c", 4))], "the library's leak, symbolized")
