@@ -1,9 +1,10 @@
 /* process/hooks.c - the exported entry points of the process's life, and
  * nothing else: main's return (__libc_start_main), exit, _exit, _Exit,
- * quick_exit, pthread_exit, thrd_exit, dlclose, the exec family (execveat
+ * quick_exit, pthread_exit, thrd_exit, dlopen, dlclose, the exec family (execveat
  * too), posix_spawn, and the program's
  * sigaction and signal.  Each tells the core (core/core.h) and calls the
  * real function. */
+#include <dlfcn.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -88,6 +89,27 @@ ML_EXPORT void pthread_exit(void *ret)
 	ML_NEXT(pthread_exit_fn, "pthread_exit")(ret);
 	__builtin_unreachable();
 }
+
+/* ---- dlopen: libc takes the caller's search path (RUNPATH) and namespace
+ * from dlopen's return address, so dlopen jumps straight to the real one
+ * and the caller stays the caller; only RTLD_DEEPBIND takes the long way
+ * (deepbind.c), which looks the file up as the caller would. ---- */
+__asm__(".text\n"
+	".globl dlopen\n"
+	".type dlopen, @function\n"
+	"dlopen:\n"
+	"	.cfi_startproc\n"
+	"	testl $8, %esi\n"			/* RTLD_DEEPBIND */
+	"	jnz 1f\n"
+	"	movq ml_proc_real_dlopen(%rip), %rax\n"
+	"	testq %rax, %rax\n"
+	"	jz 1f\n"				/* before start-up */
+	"	jmp *%rax\n"
+	"1:	movq (%rsp), %rdx\n"			/* the caller, third argument */
+	"	jmp ml_proc_dlopen_slow\n"
+	"	.cfi_endproc\n"
+	".size dlopen, .-dlopen\n");
+_Static_assert(RTLD_DEEPBIND == 8, "the jump above tests RTLD_DEEPBIND as 8");
 
 /* ---- dlclose: keep unloaded modules in the map ---- */
 

@@ -362,3 +362,62 @@ def dlopen_relative_path():
 	      "modules named in the leaks: %s" % sorted(set(m for m in mods if m)))
 	got = [(b, f[0]) for b, n, f in leak_stacks(doc) if f and f[0][1] == "librel.c"]
 	eq(got, [(4321, ("make", "librel.c", 4))], "the library's leak, symbolized")
+
+
+RUNPATH_PROG = r"""#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(void)
+{
+	/* Found only through this program's RUNPATH ($ORIGIN/plug): dlopen must
+	 * search as called from here, with and without RTLD_DEEPBIND. */
+	void *a = dlopen("libplug.so", RTLD_NOW);
+	void *b = dlopen("libplugdeep.so", RTLD_NOW | RTLD_DEEPBIND);
+	if (!a || !b) {
+		printf("dlopen: %s\n", dlerror());
+		return 1;
+	}
+	void (*drop)(void *) = (void (*)(void *))dlsym(b, "drop");
+	drop(malloc(777));
+	printf("loaded both\n");
+	return 0;
+}
+"""
+
+PLUG_LIB = r"""#include <stdlib.h>
+void drop(void *p)
+{
+	free(p);
+}
+"""
+
+
+@test
+def dlopen_keeps_caller_search_path():
+	"""memline wraps dlopen (for RTLD_DEEPBIND) without changing where it
+	looks: a library found only through the calling program's RUNPATH
+	loads, both plainly and with RTLD_DEEPBIND; the deep-bound library's
+	free of the program's block is seen (no leak)."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	os.mkdir(os.path.join(d, "plug"))
+	with open(os.path.join(d, "prog.c"), "w") as f:
+		f.write(RUNPATH_PROG)
+	with open(os.path.join(d, "plug.c"), "w") as f:
+		f.write(PLUG_LIB)
+	for lib in ("libplug.so", "libplugdeep.so"):
+		p = run(["cc", "-g", "-shared", "-fPIC", "-o", os.path.join(d, "plug", lib),
+			 os.path.join(d, "plug.c")])
+		check(p.returncode == 0, "cc lib: " + text(p.stderr))
+	exe = os.path.join(d, "prog")
+	p = run(["cc", "-g", "-O0", "-o", exe, os.path.join(d, "prog.c"), "-ldl",
+		 "-Wl,--enable-new-dtags,-rpath,$ORIGIN/plug"])
+	check(p.returncode == 0, "cc: " + text(p.stderr))
+	plain = run([exe])
+	eq((plain.returncode, text(plain.stdout)), (0, "loaded both\n"), "plain run")
+	r = Run(exe)
+	eq(text(r.proc.stdout), "loaded both\n", "stdout under memline")
+	prof = r.file("prog")
+	main = ops_rows(report(prof, "ops"))["main"]
+	eq((main["self_allocs"], main["self_bytes"]), (1, 777), "main's block")
+	left = [(b, f[0]) for b, n, f in leak_stacks(report(prof, "leaks")) if f and f[0][1] == "prog.c"]
+	eq(left, [], "leaks allocated in prog.c (its block was freed by the RTLD_DEEPBIND library)")

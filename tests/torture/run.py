@@ -35,7 +35,8 @@ SEL is optional: [key=value,...] over the profile's JSON object (forked,
 end_reason, end_status) and argc (the number of arguments in argv).
 
 A new torture case is a new .c file here with its declarations: the
-Makefile builds every tests/torture/*.c (-g -O0 -pthread)."""
+Makefile builds every tests/torture/*.c (-g -O0 -pthread -ldl); NAME.lib.c
+is NAME's companion library, built as libNAME.so beside the program."""
 
 import argparse
 import glob
@@ -261,7 +262,8 @@ def main():
 	OPTS.tmp = tempfile.mkdtemp(prefix="memline-torture-")
 	passed = failed = skipped = 0
 	try:
-		for src in sorted(glob.glob(os.path.join(HERE, "*.c"))):
+		for src in sorted(s for s in glob.glob(os.path.join(HERE, "*.c"))
+				  if not s.endswith(".lib.c")):	# companion libraries
 			name = os.path.splitext(os.path.basename(src))[0]
 			if OPTS.filter not in name:
 				continue
