@@ -160,6 +160,19 @@ uint64_t ml_clock_start_mono_ns(void);
 
 /* ========================================================== diagnostics */
 
+/* Adds a sentence (at most 1 KiB, no newline) that every report of this
+ * profile shows as a warning: why some calls could not be seen, say.  The
+ * profile keeps at most 16 of them (4 KiB).  Thread-safe; not for signal
+ * handlers. */
+void ml_core_note(const char *note);
+/* Flags the profile (ML_META_*: META flags the report explains). */
+void ml_core_flag(uint32_t flag);
+
+/* The address of the function libmemline itself exports as name, or NULL
+ * (whatever the symbol lookup finds first: the program's own, an earlier
+ * preload's).  Reads libmemline's dynamic symbol table; thread-safe. */
+void *ml_self_export(const char *name);
+
 /* One-line diagnostics on stderr: write(2) only, async-signal-safe, never
  * allocate.  ml_warn prints "memline: <msg>" unless MEMLINE_QUIET. */
 void ml_warn(const char *msg);

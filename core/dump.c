@@ -114,10 +114,12 @@ static void put_meta(uint32_t reason, int32_t status)
 		argv_len = cmdline_len;
 	else
 		cmdline_len = argv_len;
-	uint32_t argc = 0;
-	if (argv_len == sizeof(cmdline))	/* cut: end on a whole argument */
+	uint32_t argc = 0, flags = ml_core_flags;
+	if (argv_len == sizeof(cmdline)) {	/* cut: end on a whole argument */
+		flags |= ML_META_ARGV_CUT;
 		while (argv_len && cmdline[argv_len - 1] != '\0')
 			argv_len--;
+	}
 	for (size_t i = 0; i < argv_len; i++)
 		argc += cmdline[i] == '\0';
 	struct ml_fmt_meta m = {
@@ -128,7 +130,7 @@ static void put_meta(uint32_t reason, int32_t status)
 		.end_reason = reason,
 		.end_status = status,
 		.max_depth = ml_config.max_depth,
-		.flags = ml_core_flags,
+		.flags = flags,
 		.exe_len = (uint32_t)exe_len,
 		.argv_len = (uint32_t)argv_len,
 		.argc = argc,
@@ -449,6 +451,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	put_totals(totals);
 	put_timeline(totals);
 	ml_rooms_write_sections(&writer);	/* lineprof's samples and regions, ... */
+	ml_notes_write(&writer);
 	rc = commit();
 	if (rc < 0)
 		ml_writer_abort(&writer);

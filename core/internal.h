@@ -263,6 +263,10 @@ extern volatile int ml_rooms_decorating;
 
 /* ---- track.c: state shared by the whole core (ml_core_active: core.h) ---- */
 extern volatile uint32_t ml_core_flags;	/* ML_META_* */
+/* The notes section (notes.c): written after the rooms' sections;
+ * async-signal-safe.  The lock is reset in a fork child. */
+void ml_notes_write(struct ml_writer *w);
+void ml_notes_after_fork(void);
 
 /* Initialises the core: reads the environment, starts the clocks, creates
  * the tables and turns recording on.  self_addr is an address inside

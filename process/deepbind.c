@@ -26,14 +26,6 @@ typedef void *(*dlopen_fn)(const char *, int);
 /* The real dlopen, for the jump in hooks.c; NULL until start-up. */
 void *ml_proc_real_dlopen;
 
-/* libmemline's own dynamic symbol table (its exports), found at start-up. */
-static struct {
-	uintptr_t base;
-	const ElfW(Sym) *symtab;
-	const char *strtab;
-	const uint32_t *gnu_hash;
-} self;
-
 /* A dynamic-section address: glibc has relocated most in place, but not
  * every loader does. */
 static uintptr_t dyn_ptr(uintptr_t base, ElfW(Addr) v)
@@ -41,57 +33,11 @@ static uintptr_t dyn_ptr(uintptr_t base, ElfW(Addr) v)
 	return v < base ? base + v : v;
 }
 
-static uint32_t gnu_hash(const char *s)
-{
-	uint32_t h = 5381;
-	for (; *s; s++)
-		h = h * 33 + (unsigned char)*s;
-	return h;
-}
-
-/* The address of the function libmemline exports as name, or NULL. */
-static void *own_export(const char *name)
-{
-	const uint32_t *ht = self.gnu_hash;
-	if (!ht)
-		return NULL;
-	uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2];
-	const uint32_t *buckets = ht + 4 + bloom_size * (sizeof(ElfW(Addr)) / 4);
-	const uint32_t *chain = buckets + nbuckets;
-	uint32_t h = gnu_hash(name);
-	uint32_t i = nbuckets ? buckets[h % nbuckets] : 0;
-	if (i < symoffset)
-		return NULL;
-	for (;; i++) {
-		uint32_t h2 = chain[i - symoffset];
-		const ElfW(Sym) *sym = &self.symtab[i];
-		if ((h | 1) == (h2 | 1) && strcmp(self.strtab + sym->st_name, name) == 0)
-			return sym->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym->st_info) == STT_FUNC ?
-				(void *)(self.base + sym->st_value) : NULL;
-		if (h2 & 1)
-			return NULL;
-	}
-}
-
-/* Finds libmemline's dynamic section and the real dlopen. */
+/* Finds the real dlopen, for hooks.c's jump. */
 void ml_proc_deepbind_start(void)
 {
-	Dl_info info;
-	struct link_map *lm = NULL;
-	if (!dladdr1((void *)&ml_proc_deepbind_start, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
-		return;
-	self.base = lm->l_addr;
-	for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
-		if (d->d_tag == DT_SYMTAB)
-			self.symtab = (const ElfW(Sym) *)dyn_ptr(self.base, d->d_un.d_ptr);
-		else if (d->d_tag == DT_STRTAB)
-			self.strtab = (const char *)dyn_ptr(self.base, d->d_un.d_ptr);
-		else if (d->d_tag == DT_GNU_HASH)
-			self.gnu_hash = (const uint32_t *)dyn_ptr(self.base, d->d_un.d_ptr);
-	}
-	if (!self.symtab || !self.strtab)
-		self.gnu_hash = NULL;
-	__atomic_store_n(&ml_proc_real_dlopen, dlsym(RTLD_NEXT, "dlopen"), __ATOMIC_RELEASE);
+	static void *cache;
+	__atomic_store_n(&ml_proc_real_dlopen, ml_next_sym("dlopen", &cache), __ATOMIC_RELEASE);
 }
 
 /* ---- patching one module ---- */
@@ -132,8 +78,9 @@ static void write_slot(void **slot, void *value, uintptr_t relro_lo, uintptr_t r
  * memline's hook passes calls on to: then memline's hook takes its place. */
 static bool ours_to_take(struct link_map *handle, const char *name)
 {
+	void *next_cache = NULL;
 	void *local = dlsym(handle, name);
-	void *next = dlsym(RTLD_NEXT, name);
+	void *next = ml_next_sym(name, &next_cache);
 	return local && local == next;
 }
 
@@ -176,7 +123,7 @@ static void patch_relocs(const struct dl_phdr_info *info, const struct dyn_table
 		if (s->st_shndx != SHN_UNDEF || s->st_name >= t->strsz)
 			continue;	/* the module's own definition */
 		const char *name = t->strtab + s->st_name;
-		void *mine = own_export(name);
+		void *mine = ml_self_export(name);
 		void **slot = (void **)(info->dlpi_addr + r[i].r_offset);
 		if (!mine || *slot == mine || !ours_to_take(ctx->first, name))
 			continue;
@@ -260,7 +207,7 @@ void *ml_proc_dlopen_slow(const char *file, int mode, void *caller)
 {
 	dlopen_fn real = __atomic_load_n(&ml_proc_real_dlopen, __ATOMIC_ACQUIRE);
 	if (!real)
-		real = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+		real = ML_NEXT(dlopen_fn, "dlopen");
 	if (!real) {
 		errno = ENOSYS;
 		return NULL;

@@ -32,6 +32,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
 	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
 	[ML_SEC_SPANS] = "SPANS",
+	[ML_SEC_NOTES] = "NOTES",
 };
 
 int ml_reader_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -191,9 +192,10 @@ static struct ml_profile *profile_new(unsigned char *data, size_t len, const cha
 
 	if (!p || !o)
 		goto fail;
-	/* Every string is a copy of file bytes plus a NUL, and every module
-	 * record is at least 40 bytes: this bound cannot be exceeded. */
-	o->strings_cap = len + len / sizeof(struct ml_fmt_module) + path_len + 3;
+	/* Every string is a copy of file bytes plus a NUL, and every record
+	 * with a string is at least 8 bytes (a note): this bound cannot be
+	 * exceeded. */
+	o->strings_cap = len + len / sizeof(struct ml_fmt_note) + path_len + 3;
 	o->strings = malloc(o->strings_cap);
 	if (!o->strings)
 		goto fail;
@@ -245,6 +247,8 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		rc = ml_reader_parse_regions(&ps);
 	if (!rc)
 		rc = ml_reader_parse_spans(&ps);
+	if (!rc)
+		rc = ml_reader_parse_notes(&ps);
 	free(ps.node_depth);
 	free(ps.leaf_at);
 	if (rc) {
@@ -333,6 +337,7 @@ void ml_profile_free(struct ml_profile *p)
 		free(o->strings);
 		free(o->argv);
 		free(o->frames);
+		free(o->notes);
 		free(o);
 	}
 	free(p->modules);

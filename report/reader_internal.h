@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_SPANS + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_NOTES + 1)
 
 /* Everything a profile owns; ml_profile.priv points here. */
 struct owned {
@@ -21,6 +21,7 @@ struct owned {
 	size_t strings_used, strings_cap;
 	const char **argv;
 	uint64_t *frames;	/* every stack's frames, rebuilt from the trie */
+	const char **notes;	/* NOTES texts (copies in strings) */
 };
 
 /* One section as found in the file. */
@@ -90,5 +91,6 @@ int ml_reader_parse_timeline(struct parse *ps);
 int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
 int ml_reader_parse_spans(struct parse *ps);
+int ml_reader_parse_notes(struct parse *ps);
 
 #endif

@@ -407,3 +407,61 @@ def report_source_checks():
 	eq(rc, 0, "exit status, FIFO source")
 	check("is not a regular file" in err and "without Line Contents" in err,
 	      "FIFO source warning: %r" % err)
+
+
+# ------------------------------------------- what the profile says about itself
+
+OWN_MALLOC = r"""#include <stddef.h>
+#include <stdio.h>
+static _Alignas(16) char arena[1 << 16];
+static size_t used;
+void *malloc(size_t n) { n = (n + 15) & ~(size_t)15; used += n; return arena + used - n; }
+void free(void *p) { (void)p; }
+int main(void) { puts(malloc(10) ? "ok" : "none"); return 0; }
+"""
+
+
+@test
+def report_allocator_shadowed():
+	"""A program with its own malloc: the runtime says so once when it
+	starts, and every report of the profile says so again (text: a warning
+	on stderr; JSON: allocator_shadowed and the note)."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	src, exe = os.path.join(d, "own.c"), os.path.join(d, "own")
+	with open(src, "w") as f:
+		f.write(OWN_MALLOC)
+	p = run(["cc", "-g", "-O0", "-o", exe, src])
+	check(p.returncode == 0, "cc: " + text(p.stderr))
+	r = Run(exe)
+	note = "malloc and free are defined by %s ahead of memline: only the calls that reach " \
+	       "memline (passed on with dlsym(RTLD_NEXT), or from its C++ operator new) are " \
+	       "recorded" % exe
+	said = [l for l in text(r.proc.stderr).splitlines() if not l.startswith("memline: wrote")]
+	eq(said, ["memline: " + note], "memline run's stderr")
+	prof = r.file("own")
+	doc = report(prof, "leaks")
+	eq((doc["profile"]["allocator_shadowed"], doc["profile"]["notes"]), (True, [note]), "JSON")
+	eq(leak_summary(doc), (0, 0, 0, 0, 0), "nothing recorded")
+	p = run([rcli(), "report", prof, "leaks"])
+	eq((p.returncode, text(p.stderr)), (0, "memline: warning: %s: %s\n" % (prof, note)),
+	   "text report's warning")
+
+
+@test
+def report_argv_cut():
+	"""A command line longer than the profile keeps is cut at a whole
+	argument, and the profile says so (argv_cut, a warning, [...])."""
+	long_args = ["%05d" % i + "x" * 994 for i in range(80)]	# 80 KB of arguments
+	r = Run("leak", args=long_args)
+	prof = r.file("leak")
+	doc = report(prof, "leaks")
+	argv = doc["profile"]["argv"]
+	check(doc["profile"]["argv_cut"] and 1 < len(argv) < 81 and argv[1:] == long_args[:len(argv) - 1],
+	      "argv_cut %r, %d arguments" % (doc["profile"]["argv_cut"], len(argv)))
+	p = run([rcli(), "report", prof, r.file("leak"), "leaks"])
+	check("only its first %d arguments are shown" % len(argv) in text(p.stderr), "warning: %r"
+	      % text(p.stderr)[-300:])
+	check(" [...] <==" in text(p.stdout), "header without the mark")
+	short = report(Run("leak").file("leak"), "leaks")["profile"]
+	eq((short["argv_cut"], short["allocator_shadowed"], short["notes"]), (False, False, []),
+	   "an ordinary profile")

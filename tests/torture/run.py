@@ -28,6 +28,9 @@ header comment), each starting with @:
                          peak_blocks, peak_bytes), self by default,
                          total.FIELD for the inclusive amount.  A function
                          absent from the profile has every amount 0.
+  @warns TEXT            under memline, stderr has exactly one "memline: "
+                         line holding TEXT (a warning memline must give),
+                         which the comparison of stderr leaves out
   @end PROG[SEL] REASON STATUS
                          the profiles' end_reason (exit, _exit, exec,
                          signal, thread_exit) and end_status.
@@ -73,7 +76,7 @@ class Case:
 		self.name = os.path.splitext(os.path.basename(src))[0]
 		self.args, self.slow, self.timeout = [], False, 60
 		self.profiles = {self.name: 1}
-		self.expects, self.ends = [], []
+		self.expects, self.ends, self.warns = [], [], []
 		with open(src) as f:
 			for n, line in enumerate(f, 1):
 				m = DIRECTIVE.match(line)
@@ -104,6 +107,9 @@ class Case:
 				      "%s: unknown amount %r" % (where, field))
 				fields[field] = int(v)
 			self.expects.append((selector(words[0], where), words[1], fields, where))
+		elif key == "warns":
+			check(value, "%s: @warns TEXT" % where)
+			self.warns.append(value)
 		elif key == "end":
 			check(len(words) == 3, "%s: @end PROG[SEL] REASON STATUS" % where)
 			self.ends.append((selector(words[0], where), words[1], int(words[2]), where))
@@ -152,6 +158,18 @@ def without_wrote_lines(stderr):
 	return b"".join(l for l in stderr.splitlines(True) if not l.startswith(b"memline: wrote "))
 
 
+def without_warnings(case, stderr):
+	"""stderr less the memline lines @warns declares, each of which must be
+	there exactly once."""
+	lines = stderr.splitlines(True)
+	for w in case.warns:
+		hits = [l for l in lines if l.startswith(b"memline: ") and w.encode() in l]
+		check(len(hits) == 1, "memline's stderr has %d lines with %r (want 1): %r"
+		      % (len(hits), w, stderr[-300:]))
+		lines.remove(hits[0])
+	return b"".join(lines)
+
+
 def compare_runs(case, prog, tmp):
 	"""Runs the program alone and under memline; returns the profiles."""
 	alone, under, out = (os.path.join(tmp, d) for d in ("alone", "under", "profiles"))
@@ -162,7 +180,8 @@ def compare_runs(case, prog, tmp):
 		under, case.timeout)
 	check(p.stdout == q.stdout, "stdout differs: alone %r, under memline %r"
 	      % (p.stdout[-300:], q.stdout[-300:]))
-	check(p.stderr == without_wrote_lines(q.stderr), "stderr differs: alone %r, under memline %r"
+	check(p.stderr == without_warnings(case, without_wrote_lines(q.stderr)),
+	      "stderr differs: alone %r, under memline %r"
 	      % (p.stderr[-300:], q.stderr[-300:]))
 	check(status(p.returncode) == q.returncode, "exit status: alone %d, under memline %d"
 	      % (status(p.returncode), q.returncode))
