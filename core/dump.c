@@ -494,16 +494,14 @@ int ml_dump_write(uint32_t reason, int32_t status)
 	int saved_errno = errno;
 	int rc = write_all_sections(reason, status);
 	if (rc < 0) {
-		/* strerror may allocate: print the number. */
-		char msg[PATH_MAX + 64], num[24];
+		/* In words, without strerror (it may allocate). */
+		char msg[PATH_MAX + 128];
 		size_t pos = 0;
 		msg[0] = '\0';
-		ml_sigsafe_utoa(num, (uint64_t)-rc);
 		ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
 		ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, " (errno ");
-		ml_sigsafe_append(msg, sizeof(msg), &pos, num);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, ")");
+		ml_sigsafe_append(msg, sizeof(msg), &pos, ": ");
+		ml_sigsafe_append_errno(msg, sizeof(msg), &pos, -rc);
 		ml_warn(msg);
 	}
 	errno = saved_errno;
