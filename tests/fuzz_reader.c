@@ -42,6 +42,8 @@ static void walk(const struct ml_profile *p)
 		sink += ml_profile_stack(p, p->counters[i].stack_id)->depth;
 	for (size_t i = 0; i < p->n_timeline; i++)
 		sink += p->timeline[i].live_bytes;
+	for (size_t i = 0; i < p->n_notes; i++)
+		sink += strlen(p->notes[i]);
 	(void)sink;
 }
 
