@@ -168,6 +168,13 @@ void ml_core_note(const char *note);
 /* Flags the profile (ML_META_*: META flags the report explains). */
 void ml_core_flag(uint32_t flag);
 
+/* An address read from a loaded module's dynamic section (DT_SYMTAB, ...):
+ * glibc has relocated most of them in place, some loaders do not. */
+static inline uintptr_t ml_dyn_addr(uintptr_t base, uint64_t v)
+{
+	return v < base ? base + v : v;
+}
+
 /* The address of the function libmemline itself exports as name, or NULL
  * (whatever the symbol lookup finds first: the program's own, an earlier
  * preload's).  Reads libmemline's dynamic symbol table; thread-safe. */

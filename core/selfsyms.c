@@ -15,13 +15,6 @@ static struct {
 	volatile int state;	/* 0 not looked, 1 found, 2 unusable */
 } self;
 
-/* A dynamic-section address: glibc relocates most of them in place; not
- * every loader does. */
-static uintptr_t dyn_ptr(uintptr_t base, ElfW(Addr) v)
-{
-	return v < base ? base + v : v;
-}
-
 static void find_self(void)
 {
 	Dl_info info;
@@ -31,11 +24,11 @@ static void find_self(void)
 		self.base = lm->l_addr;
 		for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
 			if (d->d_tag == DT_SYMTAB)
-				self.symtab = (const void *)dyn_ptr(self.base, d->d_un.d_ptr);
+				self.symtab = (const void *)ml_dyn_addr(self.base, d->d_un.d_ptr);
 			else if (d->d_tag == DT_STRTAB)
-				self.strtab = (const void *)dyn_ptr(self.base, d->d_un.d_ptr);
+				self.strtab = (const void *)ml_dyn_addr(self.base, d->d_un.d_ptr);
 			else if (d->d_tag == DT_GNU_HASH)
-				self.gnu_hash = (const void *)dyn_ptr(self.base, d->d_un.d_ptr);
+				self.gnu_hash = (const void *)ml_dyn_addr(self.base, d->d_un.d_ptr);
 		}
 		if (self.symtab && self.strtab && self.gnu_hash)
 			state = 1;

@@ -26,13 +26,6 @@ typedef void *(*dlopen_fn)(const char *, int);
 /* The real dlopen, for the jump in hooks.c; NULL until start-up. */
 void *ml_proc_real_dlopen;
 
-/* A dynamic-section address: glibc has relocated most in place, but not
- * every loader does. */
-static uintptr_t dyn_ptr(uintptr_t base, ElfW(Addr) v)
-{
-	return v < base ? base + v : v;
-}
-
 /* Finds the real dlopen, for hooks.c's jump. */
 void ml_proc_deepbind_start(void)
 {
@@ -46,7 +39,6 @@ struct patch_ctx {
 	struct link_map *first;	/* the dlopen'ed library: its scope decides */
 	unsigned long n_new;	/* objects this dlopen loaded: first and after */
 	long page;
-	unsigned patched;
 };
 
 /* Whether info is one of the objects the dlopen loaded: the library and
@@ -98,12 +90,12 @@ static void read_dynamic(const struct dl_phdr_info *info, const ElfW(Dyn) *d, st
 	memset(t, 0, sizeof(*t));
 	for (; d->d_tag != DT_NULL; d++) {
 		switch (d->d_tag) {
-		case DT_SYMTAB: t->symtab = (const void *)dyn_ptr(base, d->d_un.d_ptr); break;
-		case DT_STRTAB: t->strtab = (const void *)dyn_ptr(base, d->d_un.d_ptr); break;
+		case DT_SYMTAB: t->symtab = (const void *)ml_dyn_addr(base, d->d_un.d_ptr); break;
+		case DT_STRTAB: t->strtab = (const void *)ml_dyn_addr(base, d->d_un.d_ptr); break;
 		case DT_STRSZ: t->strsz = d->d_un.d_val; break;
-		case DT_RELA: t->rela = (const void *)dyn_ptr(base, d->d_un.d_ptr); break;
+		case DT_RELA: t->rela = (const void *)ml_dyn_addr(base, d->d_un.d_ptr); break;
 		case DT_RELASZ: t->relasz = d->d_un.d_val; break;
-		case DT_JMPREL: t->jmprel = (const void *)dyn_ptr(base, d->d_un.d_ptr); break;
+		case DT_JMPREL: t->jmprel = (const void *)ml_dyn_addr(base, d->d_un.d_ptr); break;
 		case DT_PLTRELSZ: t->jmprelsz = d->d_un.d_val; break;
 		default: break;
 		}
@@ -128,7 +120,6 @@ static void patch_relocs(const struct dl_phdr_info *info, const struct dyn_table
 		if (!mine || *slot == mine || !ours_to_take(ctx->first, name))
 			continue;
 		write_slot(slot, mine, relro_lo, relro_hi, ctx->page);
-		ctx->patched++;
 	}
 }
 
@@ -146,8 +137,11 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 		if (ph->p_type == PT_DYNAMIC)
 			dyn = (const void *)(info->dlpi_addr + ph->p_vaddr);
 		if (ph->p_type == PT_GNU_RELRO) {
+			/* As the loader protects it: whole pages, the last
+			 * partial one left writable. */
 			relro_lo = (info->dlpi_addr + ph->p_vaddr) & ~(uintptr_t)(ctx->page - 1);
-			relro_hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+			relro_hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) &
+				   ~(uintptr_t)(ctx->page - 1);
 		}
 	}
 	if (!dyn)
@@ -230,7 +224,7 @@ void *ml_proc_dlopen_slow(const char *file, int mode, void *caller)
 	struct link_map *lm = NULL;
 	if (adds_after > adds_before && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm) {
 		struct patch_ctx ctx = { lm, (unsigned long)(adds_after - adds_before),
-					 sysconf(_SC_PAGESIZE), 0 };
+					 sysconf(_SC_PAGESIZE) };
 		dl_iterate_phdr(patch_module, &ctx);
 	}
 	dlerror();	/* our lookups' misses are not the program's errors */

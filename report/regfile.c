@@ -85,17 +85,3 @@ int ml_regfile_pread_all(int fd, void *buf, size_t len, size_t off)
 	}
 	return 0;
 }
-
-int ml_regfile_is_elf(const char *path)
-{
-	unsigned char magic[4];
-	int fd = ml_regfile_open(path, NULL, NULL);
-	int rc;
-
-	if (fd < 0)
-		return 0;
-	rc = ml_regfile_pread_all(fd, magic, sizeof(magic), 0) == 0 &&
-	     memcmp(magic, "\177ELF", 4) == 0;
-	close(fd);
-	return rc;
-}

@@ -30,8 +30,4 @@ const char *ml_regfile_why(int err, const char *what, char *buf, size_t len);
  * -errno, or -EIO when the file ends first. */
 int ml_regfile_pread_all(int fd, void *buf, size_t len, size_t off);
 
-/* Whether the regular file at path starts with the ELF magic: 1 yes, 0 no
- * (including an unreadable or non-regular file). */
-int ml_regfile_is_elf(const char *path);
-
 #endif
