@@ -57,9 +57,11 @@ enum ml_fmt_section_type {
 	ML_SEC_SAMPLES = 7,	/* line timer, reserved for lineprof/ */
 	ML_SEC_REGIONS = 8,	/* named regions, reserved for lineprof/ */
 	ML_SEC_FRAMES = 9,	/* count trie nodes, varint columns */
-	ML_SEC_ADDRESSES = 10,	/* count distinct frame addresses, varint deltas */
-	ML_SEC_RUNTIME = 11,	/* one ml_fmt_runtime: memline's own memory */
-	ML_SEC_SAMPLED = 12,	/* one ml_fmt_sampled: --sample's settings and totals */
+	ML_SEC_SPANS = 10,	/* ml_fmt_spans_header, then count - 1 x ml_fmt_span */
+	ML_SEC_NOTES = 11,	/* count x (ml_fmt_note + text): what the report must say */
+	ML_SEC_ADDRESSES = 12,	/* count distinct frame addresses, varint deltas */
+	ML_SEC_RUNTIME = 13,	/* one ml_fmt_runtime: memline's own memory */
+	ML_SEC_SAMPLED = 14,	/* one ml_fmt_sampled: --sample's settings and totals */
 };
 
 struct ml_fmt_section {
@@ -97,7 +99,9 @@ struct ml_fmt_meta {
 #define ML_META_FORKED 0x1u	/* this process is a fork child of a profiled one */
 #define ML_META_TRUNCATED_STACKS 0x2u	/* some stacks hit max_depth */
 #define ML_META_DEGRADED 0x4u	/* the runtime hit internal trouble and passed calls through */
-#define ML_META_SAMPLED 0x8u	/* --sample: COUNTERS hold estimates (ML_SEC_SAMPLED) */
+#define ML_META_ARGV_CUT 0x8u	/* argv did not fit: only its first whole arguments are stored */
+#define ML_META_ALLOC_SHADOWED 0x10u	/* another malloc came first in the symbol lookup */
+#define ML_META_SAMPLED 0x20u	/* --sample: COUNTERS hold estimates (ML_SEC_SAMPLED) */
 
 /* ML_SEC_MODULES record: this struct, then path_len bytes of path, then
  * build_id_len bytes of raw build-id, padded.  Frames of a stack belong to
@@ -279,6 +283,31 @@ struct ml_fmt_runtime {
 	uint64_t counters;		/* (thread, stack, kind) counters */
 	uint64_t arena_bytes;		/* the private heap in all (nodes, counters, walks) */
 	uint64_t threads;		/* thread states made (side stacks: 68 KiB each) */
+};
+
+/* ML_SEC_SPANS: each completed region (memline.h push/pop, NVTX range) on
+ * the time axis, for timelines and traces.  Record 0 is the header; then
+ * the first spans completed, at most ML_SPANS_MAX; later ones are only
+ * counted (dropped). */
+#define ML_SPANS_MAX 32768u
+struct ml_fmt_spans_header {
+	uint64_t dropped;	/* spans completed after the table was full */
+	uint64_t reserved[2];
+};
+
+struct ml_fmt_span {
+	uint32_t region;	/* the id of its REGIONS record */
+	uint32_t tid;		/* the thread that opened it */
+	uint64_t start_ns;	/* since start-up (CLOCK_MONOTONIC) */
+	uint64_t end_ns;	/* >= start_ns */
+};
+
+/* ML_SEC_NOTES record: this struct, then len bytes of text (no NUL, no
+ * newline), padded.  Sentences the runtime wants every report of the
+ * profile to show as warnings: why some calls could not be seen, say. */
+struct ml_fmt_note {
+	uint32_t len;
+	uint32_t reserved;
 };
 
 #endif

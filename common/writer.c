@@ -130,7 +130,8 @@ static int sec_append(struct ml_writer *w, const void *data, size_t len)
 {
 	if (w->error || sec_reserve(w, len))
 		return w->error;
-	memcpy(w->sec + w->sec_len, data, len);
+	if (len)	/* data may be NULL then */
+		memcpy(w->sec + w->sec_len, data, len);
 	w->sec_len += len;
 	return 0;
 }

@@ -84,9 +84,13 @@ static bool make_path(char *out, size_t cap, uint32_t n)
 /* ---- sections ---- */
 
 static size_t cmdline_len;
+/* Signals that wait while the profile is written (ml_dump_write). */
+static sigset_t async_fatal;
 
 void ml_dump_init(void)
 {
+	sigemptyset(&async_fatal);
+	ml_signals_add_async(&async_fatal, ml_signals_line_timer());
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
 	cmdline_len = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
@@ -102,10 +106,12 @@ static void put_meta(uint32_t reason, int32_t status)
 		argv_len = cmdline_len;
 	else
 		cmdline_len = argv_len;
-	uint32_t argc = 0;
-	if (argv_len == sizeof(cmdline))	/* cut: end on a whole argument */
+	uint32_t argc = 0, flags = ml_core_flags;
+	if (argv_len == sizeof(cmdline)) {	/* cut: end on a whole argument */
+		flags |= ML_META_ARGV_CUT;
 		while (argv_len && cmdline[argv_len - 1] != '\0')
 			argv_len--;
+	}
 	for (size_t i = 0; i < argv_len; i++)
 		argc += cmdline[i] == '\0';
 	struct ml_fmt_meta m = {
@@ -116,7 +122,7 @@ static void put_meta(uint32_t reason, int32_t status)
 		.end_reason = reason,
 		.end_status = status,
 		.max_depth = ml_config.max_depth,
-		.flags = ml_core_flags | (ml_config.sample_bytes ? ML_META_SAMPLED : 0),
+		.flags = flags | (ml_config.sample_bytes ? ML_META_SAMPLED : 0),
 		.exe_len = (uint32_t)exe_len,
 		.argv_len = (uint32_t)argv_len,
 		.argc = argc,
@@ -273,6 +279,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	put_timeline(totals);
 	put_runtime();
 	ml_rooms_write_sections(&writer);	/* lineprof's samples and regions, ... */
+	ml_notes_write(&writer);
 	rc = commit();
 	if (rc < 0)
 		ml_writer_abort(&writer);
@@ -295,12 +302,11 @@ void ml_dump_wait_other(void)
 
 int ml_dump_write(uint32_t reason, int32_t status)
 {
-	/* The signals that end a process quietly wait until the file is
-	 * complete (SIGTERM as a process exits, say: Pool.terminate); our
-	 * handler then runs and the process still dies of them. */
-	sigset_t quiet, old;
-	sigemptyset(&quiet);
-	sigaddset(&quiet, SIGTERM);
+	/* The signals that end a process from outside wait until the file is
+	 * complete (SIGTERM as a process exits, say: Pool.terminate; a
+	 * SIGALRM); our handler then runs and the process still dies of them. */
+	sigset_t quiet = async_fatal, old;
+	sigaddset(&quiet, SIGTERM);	/* even before ml_dump_init */
 	sigaddset(&quiet, SIGINT);
 	sigaddset(&quiet, SIGHUP);
 	sigaddset(&quiet, SIGPIPE);
@@ -317,16 +323,14 @@ int ml_dump_write(uint32_t reason, int32_t status)
 	int rc = write_all_sections(reason, status);
 	ml_stacktab_verify_report();
 	if (rc < 0) {
-		/* strerror may allocate: print the number. */
-		char msg[PATH_MAX + 64], num[24];
+		/* In words, without strerror (it may allocate). */
+		char msg[PATH_MAX + 128];
 		size_t pos = 0;
 		msg[0] = '\0';
-		ml_sigsafe_utoa(num, (uint64_t)-rc);
 		ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
 		ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, " (errno ");
-		ml_sigsafe_append(msg, sizeof(msg), &pos, num);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, ")");
+		ml_sigsafe_append(msg, sizeof(msg), &pos, ": ");
+		ml_sigsafe_append_errno(msg, sizeof(msg), &pos, -rc);
 		ml_warn(msg);
 	}
 	errno = saved_errno;

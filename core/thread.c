@@ -239,6 +239,13 @@ static void thread_exit(void *arg)
 
 void ml_thread_mode_init(void)
 {
+	/* The thread-exit key now, before the program makes keys of its own:
+	 * a key past the first 32 makes pthread_setspecific allocate a block
+	 * for it in each thread, which memline would then make in the
+	 * program's place (unrecorded, and the program's own later key would
+	 * find it made). */
+	if (!key_state)
+		key_state = pthread_key_create(&exit_key, thread_exit) == 0 ? 1 : -1;
 	membarrier_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	if (!membarrier_ok)
 		ml_mt = 1;
@@ -263,7 +270,7 @@ struct ml_thread *ml_thread_owner_state(void)
 
 struct ml_thread *ml_thread_make(void)
 {
-	if (!key_state)	/* racing makers may both try: one key leaks, harmless */
+	if (!key_state)	/* made at init; racing makers may both try: one key leaks */
 		key_state = pthread_key_create(&exit_key, thread_exit) == 0 ? 1 : -1;
 	ml_spin_lock(&list_lock);
 	struct ml_thread *t = free_threads;

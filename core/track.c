@@ -304,6 +304,7 @@ void ml_core_after_fork(void)
 	ml_unwind_after_fork();
 	ml_dump_after_fork();
 	ml_stacktab_after_fork();
+	ml_notes_after_fork();
 	ml_livetab_reset();
 	ml_sampling_after_fork();
 	ml_counters_reset_totals();

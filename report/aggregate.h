@@ -58,6 +58,14 @@ static inline const struct ml_amount *ml_agg_stack_kind(const struct ml_agg_stac
 	return &st->amounts[__builtin_popcount(st->kinds & ((1u << kind) - 1))];
 }
 
+/* All of a stack's amounts, indexed by kind, into out. */
+static inline void ml_agg_stack_kinds(const struct ml_agg_stack *st,
+				      struct ml_amount out[ML_KIND_COUNT])
+{
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		out[k] = *ml_agg_stack_kind(st, k);
+}
+
 struct ml_agg_func {
 	const char *name;
 	const char *module;		/* its module path (NULL for [unknown]) */
@@ -110,6 +118,12 @@ void ml_agg_free(struct ml_agg *a);
 /* The first function with this name (functions are kept apart by name,
  * module and source file), or NULL. */
 const struct ml_agg_func *ml_agg_find_func(const struct ml_agg *a, const char *name);
+
+/* The program frames of sample record i of the profile, symbolized as an
+ * allocation stack's are (memline's frames removed, inlined calls
+ * expanded), into *out (its frames array is the caller's to free; its
+ * amounts are zero).  Returns 0 or -ENOMEM. */
+int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *out);
 
 /* Adds a counter's numbers into an amount. */
 void ml_amount_add_counter(struct ml_amount *dst, const struct ml_fmt_counter *c);

@@ -68,6 +68,11 @@ struct ml_profile {
 	 * exact totals of every allocation. */
 	bool sampled;
 	struct ml_fmt_sampled alloc_sampling;
+	const struct ml_fmt_span *spans;	/* regions on the time axis, in the order they ended */
+	size_t n_spans;
+	uint64_t spans_dropped;		/* spans the runtime had no room for */
+	const char **notes;		/* the runtime's notes (NOTES): warnings to show */
+	size_t n_notes;
 	void *priv;			/* owned storage */
 };
 

@@ -22,6 +22,7 @@ struct owned {
 	const char **argv;
 	uint64_t *frames;	/* every stack's frames, rebuilt from the trie */
 	struct ml_fmt_counter *counters;	/* decoded from COUNTERS' columns */
+	const char **notes;	/* NOTES texts (copies in strings) */
 };
 
 /* One section as found in the file. */
@@ -95,5 +96,7 @@ int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
 int ml_reader_parse_runtime(struct parse *ps);
 int ml_reader_parse_sampled(struct parse *ps);
+int ml_reader_parse_spans(struct parse *ps);
+int ml_reader_parse_notes(struct parse *ps);
 
 #endif
