@@ -1,6 +1,6 @@
 /* process/hooks.c - the exported entry points of the process's life, and
  * nothing else: main's return (__libc_start_main), exit, _exit, _Exit,
- * pthread_exit, dlclose, the exec family, posix_spawn, and the program's
+ * abort, pthread_exit, dlclose, the exec family, posix_spawn, and the program's
  * sigaction and signal.  Each tells the core (core/core.h) and calls the
  * real function. */
 #include <signal.h>
@@ -61,6 +61,14 @@ ML_EXPORT void _exit(int status)
 ML_EXPORT void _Exit(int status)
 {
 	underscore_exit(status, ML_NEXT(exit_fn, "_Exit"));
+}
+
+ML_EXPORT void abort(void)
+{
+	typedef void (*abort_fn)(void) __attribute__((noreturn));
+	ml_signals_before_abort();
+	ML_NEXT(abort_fn, "abort")();
+	__builtin_unreachable();
 }
 
 ML_EXPORT void pthread_exit(void *ret)
