@@ -238,13 +238,13 @@ struct ml_fmt_span {
  * its program and everything it starts) and in a distributed job. */
 struct ml_fmt_process {
 	uint64_t run_pid;	/* pid of the program `memline run` started; 0 if unknown */
+	uint64_t parent_pid;	/* the parent when this image started (META's ppid is
+				 * the parent at the end, maybe a reaper by then) */
 	int64_t rank;		/* the job's rank of this process, -1 if none */
 	int64_t local_rank;	/* its rank on this host, -1 if unknown */
 	int64_t world_size;	/* processes in the job, -1 if unknown */
 	uint32_t rank_source;	/* enum ml_fmt_rank_source */
 	uint32_t host_len;
-	uint32_t reserved;
-	uint32_t reserved2;
 };
 
 /* Where the rank was read from (environment variables at start-up). */

@@ -252,6 +252,8 @@ int ml_ownstack_run(int (*fn)(void *), void *arg);
 void ml_procinfo_init(void);
 /* Writes the PROCESS section.  Async-signal-safe. */
 void ml_procinfo_put_section(struct ml_writer *w);
+/* In a fork child: its parent is the process that forked it. */
+void ml_procinfo_after_fork(void);
 
 /* ---- dump.c ---- */
 /* Reads the executable's path and command line (start-up; the main thread

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 #include "core/internal.h"
 
 static struct ml_fmt_process info = { .rank = -1, .local_rank = -1, .world_size = -1 };
@@ -42,6 +43,7 @@ void ml_procinfo_init(void)
 {
 	int64_t run = env_int("MEMLINE_RUN_PID");
 	info.run_pid = run > 0 ? (uint64_t)run : 0;
+	info.parent_pid = (uint64_t)getppid();
 	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
 		int64_t rank = env_int(launchers[i].rank);
 		if (rank < 0)
@@ -68,4 +70,9 @@ void ml_procinfo_put_section(struct ml_writer *w)
 	ml_writer_put(w, host, info.host_len);
 	ml_writer_record(w);
 	ml_writer_end(w);
+}
+
+void ml_procinfo_after_fork(void)
+{
+	info.parent_pid = (uint64_t)getppid();
 }

@@ -179,6 +179,7 @@ void ml_core_after_fork(void)
 	ml_unwind_after_fork();
 	ml_dump_after_fork();
 	ml_warn_after_fork();
+	ml_procinfo_after_fork();
 	ml_livetab_reset();
 	ml_counters_reset_totals();
 	ml_stacktab_foreach(reset_stack, NULL);

@@ -25,12 +25,15 @@ _Static_assert(sizeof(struct ml_fmt_timepoint) == 24, "timepoint layout");
 _Static_assert(sizeof(struct ml_fmt_sampling) == 48, "sampling layout");
 _Static_assert(sizeof(struct ml_fmt_sample) == 24, "sample layout");
 _Static_assert(sizeof(struct ml_fmt_region) == 48, "region layout");
+_Static_assert(sizeof(struct ml_fmt_process) == 48, "process layout");
+_Static_assert(sizeof(struct ml_fmt_warning) == 8, "warning layout");
 
 const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_META] = "META", [ML_SEC_MODULES] = "MODULES", [ML_SEC_STACKS] = "STACKS",
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
 	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
 	[ML_SEC_SPANS] = "SPANS",
+	[ML_SEC_PROCESS] = "PROCESS", [ML_SEC_WARNINGS] = "WARNINGS",
 };
 
 int ml_reader_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -91,8 +94,9 @@ const char *ml_reader_copy_string(struct owned *o, const unsigned char *src, siz
 	return dst;
 }
 
-/* Magic, version, header size, file size, checksum, reserved fields. */
-static int check_header(struct parse *ps, struct ml_fmt_header *h)
+/* Magic, version, header size, file size, checksum (not when light),
+ * reserved fields. */
+static int check_header(struct parse *ps, struct ml_fmt_header *h, bool light)
 {
 	static const unsigned char zeros[sizeof(h->reserved)];
 	size_t magic_len = sizeof(h->magic);
@@ -129,6 +133,8 @@ static int check_header(struct parse *ps, struct ml_fmt_header *h)
 			   (unsigned long long)h->file_size);
 	if (h->flags || memcmp(h->reserved, zeros, sizeof(zeros)))
 		return BAD(ps, "corrupt: reserved header fields are not zero");
+	if (light)
+		return 0;
 	sum = ml_fnv1a(ML_FNV_INIT, ps->data + HEADER_SIZE, ps->len - HEADER_SIZE);
 	if (sum != h->checksum)
 		return BAD(ps, "corrupt: checksum mismatch");
@@ -179,9 +185,10 @@ static struct ml_profile *profile_new(unsigned char *data, size_t len, const cha
 
 	if (!p || !o)
 		goto fail;
-	/* Every string is a copy of file bytes plus a NUL, and every module
-	 * record is at least 40 bytes: this bound cannot be exceeded. */
-	o->strings_cap = len + len / sizeof(struct ml_fmt_module) + path_len + 3;
+	/* Every string is a copy of file bytes plus a NUL, and every record
+	 * with a string is at least 8 bytes (a warning's fixed part; a module's
+	 * is 40): this bound cannot be exceeded. */
+	o->strings_cap = len + len / sizeof(struct ml_fmt_warning) + path_len + 3;
 	o->strings = malloc(o->strings_cap);
 	if (!o->strings)
 		goto fail;
@@ -195,9 +202,25 @@ fail:
 	return NULL;
 }
 
+/* The sections after META that light loads skip, in order. */
+static int parse_body(struct parse *ps)
+{
+	int (*const parsers[])(struct parse *) = {
+		ml_reader_parse_modules, ml_reader_parse_stacks, ml_reader_parse_counters,
+		ml_reader_parse_totals, ml_reader_check_gpu_total, ml_reader_parse_timeline,
+		ml_reader_parse_samples, ml_reader_parse_regions, ml_reader_parse_spans,
+	};
+	for (size_t i = 0; i < sizeof(parsers) / sizeof(parsers[0]); i++) {
+		int rc = parsers[i](ps);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Validates data (owned by the caller until success or failure: it is
  * always taken over, and freed on failure). */
-static int parse_owned(unsigned char *data, size_t len, const char *path,
+static int parse_owned(unsigned char *data, size_t len, const char *path, bool light,
 		       struct ml_profile **out, char *err, size_t errlen)
 {
 	struct parse ps = { .data = data, .len = len, .err = err, .errlen = errlen };
@@ -210,29 +233,17 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		return ml_reader_set_err(err, errlen, -ENOMEM, "out of memory");
 	}
 	ps.o = ps.p->priv;
-	rc = check_header(&ps, &h);
+	rc = check_header(&ps, &h, light);
 	if (!rc)
 		rc = walk_sections(&ps, &h);
 	if (!rc)
 		rc = ml_reader_parse_meta(&ps);
 	if (!rc)
-		rc = ml_reader_parse_modules(&ps);
+		rc = light ? ml_reader_parse_totals(&ps) : parse_body(&ps);
 	if (!rc)
-		rc = ml_reader_parse_stacks(&ps);
+		rc = ml_reader_parse_process(&ps);
 	if (!rc)
-		rc = ml_reader_parse_counters(&ps);
-	if (!rc)
-		rc = ml_reader_parse_totals(&ps);
-	if (!rc)
-		rc = ml_reader_check_gpu_total(&ps);
-	if (!rc)
-		rc = ml_reader_parse_timeline(&ps);
-	if (!rc)
-		rc = ml_reader_parse_samples(&ps);
-	if (!rc)
-		rc = ml_reader_parse_regions(&ps);
-	if (!rc)
-		rc = ml_reader_parse_spans(&ps);
+		rc = ml_reader_parse_warnings(&ps);
 	free(ps.node_depth);
 	free(ps.leaf_at);
 	if (rc) {
@@ -252,7 +263,7 @@ int ml_profile_parse(const void *data, size_t len, struct ml_profile **out, char
 		return ml_reader_set_err(err, errlen, -ENOMEM, "out of memory");
 	if (len)
 		memcpy(copy, data, len);
-	return parse_owned(copy, len, "(buffer)", out, err, errlen);
+	return parse_owned(copy, len, "(buffer)", false, out, err, errlen);
 }
 
 /* Reads all of fd into a malloc'd buffer.  Returns 0 or -errno. */
@@ -291,7 +302,7 @@ static int read_all(int fd, size_t size_hint, unsigned char **out, size_t *out_l
 	return -ENOMEM;
 }
 
-int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen)
+static int load(const char *path, bool light, struct ml_profile **out, char *err, size_t errlen)
 {
 	unsigned char *data = NULL;
 	struct stat st;
@@ -317,10 +328,20 @@ int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t
 		ml_reader_set_err(err, errlen, rc, "cannot read: %s", strerror(-rc));
 		goto out;
 	}
-	rc = parse_owned(data, len, path, out, err, errlen);
+	rc = parse_owned(data, len, path, light, out, err, errlen);
 out:
 	close(fd);
 	return rc;
+}
+
+int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen)
+{
+	return load(path, false, out, err, errlen);
+}
+
+int ml_profile_load_meta(const char *path, struct ml_profile **out, char *err, size_t errlen)
+{
+	return load(path, true, out, err, errlen);
 }
 
 void ml_profile_free(struct ml_profile *p)
@@ -335,12 +356,16 @@ void ml_profile_free(struct ml_profile *p)
 		free(o->strings);
 		free(o->argv);
 		free(o->frames);
+		free(o->frames_extra);
+		free(o->timeline);
 		free(o);
 	}
 	free(p->modules);
 	free(p->stacks);
 	free(p->samples);
 	free(p->regions);
+	free(p->warnings);
+	free(p->merged);
 	free(p);
 }
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_SPANS + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_WARNINGS + 1)
 
 /* Everything a profile owns; ml_profile.priv points here. */
 struct owned {
@@ -21,6 +21,10 @@ struct owned {
 	size_t strings_used, strings_cap;
 	const char **argv;
 	uint64_t *frames;	/* every stack's frames, rebuilt from the trie */
+	/* A merged profile's own (report/merge.c): its samples' frames and its
+	 * timeline (a file's point into data). */
+	uint64_t *frames_extra;
+	struct ml_fmt_timepoint *timeline;
 };
 
 /* One section as found in the file. */
@@ -90,5 +94,8 @@ int ml_reader_parse_timeline(struct parse *ps);
 int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
 int ml_reader_parse_spans(struct parse *ps);
+/* reader_process.c */
+int ml_reader_parse_process(struct parse *ps);
+int ml_reader_parse_warnings(struct parse *ps);
 
 #endif
