@@ -85,13 +85,20 @@ ML_EXPORT int setitimer(__itimer_which_t which, const struct itimerval *v, struc
 /* ---- quiet calls: SIGPROF blocked while the program waits, so that only
  * its own signals cut a wait short (lineprof/sampler.c) ---- */
 
-/* Calls the real fn, quietly, into result (an expression of fn). */
+/* The result of call, an expression of fn_ (the real name), made quietly.
+ * A libc without name (a program that found our symbol with dlsym) gets
+ * -1 and ENOSYS. */
 #define QUIET(type, name, call) ({ \
-	struct ml_lp_quiet q_; \
 	type fn_ = ML_NEXT(type, name); \
-	ml_lp_quiet_begin(&q_); \
-	__typeof__(call) r_ = call; \
-	ml_lp_quiet_end(&q_, (const void *)fn_); \
+	__typeof__(call) r_ = (__typeof__(call))-1; \
+	if (!fn_) { \
+		errno = ENOSYS; \
+	} else { \
+		struct ml_lp_quiet q_; \
+		ml_lp_quiet_begin(&q_); \
+		r_ = call; \
+		ml_lp_quiet_end(&q_, (const void *)fn_); \
+	} \
 	r_; \
 })
 
@@ -233,8 +240,6 @@ ML_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 {
 	typedef int (*fn_t)(int, struct epoll_event *, int, const struct timespec *,
 			    const sigset_t *);
-	if (zero_ts(timeout))
-		return ML_NEXT(fn_t, "epoll_pwait2")(epfd, ev, max, timeout, mask);
 	sigset_t copy;
 	const sigset_t *m = with_prof(mask, &copy);
 	return QUIET(fn_t, "epoll_pwait2", fn_(epfd, ev, max, timeout, m));
