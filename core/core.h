@@ -181,6 +181,10 @@ uint64_t ml_clock_start_mono_ns(void);
  * descriptor 2 is no longer the stream it was at start-up, and keeps the
  * message for the profile either way (core/warn.c). */
 void ml_warn(const char *msg);
+/* True while descriptor 2 is the stream it was at start-up (a program may
+ * close stderr and open a file of its own there): write nothing to it
+ * otherwise.  Async-signal-safe (fstat). */
+bool ml_stderr_is_ours(void);
 /* Flags the run ML_META_DEGRADED and warns once, but keeps recording. */
 void ml_warn_once(const char *msg);
 

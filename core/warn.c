@@ -38,8 +38,7 @@ void ml_warn_init(void)
 	}
 }
 
-/* True while descriptor 2 is the stream it was at start-up. */
-static bool stderr_is_ours(void)
+bool ml_stderr_is_ours(void)
 {
 	struct stat st;
 	return stderr_id.valid && fstat(2, &st) == 0 && st.st_dev == stderr_id.dev &&
@@ -66,7 +65,7 @@ void ml_warn(const char *msg)
 	char line[512];
 	size_t n = 0, len = strlen(msg);
 	static const char prefix[] = "memline: ";
-	bool show = !ml_config.quiet && stderr_is_ours();
+	bool show = !ml_config.quiet && ml_stderr_is_ours();
 	keep(msg, len, show ? ML_WARNING_SHOWN : 0);
 	if (!show)
 		return;
