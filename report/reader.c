@@ -26,6 +26,8 @@ _Static_assert(sizeof(struct ml_fmt_timepoint) == 24, "timepoint layout");
 _Static_assert(sizeof(struct ml_fmt_sampling) == 48, "sampling layout");
 _Static_assert(sizeof(struct ml_fmt_sample) == 24, "sample layout");
 _Static_assert(sizeof(struct ml_fmt_region) == 48, "region layout");
+_Static_assert(sizeof(struct ml_fmt_process) == 48, "process layout");
+_Static_assert(sizeof(struct ml_fmt_warning) == 8, "warning layout");
 
 const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_META] = "META", [ML_SEC_MODULES] = "MODULES", [ML_SEC_STACKS] = "STACKS",
@@ -33,6 +35,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
 	[ML_SEC_SPANS] = "SPANS",
 	[ML_SEC_NOTES] = "NOTES",
+	[ML_SEC_PROCESS] = "PROCESS", [ML_SEC_WARNINGS] = "WARNINGS",
 };
 
 int ml_reader_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -136,12 +139,12 @@ static int check_header_fields(struct parse *ps, struct ml_fmt_header *h)
 	return 0;
 }
 
-/* The header's fields, then the checksum over the whole file. */
-static int check_header(struct parse *ps, struct ml_fmt_header *h)
+/* The header's fields, then (unless light) the checksum over the whole file. */
+static int check_header(struct parse *ps, struct ml_fmt_header *h, bool light)
 {
 	int rc = check_header_fields(ps, h);
 
-	if (rc)
+	if (rc || light)
 		return rc;
 	if (ml_fnv1a(ML_FNV_INIT, ps->data + HEADER_SIZE, ps->len - HEADER_SIZE) != h->checksum)
 		return BAD(ps, "corrupt: checksum mismatch");
@@ -193,7 +196,7 @@ static struct ml_profile *profile_new(unsigned char *data, size_t len, const cha
 	if (!p || !o)
 		goto fail;
 	/* Every string is a copy of file bytes plus a NUL, and every record
-	 * with a string is at least 8 bytes (a note): this bound cannot be
+	 * with a string is at least 8 bytes (a note, a warning): this bound cannot be
 	 * exceeded. */
 	o->strings_cap = len + len / sizeof(struct ml_fmt_note) + path_len + 3;
 	o->strings = malloc(o->strings_cap);
@@ -209,9 +212,25 @@ fail:
 	return NULL;
 }
 
+/* The sections after META that light loads skip, in order. */
+static int parse_body(struct parse *ps)
+{
+	int (*const parsers[])(struct parse *) = {
+		ml_reader_parse_modules, ml_reader_parse_stacks, ml_reader_parse_counters,
+		ml_reader_parse_totals, ml_reader_check_gpu_total, ml_reader_parse_timeline,
+		ml_reader_parse_samples, ml_reader_parse_regions, ml_reader_parse_spans,
+	};
+	for (size_t i = 0; i < sizeof(parsers) / sizeof(parsers[0]); i++) {
+		int rc = parsers[i](ps);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Validates data (owned by the caller until success or failure: it is
  * always taken over, and freed on failure). */
-static int parse_owned(unsigned char *data, size_t len, const char *path,
+static int parse_owned(unsigned char *data, size_t len, const char *path, bool light,
 		       struct ml_profile **out, char *err, size_t errlen)
 {
 	struct parse ps = { .data = data, .len = len, .err = err, .errlen = errlen };
@@ -224,29 +243,17 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		return ml_reader_set_err(err, errlen, -ENOMEM, "out of memory");
 	}
 	ps.o = ps.p->priv;
-	rc = check_header(&ps, &h);
+	rc = check_header(&ps, &h, light);
 	if (!rc)
 		rc = walk_sections(&ps, &h);
 	if (!rc)
 		rc = ml_reader_parse_meta(&ps);
 	if (!rc)
-		rc = ml_reader_parse_modules(&ps);
+		rc = light ? ml_reader_parse_totals(&ps) : parse_body(&ps);
 	if (!rc)
-		rc = ml_reader_parse_stacks(&ps);
+		rc = ml_reader_parse_process(&ps);
 	if (!rc)
-		rc = ml_reader_parse_counters(&ps);
-	if (!rc)
-		rc = ml_reader_parse_totals(&ps);
-	if (!rc)
-		rc = ml_reader_check_gpu_total(&ps);
-	if (!rc)
-		rc = ml_reader_parse_timeline(&ps);
-	if (!rc)
-		rc = ml_reader_parse_samples(&ps);
-	if (!rc)
-		rc = ml_reader_parse_regions(&ps);
-	if (!rc)
-		rc = ml_reader_parse_spans(&ps);
+		rc = ml_reader_parse_warnings(&ps);
 	if (!rc)
 		rc = ml_reader_parse_notes(&ps);
 	free(ps.node_depth);
@@ -268,14 +275,14 @@ int ml_profile_parse(const void *data, size_t len, struct ml_profile **out, char
 		return ml_reader_set_err(err, errlen, -ENOMEM, "out of memory");
 	if (len)
 		memcpy(copy, data, len);
-	return parse_owned(copy, len, "(buffer)", out, err, errlen);
+	return parse_owned(copy, len, "(buffer)", false, out, err, errlen);
 }
 
 /* Reads the profile in the regular file fd (size bytes): its header first,
  * so that a file that is not a profile, or whose header disagrees with its
  * size, is rejected before the rest is read. */
-static int load_fd(int fd, size_t size, const char *path, struct ml_profile **out,
-		   char *err, size_t errlen)
+static int load_fd(int fd, size_t size, const char *path, bool light,
+		   struct ml_profile **out, char *err, size_t errlen)
 {
 	unsigned char head[HEADER_SIZE];
 	size_t head_len = size < HEADER_SIZE ? size : HEADER_SIZE;
@@ -300,10 +307,10 @@ static int load_fd(int fd, size_t size, const char *path, struct ml_profile **ou
 		return ml_reader_set_err(err, errlen, rc, "cannot read: %s",
 					 rc == -EIO ? "the file shrank while it was read" : strerror(-rc));
 	}
-	return parse_owned(data, size, path, out, err, errlen);
+	return parse_owned(data, size, path, light, out, err, errlen);
 }
 
-int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen)
+static int load(const char *path, bool light, struct ml_profile **out, char *err, size_t errlen)
 {
 	const char *what;
 	struct stat st;
@@ -320,9 +327,19 @@ int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t
 	if ((uint64_t)st.st_size > SIZE_MAX - 1)
 		rc = ml_reader_set_err(err, errlen, -EFBIG, "too large to read");
 	else
-		rc = load_fd(fd, (size_t)st.st_size, path, out, err, errlen);
+		rc = load_fd(fd, (size_t)st.st_size, path, light, out, err, errlen);
 	close(fd);
 	return rc;
+}
+
+int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen)
+{
+	return load(path, false, out, err, errlen);
+}
+
+int ml_profile_load_meta(const char *path, struct ml_profile **out, char *err, size_t errlen)
+{
+	return load(path, true, out, err, errlen);
 }
 
 void ml_profile_free(struct ml_profile *p)
@@ -338,12 +355,16 @@ void ml_profile_free(struct ml_profile *p)
 		free(o->argv);
 		free(o->frames);
 		free(o->notes);
+		free(o->frames_extra);
+		free(o->timeline);
 		free(o);
 	}
 	free(p->modules);
 	free(p->stacks);
 	free(p->samples);
 	free(p->regions);
+	free(p->warnings);
+	free(p->merged);
 	free(p);
 }
 

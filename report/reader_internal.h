@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_NOTES + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_WARNINGS + 1)
 
 /* Everything a profile owns; ml_profile.priv points here. */
 struct owned {
@@ -22,6 +22,10 @@ struct owned {
 	const char **argv;
 	uint64_t *frames;	/* every stack's frames, rebuilt from the trie */
 	const char **notes;	/* NOTES texts (copies in strings) */
+	/* A merged profile's own (report/merge.c): its samples' frames and its
+	 * timeline (a file's point into data). */
+	uint64_t *frames_extra;
+	struct ml_fmt_timepoint *timeline;
 };
 
 /* One section as found in the file. */
@@ -92,5 +96,8 @@ int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
 int ml_reader_parse_spans(struct parse *ps);
 int ml_reader_parse_notes(struct parse *ps);
+/* reader_process.c */
+int ml_reader_parse_process(struct parse *ps);
+int ml_reader_parse_warnings(struct parse *ps);
 
 #endif
