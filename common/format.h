@@ -50,6 +50,11 @@ enum ml_fmt_section_type {
 	ML_SEC_NOTES = 11,	/* count x (ml_fmt_note + text): what the report must say */
 	ML_SEC_PROCESS = 12,	/* one ml_fmt_process + hostname: the process in its run */
 	ML_SEC_WARNINGS = 13,	/* count x (ml_fmt_warning + text): the runtime's warnings */
+	/* Numbers given to sections of work in progress; use exactly these, and
+	 * take the next free number (22) for anything new:
+	 *   14 PYTHON, 15 PYCODE (the Python room), 16 TORCH (PyTorch's ops),
+	 *   17 PYFUNCS, 18 PYLINES (the @profile tracer),
+	 *   19 ADDRESSES, 20 RUNTIME, 21 SAMPLED (compact format, --sample). */
 };
 
 struct ml_fmt_section {
