@@ -59,9 +59,15 @@ enum ml_fmt_section_type {
 	ML_SEC_FRAMES = 9,	/* count trie nodes, varint columns */
 	ML_SEC_SPANS = 10,	/* ml_fmt_spans_header, then count - 1 x ml_fmt_span */
 	ML_SEC_NOTES = 11,	/* count x (ml_fmt_note + text): what the report must say */
-	ML_SEC_ADDRESSES = 12,	/* count distinct frame addresses, varint deltas */
-	ML_SEC_RUNTIME = 13,	/* one ml_fmt_runtime: memline's own memory */
-	ML_SEC_SAMPLED = 14,	/* one ml_fmt_sampled: --sample's settings and totals */
+	ML_SEC_PROCESS = 12,	/* one ml_fmt_process + hostname: the process in its run */
+	ML_SEC_WARNINGS = 13,	/* count x (ml_fmt_warning + text): the runtime's warnings */
+	/* Numbers given to sections of work in progress; use exactly these, and
+	 * take the next free number (22) for anything new:
+	 *   14 PYTHON, 15 PYCODE (the Python room), 16 TORCH (PyTorch's ops),
+	 *   17 PYFUNCS, 18 PYLINES (the @profile tracer). */
+	ML_SEC_ADDRESSES = 19,	/* count distinct frame addresses, varint deltas */
+	ML_SEC_RUNTIME = 20,	/* one ml_fmt_runtime: memline's own memory */
+	ML_SEC_SAMPLED = 21,	/* one ml_fmt_sampled: --sample's settings and totals */
 };
 
 struct ml_fmt_section {
@@ -309,5 +315,38 @@ struct ml_fmt_note {
 	uint32_t len;
 	uint32_t reserved;
 };
+
+/* ML_SEC_PROCESS payload: this struct, then host_len bytes of the host name,
+ * padded.  Where the process stands in its run (`memline run` starts a run:
+ * its program and everything it starts) and in a distributed job. */
+struct ml_fmt_process {
+	uint64_t run_pid;	/* pid of the program `memline run` started; 0 if unknown */
+	uint64_t parent_pid;	/* the parent when this image started (META's ppid is
+				 * the parent at the end, maybe a reaper by then) */
+	int64_t rank;		/* the job's rank of this process, -1 if none */
+	int64_t local_rank;	/* its rank on this host, -1 if unknown */
+	int64_t world_size;	/* processes in the job, -1 if unknown */
+	uint32_t rank_source;	/* enum ml_fmt_rank_source */
+	uint32_t host_len;
+};
+
+/* Where the rank was read from (environment variables at start-up). */
+enum ml_fmt_rank_source {
+	ML_RANK_NONE = 0,
+	ML_RANK_TORCH = 1,	/* RANK, LOCAL_RANK, WORLD_SIZE (torchrun, torch.distributed) */
+	ML_RANK_OPENMPI = 2,	/* OMPI_COMM_WORLD_RANK, _LOCAL_RANK, _SIZE */
+	ML_RANK_PMI = 3,	/* PMI_RANK, MPI_LOCALRANKID, PMI_SIZE (MPICH, Intel MPI) */
+	ML_RANK_PMIX = 4,	/* PMIX_RANK */
+	ML_RANK_SLURM = 5,	/* SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS */
+};
+
+/* ML_SEC_WARNINGS record: this struct, then text_len bytes, padded: one of
+ * the runtime's one-line warnings in this process. */
+struct ml_fmt_warning {
+	uint32_t flags;		/* ML_WARNING_* */
+	uint32_t text_len;
+};
+
+#define ML_WARNING_SHOWN 0x1u	/* printed on the program's stderr when it happened */
 
 #endif

@@ -14,6 +14,8 @@
 #include <stdio.h>		/* rename(), a plain syscall wrapper */
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #define ZSTD_STATIC_LINKING_ONLY	/* ZSTD_initStaticCCtx: no malloc */
@@ -92,14 +94,15 @@ static int fail(struct ml_writer *w, int err)
 	return w->error;
 }
 
-/* Appends stored bytes to the file, through the checksum. */
+/* Appends stored bytes to the file, through the checksum; -EFBIG, before
+ * the kernel would send SIGXFSZ, where they reach past the file size limit. */
 static int emit(struct ml_writer *w, const void *data, size_t len)
 {
 	int rc;
 
 	if (w->error)
 		return w->error;
-	rc = write_all(w->fd, data, len);
+	rc = w->offset + len > w->size_limit ? -EFBIG : write_all(w->fd, data, len);
 	if (rc)
 		return fail(w, rc);
 	w->checksum = ml_fnv1a(w->checksum, data, len);
@@ -204,13 +207,24 @@ static int compress(struct ml_writer *w, const void *data, size_t len, ZSTD_EndD
 	}
 }
 
-static int open_file(struct ml_writer *w, const char *final_path, bool raw)
+/* RLIMIT_FSIZE now (UINT64_MAX: none). */
+static uint64_t file_size_limit(void)
+{
+	struct rlimit rl;
+	if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return UINT64_MAX;
+	return (uint64_t)rl.rlim_cur;
+}
+
+static int open_file(struct ml_writer *w, const char *final_path, unsigned mode, bool raw)
 {
 	static const unsigned char zero_header[sizeof(struct ml_fmt_header)];
 	char pid[24];
 	size_t pos = 0;
 
 	w->fd = -1;
+	w->mode = mode & 07777;
+	w->size_limit = file_size_limit();
 	w->offset = 0;
 	w->checksum = ML_FNV_INIT;
 	w->payload_size = 0;
@@ -237,28 +251,31 @@ static int open_file(struct ml_writer *w, const char *final_path, bool raw)
 	}
 	if (!raw && zstd_ready(w))
 		return w->error;
-	w->fd = open(w->tmp_path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+	w->fd = open(w->tmp_path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		int err = -errno;
 
 		w->tmp_path[0] = '\0';
 		return fail(w, err);
 	}
+	w->fd = ml_sigsafe_fd_private(w->fd);
 	/* Placeholder; the real header is written by ml_writer_commit(). */
+	if (sizeof(zero_header) > w->size_limit)
+		return fail(w, -EFBIG);
 	if (write_all(w->fd, zero_header, sizeof(zero_header)))
 		return fail(w, -EIO);
 	w->offset = sizeof(zero_header);
 	return 0;
 }
 
-int ml_writer_open(struct ml_writer *w, const char *final_path)
+int ml_writer_open(struct ml_writer *w, const char *final_path, unsigned mode)
 {
-	return open_file(w, final_path, false);
+	return open_file(w, final_path, mode, false);
 }
 
-int ml_writer_open_raw(struct ml_writer *w, const char *final_path)
+int ml_writer_open_raw(struct ml_writer *w, const char *final_path, unsigned mode)
 {
-	return open_file(w, final_path, true);
+	return open_file(w, final_path, mode, true);
 }
 
 int ml_writer_begin(struct ml_writer *w, uint32_t type)
@@ -345,6 +362,8 @@ static int write_header(struct ml_writer *w)
 	hdr.flags = w->raw ? 0 : ML_FMT_ZSTD;
 	hdr.payload_size = w->payload_size;
 	rc = pwrite_all(w->fd, &hdr, sizeof(hdr), 0);
+	if (!rc && fchmod(w->fd, w->mode) != 0)
+		rc = -errno;
 	return rc ? fail(w, rc) : 0;
 }
 

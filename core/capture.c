@@ -2,8 +2,6 @@
  * .eh_frame walker (unwind.c) when it can, libunwind otherwise; drops the
  * runtime's own innermost frames and applies the depth limit. */
 #include <string.h>
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include "core/internal.h"
 #include "common/sigsafe.h"
 
@@ -30,7 +28,7 @@ capture(uint64_t *buf, uint32_t max_depth, uint32_t *flags, uint32_t *skip)
 	if (ml_config.fast_unwind)
 		n = ml_unwind_fast(buf, (uint32_t)want);	/* cached; -1: declined */
 	if (n < 0)
-		n = unw_backtrace((void **)buf, want);
+		n = (int)ml_libunwind_capture(buf, (uint32_t)want);
 	uint32_t s = 0;
 	if (n <= 0) {
 		/* Keep counting (totals stay exact) with an empty stack. */
@@ -63,6 +61,17 @@ uint32_t ml_stacktab_capture(uint64_t *frames, uint32_t max_depth, uint32_t *fla
 	return depth;
 }
 
+uint32_t ml_stack_capture(uint64_t *frames, uint32_t max, uint32_t *flags)
+{
+	uint64_t buf[ML_CAPTURE_BUF];
+	uint32_t skip;
+	if (max > ML_DEPTH_MAX)
+		max = ML_DEPTH_MAX;
+	uint32_t depth = capture(buf, max, flags, &skip);
+	memcpy(frames, buf + skip, depth * sizeof(uint64_t));
+	return depth;
+}
+
 /* MEMLINE_VERIFY_UNWIND: stacks checked, and those that differed. */
 static uint64_t verified, differed;
 
@@ -72,7 +81,7 @@ static uint64_t verified, differed;
 static void __attribute__((noinline)) verify(uint32_t stack)
 {
 	uint64_t buf[ML_CAPTURE_BUF];
-	int n = unw_backtrace((void **)buf, (int)ML_CAPTURE_BUF);
+	int n = (int)ml_libunwind_capture(buf, ML_CAPTURE_BUF);
 	uint32_t s = 0, id = stack, i = 0;
 	while (s < (uint32_t)(n > 0 ? n : 0) && buf[s] >= skip_lo && buf[s] < skip_hi)
 		s++;

@@ -1,6 +1,7 @@
 /* core/dump.c - writes the profile file (common/format.h) through
  * common/writer.h: META, MODULES, FRAMES, STACKS, COUNTERS, TOTALS, TIMELINE,
- * then the rooms' own sections (rooms.c).
+ * PROCESS, WARNINGS, then the rooms' own sections (rooms.c), on the
+ * runtime's own stack (ownstack.c).
  * No malloc, no stdio: it runs at exit, before exec and in signal handlers.
  * File name: <dir>/memline.<prog>.<pid>.mlp, or .<pid>.<n>.mlp when an exec'd
  * predecessor with the same pid already wrote that name. */
@@ -27,7 +28,7 @@ static volatile pid_t writer_tid;	/* the thread writing, while busy */
 /* Reads a whole small file into buf; returns its length (0 on error). */
 static size_t read_file(const char *path, char *buf, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ml_sigsafe_fd_private(open(path, O_RDONLY | O_CLOEXEC));
 	size_t len = 0;
 	if (fd < 0)
 		return 0;
@@ -250,7 +251,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 		ml_dump_init();
 	if (!make_path(path, sizeof(path), 0))
 		return -ENAMETOOLONG;
-	int rc = ml_writer_open(&writer, path);
+	int rc = ml_writer_open(&writer, path, ml_config.file_mode);
 	if (rc == -EEXIST) {
 		/* A temporary left by an exec'd predecessor (same pid) that died
 		 * while writing: it is ours to remove. */
@@ -262,7 +263,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 		    ml_sigsafe_append(tmp, sizeof(tmp), &pos, ".tmp.") &&
 		    ml_sigsafe_append(tmp, sizeof(tmp), &pos, num))
 			unlink(tmp);
-		rc = ml_writer_open(&writer, path);
+		rc = ml_writer_open(&writer, path, ml_config.file_mode);
 	}
 	if (rc < 0)
 		return rc;
@@ -278,6 +279,8 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	put_totals(totals);
 	put_timeline(totals);
 	put_runtime();
+	ml_procinfo_put_section(&writer);
+	ml_warn_put_section(&writer);
 	ml_rooms_write_sections(&writer);	/* lineprof's samples and regions, ... */
 	ml_notes_write(&writer);
 	rc = commit();
@@ -300,6 +303,38 @@ void ml_dump_wait_other(void)
 		nanosleep(&ms, NULL);
 }
 
+/* What the writer reports back from the runtime's own stack. */
+struct write_job {
+	uint32_t reason;
+	int32_t status;
+};
+
+/* Says in one line why the profile could not be written. */
+static void warn_failed(int rc)
+{
+	char msg[PATH_MAX + 160];
+	size_t pos = 0;
+	msg[0] = '\0';
+	ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
+	ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
+	ml_sigsafe_append(msg, sizeof(msg), &pos, ": ");
+	ml_sigsafe_append_errno(msg, sizeof(msg), &pos, -rc);	/* in words, no malloc */
+	if (rc == -EFBIG)
+		ml_sigsafe_append(msg, sizeof(msg), &pos,
+				  " (it would pass the file size limit, RLIMIT_FSIZE)");
+	ml_warn(msg);
+}
+
+static int write_job_run(void *arg)
+{
+	const struct write_job *job = arg;
+	int rc = write_all_sections(job->reason, job->status);
+	ml_stacktab_verify_report();
+	if (rc < 0)
+		warn_failed(rc);
+	return rc;
+}
+
 int ml_dump_write(uint32_t reason, int32_t status)
 {
 	/* The signals that end a process from outside wait until the file is
@@ -320,19 +355,10 @@ int ml_dump_write(uint32_t reason, int32_t status)
 	bool guarded = ml_guard_enter_always();
 	ML_ASSERT(ml_guard_held());	/* nothing the writer does is recorded */
 	int saved_errno = errno;
-	int rc = write_all_sections(reason, status);
-	ml_stacktab_verify_report();
-	if (rc < 0) {
-		/* In words, without strerror (it may allocate). */
-		char msg[PATH_MAX + 128];
-		size_t pos = 0;
-		msg[0] = '\0';
-		ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
-		ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, ": ");
-		ml_sigsafe_append_errno(msg, sizeof(msg), &pos, -rc);
-		ml_warn(msg);
-	}
+	/* On the runtime's own stack: the caller's may be a small alternate
+	 * signal stack or a coroutine's. */
+	struct write_job job = { reason, status };
+	int rc = ml_ownstack_run(write_job_run, &job);
 	errno = saved_errno;
 	if (guarded)
 		ml_guard_exit();

@@ -24,6 +24,14 @@ void ml_config_load(void);
 void ml_config_unpreload(void);
 
 /* ---- warn.c (ml_warn, ml_warn_once: core.h) ---- */
+/* Notes what descriptor 2 is (start-up): warnings are printed only while
+ * it stays that stream. */
+void ml_warn_init(void);
+/* Writes the WARNINGS section (the warnings of this process, and whether
+ * each was printed).  Async-signal-safe. */
+void ml_warn_put_section(struct ml_writer *w);
+/* In a fork child: the parent's warnings are not the child's. */
+void ml_warn_after_fork(void);
 /* Marks the run degraded (ML_META_DEGRADED) and warns once per process;
  * allocations are no longer recorded. */
 void ml_degrade(const char *msg);
@@ -189,7 +197,9 @@ struct ml_counter_chunk;
 #define ML_COUNTER_CACHE 1024u
 struct ml_thread {
 	struct ml_thread *next;		/* every state ever made */
-	struct ml_thread *next_free;
+	struct ml_thread *next_free;	/* free list, or the ended threads' list */
+	int32_t tid;			/* the kernel thread using it */
+	int ended;			/* its thread's end ran: given back once it is gone */
 	uint64_t side_lo, side_hi;	/* the side stack (0, 0: none) */
 	struct ml_counter **index;	/* (stack, kind) -> counter, open addressing */
 	uint32_t index_bits;
@@ -286,6 +296,11 @@ static inline void ml_event_end(void)
 /* At start-up: registers for membarrier, or sets ml_mt. */
 void ml_thread_mode_init(void);
 
+/* The calling thread ends (threads.c): its state, which its last events
+ * (later thread-exit destructors, the program's pthread key destructors)
+ * still use, is given back for another thread once the thread is gone. */
+void ml_thread_state_ending(void);
+
 /* Runs fn(arg) on the calling thread's side stack (when it is not on it
  * already and has one; else right here) and returns its result. */
 long ml_thread_on_side_stack(long (*fn)(void *), void *arg);
@@ -368,6 +383,17 @@ void ml_unwind_flush(void);
 /* In a fork child: release the insert lock. */
 void ml_unwind_after_fork(void);
 
+/* ---- libunwind.c: libunwind without descriptors or pthread keys ---- */
+/* Sets libunwind up: its memory accessor replaced, the pipe it opened
+ * closed, its per-thread cache on.  Call once, at start-up, before any
+ * other use of libunwind.  Returns 0 or -errno. */
+int ml_libunwind_init(void);
+/* Stores the calling thread's stack into frames[0..max), innermost first,
+ * with libunwind: frame 0 is inside ml_libunwind_capture, frame 1 the
+ * return into its caller.  Returns the count (0 on failure).  Never
+ * allocates through malloc. */
+uint32_t ml_libunwind_capture(uint64_t *frames, uint32_t max);
+
 /* ---- timeline.c: total live bytes per kind over time, bounded. ---- */
 #define ML_TIMELINE_POINTS 2048u
 /* Notes that kind's total is now live_bytes at now_ns (ml_clock_coarse_ns).
@@ -440,6 +466,23 @@ int ml_dump_stacks(struct ml_writer *w, struct ml_fmt_total *totals);
  * where ml_modules_refresh must not run). */
 void ml_dump_modules_of_stacks(void);
 
+/* ---- ownstack.c: a stack of the runtime's own for writing the profile ---- */
+/* Maps it (start-up).  Returns 0 or -ENOMEM (then the caller's stack is
+ * used). */
+int ml_ownstack_init(void);
+/* Runs fn(arg) on the runtime's own stack and returns its result (on the
+ * caller's when there is none, or when already on it).  One caller at a
+ * time (the profile writer is serialised).  Async-signal-safe. */
+int ml_ownstack_run(int (*fn)(void *), void *arg);
+
+/* ---- procinfo.c: the process in its run and its job ---- */
+/* Reads MEMLINE_RUN_PID, the rank variables and the host name (start-up). */
+void ml_procinfo_init(void);
+/* Writes the PROCESS section.  Async-signal-safe. */
+void ml_procinfo_put_section(struct ml_writer *w);
+/* In a fork child: its parent is the process that forked it. */
+void ml_procinfo_after_fork(void);
+
 /* ---- dump.c ---- */
 /* Reads the executable's path and command line (start-up; the main thread
  * may be gone when the profile is written). */
@@ -457,6 +500,9 @@ void ml_dump_wait_other(void);
 int ml_lifecycle_write(uint32_t reason, int32_t status);
 /* The exit-time profile is out: nothing else is written. */
 bool ml_lifecycle_final_written(void);
+/* False in a vfork or clone(CLONE_VM) child that shares this memory: it
+ * must neither write the profile nor change what is written. */
+bool ml_lifecycle_is_profiled_process(void);
 
 /* ---- signals.c: the fatal-signal handler (the program-facing sigaction
  * and signal: core.h) ---- */
@@ -473,10 +519,21 @@ bool ml_signals_line_timer(void);
  * not faults, abort or SIGXFSZ).  Async-signal-safe. */
 void ml_signals_add_async(sigset_t *set, bool line_timer);
 
+/* ---- threads.c (ml_thread_watch, ml_thread_ended: core.h) ---- */
+/* Runs this thread's thread_end callbacks now (the main thread's
+ * pthread_exit, which glibc's thread-exit destructors do not see). */
+void ml_thread_end_now(void);
+
+/* ---- sigclaim.c (ml_signals_claim, ml_signals_release: core.h) ---- */
+/* True when a room has claimed sig; *view is then the action the program
+ * reads back. */
+bool ml_signals_claimed(int sig, struct sigaction *view);
+
 /* ---- rooms.c: the registry (struct ml_room: core.h) ---- */
 void ml_rooms_start(void);
 void ml_rooms_fork_child(void);
 void ml_rooms_signal_taken(int sig);
+void ml_rooms_thread_end(void);
 void ml_rooms_write_sections(struct ml_writer *w);
 /* Rooms' decorate_stack callbacks, in order (ml_core_decorate_stack). */
 uint32_t ml_rooms_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags);

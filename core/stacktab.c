@@ -24,8 +24,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include "core/internal.h"
 
 #define CHUNK_BITS 16u
@@ -140,9 +138,7 @@ int ml_stacktab_init(void)
 	n_nodes = ML_NODE_LOST;
 	if (ml_unwind_init() < 0)
 		ml_config.fast_unwind = false;
-	/* libunwind (the walker's fallback) keeps a per-thread cache of
-	 * unwind info: much faster. */
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	ml_libunwind_init();
 	return 0;
 }
 

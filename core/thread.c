@@ -9,6 +9,7 @@
  * made stays on one list, so the profile writer can add up the counters of
  * threads still running.  Memory: the arena and mmap, never the hooked
  * malloc. */
+#include <errno.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -41,8 +42,12 @@ static struct ml_thread *volatile all_threads;	/* every state, newest first */
 static struct ml_thread *free_threads;
 static uint64_t made;		/* states handed out, for the sampling streams */
 static ml_spin_t list_lock;
-static pthread_key_t exit_key;
-static int key_state;		/* 0: not made, 1: made, -1: none available */
+/* States of threads whose end ran (threads.c, through glibc's thread-exit
+ * list: no pthread key, the program's keys are all its own).  Such a
+ * thread may still record (a later destructor, the program's own pthread
+ * key destructors run after), so its state is given back only once the
+ * kernel says the thread is gone, by the next thread that makes one. */
+static struct ml_thread *ended_threads;
 
 /* The counters of ended threads, folded (a state without a thread). */
 static struct ml_thread retired;
@@ -207,11 +212,10 @@ static void counters_clear(struct ml_thread *t)
 
 /* ---- states ---- */
 
-/* Thread exit (pthread key destructor): fold the counters, free the state. */
-static void thread_exit(void *arg)
+/* A state whose thread is gone: fold its counters into the retired table,
+ * and put it on the free list. */
+static void retire(struct ml_thread *t)
 {
-	struct ml_thread *t = arg;
-	bool guarded = ml_guard_enter_always();
 	ml_spin_lock(&retired_lock);
 	for (struct ml_counter_chunk *ch = t->chunks; ch; ch = ch->next)
 		for (uint32_t k = 0; k < ch->used; k++) {
@@ -226,26 +230,59 @@ static void thread_exit(void *arg)
 	__atomic_store_n(&t->alive, 0, __ATOMIC_RELEASE);
 	counters_clear(t);
 	ml_spin_unlock(&retired_lock);
-	if (ml_tl_thread == t)
-		ml_tl_thread = NULL;
-	ml_tl_owner = 0;
 	ml_spin_lock(&list_lock);
 	t->next_free = free_threads;
 	free_threads = t;
 	ml_spin_unlock(&list_lock);
-	if (guarded)
-		ml_guard_exit();
+}
+
+static void add_ended(struct ml_thread *t)
+{
+	t->ended = 1;
+	ml_spin_lock(&list_lock);
+	t->next_free = ended_threads;
+	ended_threads = t;
+	ml_spin_unlock(&list_lock);
+}
+
+void ml_thread_state_ending(void)
+{
+	struct ml_thread *t = ml_tl_thread;
+	if (t && !t->ended)
+		add_ended(t);
+}
+
+/* Gives back the states of ended threads that are gone (tgkill: ESRCH).
+ * A thread id reused meanwhile only delays it. */
+static void reap_ended(void)
+{
+	if (!__atomic_load_n(&ended_threads, __ATOMIC_RELAXED))
+		return;
+	struct ml_thread *gone = NULL;
+	pid_t pid = getpid();
+	ml_spin_lock(&list_lock);
+	for (struct ml_thread **pp = &ended_threads; *pp;) {
+		struct ml_thread *t = *pp;
+		if (syscall(SYS_tgkill, pid, t->tid, 0) != 0 && errno == ESRCH) {
+			*pp = t->next_free;
+			t->next_free = gone;
+			gone = t;
+		} else {
+			pp = &t->next_free;
+		}
+	}
+	ml_spin_unlock(&list_lock);
+	while (gone) {
+		struct ml_thread *t = gone;
+		gone = t->next_free;
+		if (owner == t)
+			__atomic_store_n(&owner, NULL, __ATOMIC_RELEASE);
+		retire(t);
+	}
 }
 
 void ml_thread_mode_init(void)
 {
-	/* The thread-exit key now, before the program makes keys of its own:
-	 * a key past the first 32 makes pthread_setspecific allocate a block
-	 * for it in each thread, which memline would then make in the
-	 * program's place (unrecorded, and the program's own later key would
-	 * find it made). */
-	if (!key_state)
-		key_state = pthread_key_create(&exit_key, thread_exit) == 0 ? 1 : -1;
 	membarrier_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	if (!membarrier_ok)
 		ml_mt = 1;
@@ -268,10 +305,21 @@ struct ml_thread *ml_thread_owner_state(void)
 	return owner;
 }
 
+/* A new state's thread: watched for its end (else ended at once), and
+ * the states of threads gone since given back. */
+static long first_steps(void *arg)
+{
+	struct ml_thread *t = arg;
+	int saved_errno = errno;
+	if (!ml_thread_watch())		/* ending already, or no way to see it */
+		add_ended(t);
+	reap_ended();
+	errno = saved_errno;
+	return 0;
+}
+
 struct ml_thread *ml_thread_make(void)
 {
-	if (!key_state)	/* made at init; racing makers may both try: one key leaks */
-		key_state = pthread_key_create(&exit_key, thread_exit) == 0 ? 1 : -1;
 	ml_spin_lock(&list_lock);
 	struct ml_thread *t = free_threads;
 	if (t)
@@ -294,7 +342,15 @@ struct ml_thread *ml_thread_make(void)
 	t->intern.root = 0;
 	t->alive = 1;
 	t->in_event = 0;
+	t->ended = 0;
+	t->tid = (int32_t)syscall(SYS_gettid);
 	ml_tl_thread = t;
+	/* On the side stack: registering for the thread's end goes through
+	 * glibc (and its calloc), and this may run on a coroutine's few KiB. */
+	if (t->side_hi)
+		ml_side_call(first_steps, t, t->side_hi);
+	else
+		first_steps(t);
 	/* The first state's thread owns the plain mode; any other ends it. */
 	if (!__atomic_load_n(&ml_mt, __ATOMIC_ACQUIRE)) {
 		struct ml_thread *expect = NULL;
@@ -304,8 +360,6 @@ struct ml_thread *ml_thread_make(void)
 		else
 			go_multithreaded();
 	}
-	if (key_state > 0)
-		pthread_setspecific(exit_key, t);
 	return t;
 }
 
@@ -396,6 +450,9 @@ void ml_thread_after_fork(void)
 	if (membarrier_ok)
 		ml_mt = 0;
 	free_threads = NULL;
+	ended_threads = NULL;
+	if (me)
+		me->ended = 0;
 	retired.all_allocs = retired.all_bytes = 0;
 	for (struct ml_thread *t = all_threads; t; t = t->next) {
 		counters_clear(t);

@@ -18,6 +18,9 @@ int ml_core_init(uint64_t self_addr)
 	ml_thread_mode_init();
 	if (ml_config.sample_bytes)
 		ml_sampling_init();
+	ml_warn_init();
+	ml_procinfo_init();
+	ml_ownstack_init();
 	ml_clock_start();
 	ml_timeline_reset(ml_clock_coarse_ns());
 	int rc = ml_stacktab_init();
@@ -305,6 +308,8 @@ void ml_core_after_fork(void)
 	ml_dump_after_fork();
 	ml_stacktab_after_fork();
 	ml_notes_after_fork();
+	ml_warn_after_fork();
+	ml_procinfo_after_fork();
 	ml_livetab_reset();
 	ml_sampling_after_fork();
 	ml_counters_reset_totals();

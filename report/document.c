@@ -11,7 +11,7 @@
 
 static const char *const view_names[ML_VIEW_COUNT] = {
 	"leaks", "peak", "ops", "lines", "regions", "timeline", "flame", "folded", "html", "trace",
-	"pprof",
+	"pprof", "processes",
 };
 
 typedef int (*view_fn)(const struct ml_agg *, const struct ml_view_opts *, FILE *, struct ml_json *);
@@ -41,7 +41,8 @@ const char *ml_report_view_name(enum ml_report_view view)
 
 const char *ml_report_view_list(void)
 {
-	return "leaks, peak, ops, lines, regions, timeline, flame, folded, html, trace, pprof";
+	return "leaks, peak, ops, lines, regions, timeline, flame, folded, html, trace, pprof, "
+	       "processes";
 }
 
 bool ml_report_view_is_document(enum ml_report_view view)
@@ -153,6 +154,26 @@ static void profile_json(struct ml_json *j, const struct ml_profile *p)
 		ml_json_u64(j, p->alloc_sampling.alloc_bytes);
 		ml_json_object_end(j);
 	}
+	ml_json_key(j, "rank");
+	ml_json_i64(j, p->process.rank);
+	ml_json_key(j, "world_size");
+	ml_json_i64(j, p->process.world_size);
+	ml_json_key(j, "host");
+	ml_json_string(j, p->process.host);
+	if (p->n_merged) {
+		/* A merged profile: the processes it sums. */
+		ml_json_key(j, "merged");
+		ml_json_array_begin(j);
+		for (size_t i = 0; i < p->n_merged; i++) {
+			ml_json_object_begin(j);
+			ml_json_key(j, "path");
+			ml_json_string(j, p->merged[i]->path);
+			ml_json_key(j, "pid");
+			ml_json_u64(j, p->merged[i]->meta.pid);
+			ml_json_object_end(j);
+		}
+		ml_json_array_end(j);
+	}
 	ml_json_object_end(j);
 }
 
@@ -186,9 +207,24 @@ static void header_text(FILE *out, const struct ml_profile *p, bool first)
 {
 	if (!first)
 		fputc('\n', out);
-	fprintf(out, "==> %s: pid %llu, ppid %llu%s:", p->path, (unsigned long long)p->meta.pid,
-		(unsigned long long)p->meta.ppid,
-		(p->meta.flags & ML_META_FORKED) ? ", fork child" : "");
+	if (p->n_merged) {
+		fprintf(out, "==> %zu processes summed (pid", p->n_merged);
+		size_t shown = 0;
+		for (size_t i = 0; i < p->n_merged && shown < 16; i++) {
+			uint64_t pid = p->merged[i]->meta.pid;
+			if (i && pid == p->merged[i - 1]->meta.pid)
+				continue;	/* exec'd images of one process */
+			fprintf(out, "%s %llu", shown++ ? "," : "", (unsigned long long)pid);
+		}
+		fprintf(out, "%s):", shown == 16 ? ", ..." : "");
+	} else {
+		fprintf(out, "==> %s: pid %llu, ppid %llu%s", p->path,
+			(unsigned long long)p->meta.pid, (unsigned long long)p->meta.ppid,
+			(p->meta.flags & ML_META_FORKED) ? ", fork child" : "");
+		if (p->process.rank >= 0)
+			fprintf(out, ", rank %lld", (long long)p->process.rank);
+		fputc(':', out);
+	}
 	for (uint32_t i = 0; i < p->meta.argc; i++)
 		fprintf(out, " %s", p->argv[i]);
 	if (p->meta.argc == 0)

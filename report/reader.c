@@ -30,6 +30,8 @@ _Static_assert(sizeof(struct ml_fmt_region) == 48, "region layout");
 _Static_assert(sizeof(struct ml_fmt_runtime) == 64, "runtime layout");
 _Static_assert(sizeof(struct ml_fmt_sampled) == 48, "sampled layout");
 _Static_assert(sizeof(struct ml_fmt_header) == 64, "header layout");
+_Static_assert(sizeof(struct ml_fmt_process) == 48, "process layout");
+_Static_assert(sizeof(struct ml_fmt_warning) == 8, "warning layout");
 
 const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_META] = "META", [ML_SEC_MODULES] = "MODULES", [ML_SEC_STACKS] = "STACKS",
@@ -39,6 +41,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_SAMPLED] = "SAMPLED",
 	[ML_SEC_SPANS] = "SPANS",
 	[ML_SEC_NOTES] = "NOTES",
+	[ML_SEC_PROCESS] = "PROCESS", [ML_SEC_WARNINGS] = "WARNINGS",
 };
 
 int ml_reader_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -142,14 +145,15 @@ static int check_header_fields(struct parse *ps, struct ml_fmt_header *h)
 	return 0;
 }
 
-/* The header's fields, then the checksum over the whole file. */
-static int check_header(struct parse *ps, struct ml_fmt_header *h)
+/* The header's fields, then (unless light) the checksum over the whole file. */
+static int check_header(struct parse *ps, struct ml_fmt_header *h, bool light)
 {
 	int rc = check_header_fields(ps, h);
 
 	if (rc)
 		return rc;
-	if (ml_fnv1a(ML_FNV_INIT, ps->data + HEADER_SIZE, ps->len - HEADER_SIZE) != h->checksum)
+	if (!light &&
+	    ml_fnv1a(ML_FNV_INIT, ps->data + HEADER_SIZE, ps->len - HEADER_SIZE) != h->checksum)
 		return BAD(ps, "corrupt: checksum mismatch");
 	if (!(h->flags & ML_FMT_ZSTD) && h->payload_size != ps->len - HEADER_SIZE)
 		return BAD(ps, "corrupt: payload of %llu bytes, the header says %llu",
@@ -241,7 +245,7 @@ static struct ml_profile *profile_new(unsigned char *data, size_t len, const cha
 	if (!p || !o)
 		goto fail;
 	/* Every string is a copy of file bytes plus a NUL, and every record
-	 * with a string is at least 8 bytes (a note): this bound cannot be
+	 * with a string is at least 8 bytes (a note, a warning): this bound cannot be
 	 * exceeded. */
 	o->strings_cap = len + len / sizeof(struct ml_fmt_note) + path_len + 3;
 	o->strings = malloc(o->strings_cap);
@@ -275,9 +279,26 @@ static int strings_room(struct parse *ps)
 	return 0;
 }
 
+/* The sections after META that light loads skip, in order. */
+static int parse_body(struct parse *ps)
+{
+	int (*const parsers[])(struct parse *) = {
+		ml_reader_parse_modules, ml_reader_parse_stacks, ml_reader_parse_sampled,
+		ml_reader_parse_counters,
+		ml_reader_parse_totals, ml_reader_check_gpu_total, ml_reader_parse_timeline,
+		ml_reader_parse_samples, ml_reader_parse_regions, ml_reader_parse_spans,
+	};
+	for (size_t i = 0; i < sizeof(parsers) / sizeof(parsers[0]); i++) {
+		int rc = parsers[i](ps);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Validates data (owned by the caller until success or failure: it is
  * always taken over, and freed on failure). */
-static int parse_owned(unsigned char *data, size_t len, const char *path,
+static int parse_owned(unsigned char *data, size_t len, const char *path, bool light,
 		       struct ml_profile **out, char *err, size_t errlen)
 {
 	struct parse ps = { .data = data, .len = len, .err = err, .errlen = errlen };
@@ -290,7 +311,7 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		return ml_reader_set_err(err, errlen, -ENOMEM, "out of memory");
 	}
 	ps.o = ps.p->priv;
-	rc = check_header(&ps, &h);
+	rc = check_header(&ps, &h, light);
 	if (!rc) {
 		unsigned char *sections;
 
@@ -309,26 +330,14 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		rc = walk_sections(&ps, &h);
 	if (!rc)
 		rc = ml_reader_parse_meta(&ps);
-	if (!rc)
-		rc = ml_reader_parse_modules(&ps);
-	if (!rc)
-		rc = ml_reader_parse_stacks(&ps);
-	if (!rc)
+	if (!rc && light)
 		rc = ml_reader_parse_sampled(&ps);
 	if (!rc)
-		rc = ml_reader_parse_counters(&ps);
+		rc = light ? ml_reader_parse_totals(&ps) : parse_body(&ps);
 	if (!rc)
-		rc = ml_reader_parse_totals(&ps);
+		rc = ml_reader_parse_process(&ps);
 	if (!rc)
-		rc = ml_reader_check_gpu_total(&ps);
-	if (!rc)
-		rc = ml_reader_parse_timeline(&ps);
-	if (!rc)
-		rc = ml_reader_parse_samples(&ps);
-	if (!rc)
-		rc = ml_reader_parse_regions(&ps);
-	if (!rc)
-		rc = ml_reader_parse_spans(&ps);
+		rc = ml_reader_parse_warnings(&ps);
 	if (!rc)
 		rc = ml_reader_parse_notes(&ps);
 	if (!rc)
@@ -354,14 +363,14 @@ int ml_profile_parse(const void *data, size_t len, struct ml_profile **out, char
 		return ml_reader_set_err(err, errlen, -ENOMEM, "out of memory");
 	if (len)
 		memcpy(copy, data, len);
-	return parse_owned(copy, len, "(buffer)", out, err, errlen);
+	return parse_owned(copy, len, "(buffer)", false, out, err, errlen);
 }
 
 /* Reads the profile in the regular file fd (size bytes): its header first,
  * so that a file that is not a profile, or whose header disagrees with its
  * size, is rejected before the rest is read. */
-static int load_fd(int fd, size_t size, const char *path, struct ml_profile **out,
-		   char *err, size_t errlen)
+static int load_fd(int fd, size_t size, const char *path, bool light,
+		   struct ml_profile **out, char *err, size_t errlen)
 {
 	unsigned char head[HEADER_SIZE];
 	size_t head_len = size < HEADER_SIZE ? size : HEADER_SIZE;
@@ -386,10 +395,10 @@ static int load_fd(int fd, size_t size, const char *path, struct ml_profile **ou
 		return ml_reader_set_err(err, errlen, rc, "cannot read: %s",
 					 rc == -EIO ? "the file shrank while it was read" : strerror(-rc));
 	}
-	return parse_owned(data, size, path, out, err, errlen);
+	return parse_owned(data, size, path, light, out, err, errlen);
 }
 
-int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen)
+static int load(const char *path, bool light, struct ml_profile **out, char *err, size_t errlen)
 {
 	const char *what;
 	struct stat st;
@@ -406,9 +415,19 @@ int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t
 	if ((uint64_t)st.st_size > SIZE_MAX - 1)
 		rc = ml_reader_set_err(err, errlen, -EFBIG, "too large to read");
 	else
-		rc = load_fd(fd, (size_t)st.st_size, path, out, err, errlen);
+		rc = load_fd(fd, (size_t)st.st_size, path, light, out, err, errlen);
 	close(fd);
 	return rc;
+}
+
+int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen)
+{
+	return load(path, false, out, err, errlen);
+}
+
+int ml_profile_load_meta(const char *path, struct ml_profile **out, char *err, size_t errlen)
+{
+	return load(path, true, out, err, errlen);
 }
 
 void ml_profile_free(struct ml_profile *p)
@@ -425,12 +444,16 @@ void ml_profile_free(struct ml_profile *p)
 		free(o->frames);
 		free(o->counters);
 		free(o->notes);
+		free(o->frames_extra);
+		free(o->timeline);
 		free(o);
 	}
 	free(p->modules);
 	free(p->stacks);
 	free(p->samples);
 	free(p->regions);
+	free(p->warnings);
+	free(p->merged);
 	free(p);
 }
 

@@ -23,6 +23,10 @@ struct owned {
 	uint64_t *frames;	/* every stack's frames, rebuilt from the trie */
 	struct ml_fmt_counter *counters;	/* decoded from COUNTERS' columns */
 	const char **notes;	/* NOTES texts (copies in strings) */
+	/* A merged profile's own (report/merge.c): its samples' frames and its
+	 * timeline (a file's point into data). */
+	uint64_t *frames_extra;
+	struct ml_fmt_timepoint *timeline;
 };
 
 /* One section as found in the file. */
@@ -98,5 +102,8 @@ int ml_reader_parse_runtime(struct parse *ps);
 int ml_reader_parse_sampled(struct parse *ps);
 int ml_reader_parse_spans(struct parse *ps);
 int ml_reader_parse_notes(struct parse *ps);
+/* reader_process.c */
+int ml_reader_parse_process(struct parse *ps);
+int ml_reader_parse_warnings(struct parse *ps);
 
 #endif

@@ -372,7 +372,7 @@ static void write_full(const char *path)
 {
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_unknown(&w, 99);
 	put_modules(&w);
 	put_stacks(&w);
@@ -390,7 +390,7 @@ static void write_small_as(const char *path, bool raw)
 {
 	struct ml_writer w;
 
-	ck_assert_int_eq(raw ? ml_writer_open_raw(&w, path) : ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(raw ? ml_writer_open_raw(&w, path, 0644) : ml_writer_open(&w, path, 0644), 0);
 	put_meta(&w, 3, 64);
 	put_stacks(&w);
 	put_counters(&w);
@@ -588,7 +588,7 @@ START_TEST(round_trip_large)
 			frames[id - 1][f] = (uint64_t)(id >> (f / 8)) << 20 | f;
 		st[id - 1] = (struct tstack){ id, 40 - id % 40, 0, frames[id - 1] + id % 40 };
 	}
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_meta(&w, 3, 40);
 	put_stack_set(&w, st, 3000);
 	ck_assert_uint_lt(tn, 3000 * 40 / 2);	/* shared: less than half the frames */
@@ -721,7 +721,7 @@ static void write_with_notes(const char *path, const char *const *notes, size_t 
 {
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_meta(&w, 3, 64);
 	put_stacks(&w);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_NOTES), 0);
@@ -917,7 +917,7 @@ static const char *structure_error(void (*fn)(struct ml_writer *))
 	int rc;
 
 	n_order = 0;	/* no STACKS written yet */
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	fn(&w);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 	rc = ml_profile_load(path, &p, errbuf, sizeof(errbuf));
@@ -1213,7 +1213,7 @@ START_TEST(trie_edge_cases)
 					   { .id = 1, .depth = 0, .leaf = 0 } };
 	static const uint64_t want8[3] = { 0x30, 0x20, 0x10 }, want6[2] = { 0x40, 0x10 };
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_raw(&w, NULL, 0, &empty, 1);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
@@ -1222,7 +1222,7 @@ START_TEST(trie_edge_cases)
 	ck_assert_ptr_nonnull(p->stacks[0].frames);
 	ml_profile_free(p);
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_raw(&w, chain, 4, s, 4);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
@@ -1313,7 +1313,7 @@ START_TEST(malformed_structure)
 		const char *path = in_dir("gpu_ok.prof");
 		struct ml_profile *p = NULL;
 		struct ml_writer w;
-		ck_assert_int_eq(ml_writer_open(&w, path), 0);
+		ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 		gpu_total_ok(&w);
 		ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 		ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
@@ -1374,7 +1374,7 @@ START_TEST(commit_no_replace)
 	unsigned char *raw;
 
 	spit(final, "occupied", 8);
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", final, (int)getpid());
 	ck_assert_str_eq(w.tmp_path, tmp);
 	ck_assert_int_eq(access(tmp, F_OK), 0);
@@ -1406,7 +1406,7 @@ START_TEST(abort_removes_temp)
 	const char *final = in_dir("aborted.prof");
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	put_meta(&w, 3, 64);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_STACKS), 0);
 	ck_assert_int_eq(count_files(), 1);
@@ -1414,8 +1414,8 @@ START_TEST(abort_removes_temp)
 	ck_assert_int_eq(count_files(), 0);
 	ck_assert_int_eq(access(final, F_OK), -1);
 	/* A second writer on the same name works: O_EXCL found nothing left. */
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
-	ck_assert_int_eq(ml_writer_open(&(struct ml_writer){ 0 }, final), -EEXIST);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
+	ck_assert_int_eq(ml_writer_open(&(struct ml_writer){ 0 }, final, 0644), -EEXIST);
 	ml_writer_abort(&w);
 	ck_assert_int_eq(count_files(), 0);
 }
@@ -1426,24 +1426,24 @@ START_TEST(writer_misuse)
 	const char *final = in_dir("misuse.prof");
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	ck_assert_int_eq(ml_writer_put(&w, "x", 1), -EINVAL);	/* no open section */
 	ml_writer_abort(&w);
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_META), 0);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_STACKS), -EINVAL);
 	ck_assert_int_eq(ml_writer_put(&w, "x", 1), -EINVAL);	/* sticky */
 	ck_assert_int_eq(ml_writer_commit(&w, final, true), -EINVAL);
 	ml_writer_abort(&w);
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_META), 0);
 	ck_assert_int_eq(ml_writer_commit(&w, final, true), -EINVAL);	/* section open */
 	ml_writer_abort(&w);
 	ck_assert_int_eq(count_files(), 0);
 
-	ck_assert_int_eq(ml_writer_open(&w, "/nonexistent-dir/x.prof"), -ENOENT);
+	ck_assert_int_eq(ml_writer_open(&w, "/nonexistent-dir/x.prof", 0644), -ENOENT);
 	ml_writer_abort(&w);
 }
 END_TEST
