@@ -91,7 +91,7 @@ def make_tools(args):
                 "ml-sample",
                 lambda argv, d: ([cli, "run", "--sample", str(args.sample), "-o", d, "--"] + argv,
                                  base_env),
-                lambda d: os.path.join(d, "memline.*.mlp"),
+                lambda d: os.path.join(d, "memline.*", "memline.*.mlp"),
                 f"{cli} run --sample {args.sample} -o DIR -- (estimates)"))
     elif os.path.exists(lib):
         def preload(argv, d):

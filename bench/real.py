@@ -78,9 +78,13 @@ def make_tools(args):
     cli = os.path.join(args.build, "memline")
     tools = [Tool("plain", lambda a, d: a, lambda d: [])]
     tools.append(Tool("memline", lambda a, d: [cli, "run", "-o", d, "--"] + a,
-                      lambda d: glob.glob(os.path.join(d, "memline.*.mlp"))))
+                      lambda d: glob.glob(os.path.join(d, "**", "memline.*.mlp"), recursive=True)))
     if shutil.which("heaptrack") and not args.no_heaptrack:
-        tools.append(Tool("heaptrack", lambda a, d: ["heaptrack", "-o", os.path.join(d, "ht")] + a,
+        # Its interpreter is capped at 12 GiB of address space: on cc1plus it
+        # grows to ~19 GB here and dies (std::bad_alloc) anyway, taking the
+        # shared machine's memory with it first.
+        cap = ["prlimit", f"--as={12 << 30}", "--"] if shutil.which("prlimit") else []
+        tools.append(Tool("heaptrack", lambda a, d: cap + ["heaptrack", "-o", os.path.join(d, "ht")] + a,
                           lambda d: glob.glob(os.path.join(d, "ht.*"))))
     if shutil.which("valgrind") and not args.no_valgrind:
         tools.append(Tool("massif", lambda a, d: ["valgrind", "-q", "--tool=massif",
@@ -121,16 +125,21 @@ def memline_allocs(cli, files):
 
 
 def report_times(cli, path, reps=3):
-    """Median seconds of `memline report PATH VIEW` for the main views."""
+    """Median (wall s, CPU s) of `memline report PATH VIEW [--limit 20]` for the
+    main views: the whole listing (every record, to /dev/null) and the 20
+    largest.  CPU time (user + sys) is the figure on a loaded machine."""
     out = {}
-    for view in ("leaks", "peak", "ops"):
-        walls = []
+    for view, extra in (("leaks", []), ("peak", []), ("ops", []),
+                        ("leaks", ["--limit", "20"]), ("peak", ["--limit", "20"])):
+        walls, cpus = [], []
         for _ in range(reps):
             t0 = time.monotonic_ns()
-            subprocess.run([cli, "report", path, view], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen([cli, "report", path, view] + extra,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _, _, ru = os.wait4(proc.pid, 0)
             walls.append((time.monotonic_ns() - t0) / 1e9)
-        out[view] = statistics.median(walls)
+            cpus.append(ru.ru_utime + ru.ru_stime)
+        out[" ".join([view] + extra)] = (statistics.median(walls), statistics.median(cpus))
     return out
 
 
@@ -154,7 +163,9 @@ def measure(args, progs, tools, work):
                     wall, cpu, rss = run_once(tool.wrap(argv, d), d)
                 except RuntimeError as e:
                     r["err"] = str(e)
-                    print(f"  {name} under {tool.name}: FAILED: {e}", flush=True)
+                    left = sum(os.path.getsize(f) for f in tool.files(d))
+                    print(f"  {name} under {tool.name}: FAILED: {e}" +
+                          (f" (it left {left:,} bytes of profile)" if left else ""), flush=True)
                     continue
                 files = tool.files(d)
                 r["wall"].append(wall)
@@ -250,7 +261,8 @@ def main():
             if len(files) == 1:
                 t = report_times(cli, files[0])
                 print(f"memline report on the {name} profile ({os.path.getsize(files[0]):,} B): " +
-                      ", ".join(f"{v} {s:.3f} s" for v, s in t.items()) + " (median of 3)")
+                      ", ".join(f"{v} {w:.2f} s ({c:.2f} s CPU)" for v, (w, c) in t.items()) +
+                      " (median of 3)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -13,6 +13,7 @@ included), medians of REPS interleaved runs.
 
 Also prints the RUNTIME section's own account (memline report --json)."""
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -32,7 +33,7 @@ def run(argv, env, cwd):
 
 
 def runtime_of(cli, d):
-    files = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".mlp")]
+    files = glob.glob(os.path.join(d, "**", "*.mlp"), recursive=True)
     if not files:
         raise RuntimeError(f"no profile in {d}: {os.listdir(d)}")
     out = subprocess.run([cli, "report", files[0], "leaks", "--json", "--limit", "0"],
