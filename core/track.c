@@ -43,12 +43,23 @@ static void no_room(void)
 	ml_degrade("out of memory for the live table; allocations are no longer recorded");
 }
 
+/* The thread's counter for (*stack, kind); without room for a new one,
+ * the lost stack's (counted without a stack, as the report says). */
+static struct ml_counter *counter_or_lost(struct ml_thread *t, uint32_t *stack, uint32_t kind)
+{
+	struct ml_counter *c = ml_thread_counter(t, *stack, kind);
+	if (__builtin_expect(c != NULL, 1) || *stack == ML_NODE_LOST)
+		return c;
+	*stack = ML_NODE_LOST;
+	return ml_thread_counter(t, ML_NODE_LOST, kind);
+}
+
 /* Adds (ptr, kind) -> (size, stack) to the live table and counts it. */
 static void add_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t stack,
 		      uint32_t kind)
 {
 	struct ml_live_block old;
-	struct ml_counter *c = ml_thread_counter(t, stack, kind);
+	struct ml_counter *c = counter_or_lost(t, &stack, kind);
 	if (!c || ml_livetab_insert(ptr, kind, size, stack, &old) < 0) {
 		no_room();
 		return;
