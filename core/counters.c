@@ -26,52 +26,63 @@ union kind_word {
 
 struct kind_state {
 	union kind_word total __attribute__((aligned(16)));
-	union kind_word peak_time __attribute__((aligned(16)));	/* .live = peak, .peak = its TSC */
+	union kind_word peak_time __attribute__((aligned(16)));	/* .live = peak, .peak = its time */
 } __attribute__((aligned(64)));
 
 static struct kind_state kinds[ML_KIND_COUNT];
+
+/* The kind's total reached a new peak: keep its time (the coarse clock
+ * the timeline read for this very event: a new peak always makes it
+ * read).  {peak, time} moves only up. */
+static void note_peak_time(uint32_t kind, uint64_t peak)
+{
+	union kind_word t, nt;
+	nt.live = peak;
+	nt.peak = ml_timeline_last_ns(kind);
+	if (__builtin_expect(ml_tl_plain, 1)) {
+		kinds[kind].peak_time.word = nt.word;
+		return;
+	}
+	t.word = kinds[kind].peak_time.word;
+	while (t.live < peak) {
+		unsigned __int128 seen = __sync_val_compare_and_swap(&kinds[kind].peak_time.word,
+								      t.word, nt.word);
+		if (seen == t.word)
+			break;
+		t.word = seen;
+	}
+}
 
 /* Adds delta to the kind's live total; returns the peak before it in
  * *before and after it. */
 static inline uint64_t apply_total(uint32_t kind, int64_t delta, uint64_t *before)
 {
 	union kind_word old, new;
-	old.word = kinds[kind].total.word;	/* may tear; the CAS corrects it */
 	if (__builtin_expect(ml_tl_plain, 1)) {	/* the one recording thread */
+		old.live = kinds[kind].total.live;
+		old.peak = kinds[kind].total.peak;
 		new.live = old.live + (uint64_t)delta;
 		new.peak = new.live > old.peak ? new.live : old.peak;
-		kinds[kind].total.word = new.word;
-		goto done;
+		kinds[kind].total.live = new.live;
+		kinds[kind].total.peak = new.peak;
+	} else {
+		old.word = kinds[kind].total.word;	/* may tear; the CAS corrects it */
+		for (;;) {
+			new.live = old.live + (uint64_t)delta;
+			new.peak = new.live > old.peak ? new.live : old.peak;
+			unsigned __int128 seen = __sync_val_compare_and_swap(
+				&kinds[kind].total.word, old.word, new.word);
+			if (__builtin_expect(seen == old.word, 1))
+				break;
+			old.word = seen;
+		}
 	}
-	for (;;) {
-		new.live = old.live + (uint64_t)delta;
-		new.peak = new.live > old.peak ? new.live : old.peak;
-		unsigned __int128 seen = __sync_val_compare_and_swap(&kinds[kind].total.word,
-								      old.word, new.word);
-		if (__builtin_expect(seen == old.word, 1))
-			break;
-		old.word = seen;
-	}
-done:
 	ML_ASSERT(delta >= 0 || old.live >= (uint64_t)-delta);	/* never below 0 */
 	ML_ASSERT(new.peak >= new.live && new.peak >= old.peak);
 	*before = old.peak;
 	ml_timeline_event(kind, new.live);
-	if (__builtin_expect(new.peak > old.peak, 0)) {
-		uint64_t tsc = ml_tsc();
-		/* Keep the time of the highest peak: {peak, tsc} moves only up. */
-		union kind_word t, nt;
-		t.word = kinds[kind].peak_time.word;
-		while (t.live < new.peak) {
-			nt.live = new.peak;
-			nt.peak = tsc;
-			unsigned __int128 seen = __sync_val_compare_and_swap(
-				&kinds[kind].peak_time.word, t.word, nt.word);
-			if (seen == t.word)
-				break;
-			t.word = seen;
-		}
-	}
+	if (__builtin_expect(new.peak > old.peak, 0))
+		note_peak_time(kind, new.peak);
 	return new.peak;
 }
 
@@ -225,7 +236,7 @@ void ml_counters_totals(uint32_t kind, struct ml_kind_totals *out)
 	ML_ASSERT(t.peak >= t.live);
 	out->live_bytes = t.live;
 	out->peak_bytes = t.peak;
-	out->peak_tsc = pt.live == t.peak ? pt.peak : 0;
+	out->peak_ns = pt.live == t.peak ? pt.peak : 0;
 }
 
 void ml_counters_reset_totals(void)

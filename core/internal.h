@@ -56,7 +56,7 @@ void ml_arena_after_fork(void);
  * stack looks up only the frames in which it differs; and a direct-mapped
  * copy of the (parent, address) -> node lookups it made last (node ids
  * never change, so entries never go stale). */
-#define ML_CHILD_CACHE 512u
+#define ML_CHILD_CACHE 4096u
 struct ml_child_slot {
 	uint64_t address;
 	uint32_t parent, node;
@@ -86,8 +86,8 @@ static inline uint32_t ml_stacktab_child_cached(struct ml_intern_cache *c, uint3
 						uint64_t address)
 {
 	uint64_t h = (address ^ parent) * 0x9e3779b97f4a7c15ull;
-	struct ml_child_slot *cs = &c->child[h >> (64 - 9)];
-	_Static_assert(ML_CHILD_CACHE == 1u << 9, "9 bits");
+	struct ml_child_slot *cs = &c->child[h >> (64 - 12)];
+	_Static_assert(ML_CHILD_CACHE == 1u << 12, "12 bits");
 	if (__builtin_expect(cs->address == address && cs->parent == parent, 1))
 		return cs->node;
 	uint32_t node = ml_stacktab_child(parent, address);
@@ -160,7 +160,8 @@ struct ml_counter_sum {
 struct ml_kind_totals {
 	uint64_t live_bytes;
 	uint64_t peak_bytes;
-	uint64_t peak_tsc;		/* when peak_bytes was set (raw TSC), 0 if never */
+	uint64_t peak_ns;		/* when peak_bytes was set (the coarse monotonic
+					 * clock, ml_clock_coarse_ns), 0 if never */
 };
 
 /* Applies one allocation (+size) to c, the calling thread's counter.
@@ -357,10 +358,42 @@ uint64_t ml_livetab_bytes(void);
 /* Forgets every entry and resets locks (fork child). */
 void ml_livetab_reset(void);
 
-/* ---- unwind.c: a cached .eh_frame walker for x86-64, libunwind's fast
- * path (see the file comment for when it declines). ---- */
-/* Creates the rule cache (idempotent).  Returns 0 or -ENOMEM. */
+/* ---- unwind_rules.c: the unwind rule of a code address, from .eh_frame
+ * (see the file comment for the forms it represents). ---- */
+/* A rule packed in 64 bits, laid out as struct ml_unwind_rule on this
+ * little-endian target: the CFA's offset from rsp or rbp, the caller's rbp
+ * slot's and the return address's offsets from the CFA, flags.  Never 0
+ * (ML_RULE_VALID is always set). */
+struct ml_unwind_rule {
+	int32_t cfa_off;
+	int16_t bp_off;
+	int8_t ra_off;
+	uint8_t flags;
+};
+#define ML_RULE_CFA_RBP 0x01u	/* CFA is rbp-based (else rsp-based) */
+#define ML_RULE_RBP_SAVED 0x02u	/* caller's rbp is at CFA + bp_off */
+#define ML_RULE_RBP_UNDEF 0x04u	/* caller's rbp is unknown */
+#define ML_RULE_RA_UNDEF 0x08u	/* no caller: the outermost frame */
+#define ML_RULE_BAD 0x10u	/* not representable: use libunwind */
+#define ML_RULE_VALID 0x80u
+/* Creates the shared rule cache (idempotent).  Returns 0 or -ENOMEM. */
 int ml_unwind_init(void);
+/* The packed rule of code address target (the instruction's, or for a
+ * return address ra, of ra - 1), cached.  ml_unwind_init must have
+ * succeeded.  Thread-safe, lock-free when cached; never allocates through
+ * malloc. */
+uint64_t ml_unwind_rule(uint64_t target);
+/* 0 before ml_unwind_init; bumped by every flush, so that copies of
+ * rules (the threads' first-level caches, their previous walks) made
+ * under an older value are dropped. */
+extern volatile uint32_t ml_unwind_gen;
+/* Forgets every cached rule (after dlclose: the address may be reused). */
+void ml_unwind_flush(void);
+/* In a fork child: release the insert lock. */
+void ml_unwind_after_fork(void);
+
+/* ---- unwind.c: the walker for x86-64 with those rules, reusing the
+ * thread's previous walk; libunwind is its fallback. ---- */
 /* Stores the calling thread's return addresses, innermost first, into
  * buf[0..limit) (limit <= ML_CAPTURE_BUF), as unw_backtrace() would:
  * buf[0] is a return address into the caller of ml_unwind_fast, the last
@@ -378,10 +411,6 @@ int ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo, uint64_t skip_hi, uint
 /* Forgets the previous walk kept in walk (a thread state's, handed to a
  * new thread). */
 void ml_unwind_thread_reset(void *walk);
-/* Forgets every cached rule (after dlclose: the address may be reused). */
-void ml_unwind_flush(void);
-/* In a fork child: release the insert lock. */
-void ml_unwind_after_fork(void);
 
 /* ---- libunwind.c: libunwind without descriptors or pthread keys ---- */
 /* Sets libunwind up: its memory accessor replaced, the pipe it opened
@@ -399,10 +428,36 @@ uint32_t ml_libunwind_capture(uint64_t *frames, uint32_t max);
 /* Notes that kind's total is now live_bytes at now_ns (ml_clock_coarse_ns).
  * Thread-safe, lock-free except while buckets merge. */
 void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes);
-/* The same for the hot path: kind's total is now live_bytes.  Reads the
- * clock only every few events per thread and touches the shared bucket
- * only when the value may raise it (see timeline.c). */
-void ml_timeline_event(uint32_t kind, uint64_t live_bytes);
+/* What a thread knows of kind's timeline (see timeline.c). */
+#define ML_TIMELINE_EVERY 16u
+struct ml_timeline_thread {
+	uint32_t countdown;	/* events to the next clock read */
+	uint32_t gen;		/* the timeline reset it belongs to (0: never used) */
+	uint64_t known;		/* the bucket at idx holds at least this (max live + 1) */
+	uint64_t now_ns;	/* the clock at the last read */
+	uint64_t idx;		/* the bucket now_ns fell in, at shift */
+	uint32_t shift;
+};
+extern __thread struct ml_timeline_thread ml_tl_timeline[ML_KIND_COUNT]
+	__attribute__((tls_model("initial-exec")));
+void ml_timeline_slow(uint32_t kind, uint64_t live_bytes);
+/* The hot path's note: kind's total is now live_bytes.  Reads the clock
+ * only when the value may raise the bucket the thread last saw, or every
+ * ML_TIMELINE_EVERY events (timeline.c).  Thread-safe. */
+static inline void ml_timeline_event(uint32_t kind, uint64_t live_bytes)
+{
+	struct ml_timeline_thread *t = &ml_tl_timeline[kind];
+	if (__builtin_expect(--t->countdown != 0 && live_bytes < t->known, 1))
+		return;
+	ml_timeline_slow(kind, live_bytes);
+}
+/* The coarse clock (ns) this thread's last ml_timeline_event for kind
+ * read: right after an event that raised the kind's peak, that event's
+ * time. */
+static inline uint64_t ml_timeline_last_ns(uint32_t kind)
+{
+	return ml_tl_timeline[kind].now_ns;
+}
 /* Calls fn(kind, ns_since_start, max_live_in_bucket) for every non-empty
  * bucket in time order, per kind. */
 void ml_timeline_foreach(void (*fn)(uint32_t kind, uint64_t ns, uint64_t live, void *arg),
@@ -410,12 +465,9 @@ void ml_timeline_foreach(void (*fn)(uint32_t kind, uint64_t ns, uint64_t live, v
 /* Clears everything; times are measured from now_ns. */
 void ml_timeline_reset(uint64_t now_ns);
 
-/* ---- clock.c: timestamps (TSC for the peak's time, the coarse clock for
- * the timeline). ---- */
-static inline uint64_t ml_tsc(void) { return __builtin_ia32_rdtsc(); }
+/* ---- clock.c: timestamps (the coarse clock on the hot path). ---- */
 /* Start-up clocks (set by ml_clock_start). */
 void ml_clock_start(void);
-uint64_t ml_clock_start_tsc(void);
 /* CLOCK_MONOTONIC_COARSE in ns (a few ns to read; resolution ~4 ms). */
 static inline uint64_t ml_clock_coarse_ns(void)
 {
@@ -426,9 +478,6 @@ static inline uint64_t ml_clock_coarse_ns(void)
 uint64_t ml_clock_start_realtime_ns(void);
 /* Monotonic nanoseconds since start. */
 uint64_t ml_clock_elapsed_ns(void);
-/* Converts a TSC delta (since start) to nanoseconds, calibrated against
- * CLOCK_MONOTONIC over the run so far. */
-uint64_t ml_clock_tsc_to_ns(uint64_t tsc_delta);
 
 /* ---- modules.c: the module map. ---- */
 /* Refreshes the map from dl_iterate_phdr, keeping modules seen before and
