@@ -109,20 +109,23 @@ static inline void ml_track_count_thread(uint64_t size)
 	ml_tl_allocs++;
 }
 
-/* The hook's own frame, where the next stack walk on this thread may start
- * instead of walking the runtime's frames.  ML_UNWIND_MARK() goes in the
- * hook itself (so inlined into it), just before ml_track_alloc/moved;
- * ml_unwind_unmark() right after, so that the mark never outlives the
- * hook's frame (core/unwind.c). */
-struct ml_unwind_mark { uint64_t pc, sp, bp; };
+/* The hook's own frame, whose caller is where the next stack walk on this
+ * thread starts instead of walking the runtime's frames.  ML_UNWIND_MARK()
+ * goes in the hook itself (so inlined into it), just before
+ * ml_track_alloc/moved; ml_unwind_unmark() right after, so that the mark
+ * never outlives the hook's frame (core/unwind.c).  It notes the caller's
+ * state as the hook's frame record gives it: the runtime is built with
+ * frame pointers, so rbp (the frame address) points at the caller's saved
+ * rbp, the return address above it, and the caller's rsp is 16 bytes
+ * above (MEMLINE_VERIFY_UNWIND checks every such stack against
+ * libunwind's). */
+struct ml_unwind_mark { uint64_t ra, sp, bp; };
 extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
 #define ML_UNWIND_MARK() do { \
-	uint64_t pc_, sp_, bp_; \
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" \
-			 : "=&r"(pc_), "=&r"(sp_), "=&r"(bp_)); \
-	ml_tl_mark.pc = pc_; \
-	ml_tl_mark.bp = bp_; \
-	ml_tl_mark.sp = sp_; \
+	const uint64_t *fp_ = (const uint64_t *)__builtin_frame_address(0); \
+	ml_tl_mark.ra = fp_[1]; \
+	ml_tl_mark.bp = fp_[0]; \
+	ml_tl_mark.sp = (uint64_t)(uintptr_t)(fp_ + 2); \
 } while (0)
 static inline void ml_unwind_unmark(void) { ml_tl_mark.sp = 0; }
 

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <time.h>
 #include <bits/types/sigset_t.h>	/* sigset_t, without all of signal.h */
+#include <emmintrin.h>		/* SSE2: the live table compares four keys at once */
 #include "core/core.h"
 
 /* ---- config.c: the environment, read once at start-up (struct ml_config:
@@ -53,10 +54,10 @@ void ml_arena_after_fork(void);
 #define ML_NODES_MAX (1u << 30)
 
 /* Per thread: the path interned last, outermost frame first, so the next
- * stack looks up only the frames in which it differs; and a direct-mapped
- * copy of the (parent, address) -> node lookups it made last (node ids
- * never change, so entries never go stale). */
-#define ML_CHILD_CACHE 4096u
+ * stack looks up only the frames in which it differs; and a two-way set
+ * associative copy of the (parent, address) -> node lookups it made last
+ * (node ids never change, so entries never go stale). */
+#define ML_CHILD_SETS 2048u
 struct ml_child_slot {
 	uint64_t address;
 	uint32_t parent, node;
@@ -66,7 +67,7 @@ struct ml_intern_cache {
 	uint32_t root;			/* ML_NODE_ROOT* they hang below; 0: none */
 	uint64_t frames[ML_DEPTH_MAX];
 	uint32_t nodes[ML_DEPTH_MAX];
-	struct ml_child_slot child[ML_CHILD_CACHE];
+	struct ml_child_slot child[ML_CHILD_SETS][2];	/* [0]: the newer */
 };
 
 /* Creates the trie (idempotent).  Returns 0 or -ENOMEM. */
@@ -86,15 +87,16 @@ static inline uint32_t ml_stacktab_child_cached(struct ml_intern_cache *c, uint3
 						uint64_t address)
 {
 	uint64_t h = (address ^ parent) * 0x9e3779b97f4a7c15ull;
-	struct ml_child_slot *cs = &c->child[h >> (64 - 12)];
-	_Static_assert(ML_CHILD_CACHE == 1u << 12, "12 bits");
-	if (__builtin_expect(cs->address == address && cs->parent == parent, 1))
-		return cs->node;
+	struct ml_child_slot *set = c->child[h >> (64 - 11)];
+	_Static_assert(ML_CHILD_SETS == 1u << 11, "11 bits");
+	if (__builtin_expect(set[0].address == address && set[0].parent == parent, 1))
+		return set[0].node;
+	if (set[1].address == address && set[1].parent == parent)
+		return set[1].node;
 	uint32_t node = ml_stacktab_child(parent, address);
 	if (node) {
-		cs->address = address;
-		cs->parent = parent;
-		cs->node = node;
+		set[1] = set[0];
+		set[0] = (struct ml_child_slot){ address, parent, node };
 	}
 	return node;
 }
@@ -335,7 +337,8 @@ bool ml_sampling_maybe(uint64_t addr);
 /* In a fork child: the live table is empty, so is the filter. */
 void ml_sampling_after_fork(void);
 
-/* ---- livetab.c: live blocks, (address, kind) -> (size, stack). ---- */
+/* ---- livetab.c: live blocks, (address, kind) -> (size, stack).  The
+ * common paths are inline here; see livetab.c for the design. ---- */
 struct ml_live_block {
 	uint64_t addr;		/* 0: none */
 	uint64_t size;
@@ -343,14 +346,133 @@ struct ml_live_block {
 	uint32_t kind;
 };
 
-/* No set-up: each shard maps its table on its first insert. */
+#define ML_LIVE_SHARDS 256u
+#define ML_LIVE_REGION_SHIFT 20u	/* a shard per 1 MiB region (hashed) */
+#define ML_LIVE_WAYS 4u
+#define ML_LIVE_BIG 0xffffffffu		/* size escape: in the shard's side list */
+struct ml_live_bucket {
+	uint64_t key[ML_LIVE_WAYS];	/* address | kind << 60; 0: empty */
+	uint32_t stack[ML_LIVE_WAYS];
+	uint32_t size[ML_LIVE_WAYS];
+} __attribute__((aligned(64)));
+struct ml_live_big;
+struct ml_live_shard {
+	ml_spin_t lock;
+	uint32_t count;
+	uint32_t shift;		/* 64 - log2(buckets); 0 before the first insert */
+	uint32_t grow_at;	/* 0 before the first insert */
+	uint32_t rng;		/* picks the slot a kick evicts */
+	struct ml_live_bucket *b;
+	struct ml_live_big *big;
+	uint32_t n_big, big_cap;
+} __attribute__((aligned(64)));
+extern struct ml_live_shard ml_live_shards[ML_LIVE_SHARDS];
+
+static inline uint64_t ml_live_key(uint64_t addr, uint32_t kind)
+{
+	return addr | (uint64_t)kind << 60;
+}
+static inline struct ml_live_shard *ml_live_shard_of(uint64_t addr)
+{
+	return &ml_live_shards[((addr >> ML_LIVE_REGION_SHIFT) * 0x9e3779b97f4a7c15ull) >> 56];
+}
+/* A key's first bucket, and the mask to its other one (never 0). */
+static inline uint32_t ml_live_b1(uint32_t shift, uint64_t key)
+{
+	return (uint32_t)((key * 0xd6e8feb86659fd93ull) >> shift);
+}
+static inline uint32_t ml_live_alt(uint32_t shift, uint64_t key)
+{
+	return (uint32_t)((key * 0x9fb21c651e98df25ull) >> shift) | 1u;
+}
+/* The ways of b whose key is k's (k: the key in both halves), as bits
+ * 0, 2, 4, 6; no branch (which way holds a key is random). */
+static inline uint32_t ml_live_match(const struct ml_live_bucket *b, __m128i k)
+{
+	__m128i lo = _mm_load_si128((const __m128i *)(const void *)&b->key[0]);
+	__m128i hi = _mm_load_si128((const __m128i *)(const void *)&b->key[2]);
+	uint32_t m = (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, k))) |
+		(uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, k))) << 4;
+	return m & (m >> 1) & 0x55u;
+}
+#define ML_LIVE_WAY(m) ((unsigned)__builtin_ctz(m) >> 1)
+
+/* The whole of insert and remove (growth, evictions, missed frees, big
+ * sizes); the inline versions below call them when they must. */
+int ml_livetab_insert_slow(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
+			   struct ml_live_block *old);
+bool ml_livetab_remove_slow(uint64_t addr, uint32_t kind, struct ml_live_block *out);
+
 /* Adds (addr, kind) -> (size, stack).  Returns 0, or -ENOMEM (not added).
  * An existing entry for the same (addr, kind) is removed first and
  * returned in *old (old->addr = 0 if none).  Thread-safe. */
-int ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
-		      struct ml_live_block *old);
-/* Removes (addr, kind) and returns it in *out.  Returns false if unknown. */
-bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out);
+static inline __attribute__((always_inline)) int
+ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size,
+				    uint32_t stack, struct ml_live_block *old)
+{
+	uint64_t key = ml_live_key(addr, kind);
+	struct ml_live_shard *s = ml_live_shard_of(addr);
+	bool plain = ml_tl_plain;
+	if (!plain)
+		ml_spin_lock(&s->lock);
+	/* The key in neither bucket (else the allocator reused an address
+	 * whose free we missed) and a free way in the first.  A table not
+	 * made yet has count = grow_at = 0. */
+	if (__builtin_expect(s->count < s->grow_at && size < ML_LIVE_BIG, 1)) {
+		uint32_t i = ml_live_b1(s->shift, key);
+		struct ml_live_bucket *b1 = &s->b[i], *b2 = &s->b[i ^ ml_live_alt(s->shift, key)];
+		__builtin_prefetch(b2);
+		__m128i k = _mm_set1_epi64x((long long)key);
+		uint32_t empty = ml_live_match(b1, _mm_setzero_si128());
+		if (__builtin_expect(empty && !(ml_live_match(b1, k) | ml_live_match(b2, k)), 1)) {
+			unsigned w = ML_LIVE_WAY(empty);
+			b1->key[w] = key;
+			b1->stack[w] = stack;
+			b1->size[w] = (uint32_t)size;
+			s->count++;
+			if (!plain)
+				ml_spin_unlock(&s->lock);
+			old->addr = 0;
+			return 0;
+		}
+	}
+	if (!plain)
+		ml_spin_unlock(&s->lock);
+	return ml_livetab_insert_slow(addr, kind, size, stack, old);
+}
+
+/* Removes (addr, kind) and returns it in *out.  Returns false if unknown.
+ * Thread-safe. */
+static inline __attribute__((always_inline)) bool
+ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
+{
+	uint64_t key = ml_live_key(addr, kind);
+	struct ml_live_shard *s = ml_live_shard_of(addr);
+	bool plain = ml_tl_plain;
+	if (!plain)
+		ml_spin_lock(&s->lock);
+	if (__builtin_expect(s->shift != 0, 1)) {
+		struct ml_live_bucket *b = &s->b[ml_live_b1(s->shift, key)];
+		uint32_t m = ml_live_match(b, _mm_set1_epi64x((long long)key));
+		if (__builtin_expect(m != 0, 1)) {
+			unsigned w = ML_LIVE_WAY(m);
+			if (__builtin_expect(b->size[w] != ML_LIVE_BIG, 1)) {
+				out->addr = addr;
+				out->kind = kind;
+				out->stack = b->stack[w];
+				out->size = b->size[w];
+				b->key[w] = 0;
+				s->count--;
+				if (!plain)
+					ml_spin_unlock(&s->lock);
+				return true;
+			}
+		}
+	}
+	if (!plain)
+		ml_spin_unlock(&s->lock);
+	return ml_livetab_remove_slow(addr, kind, out);
+}
 /* Live entries now (all kinds). */
 uint64_t ml_livetab_count(void);
 /* Bytes of memory the tables hold. */

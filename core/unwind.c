@@ -4,19 +4,24 @@
  *
  * A walk is a function of its state at each frame, (target, sp, bp), and
  * of the stack words it reads (return addresses, saved rbp).  So if the
- * new walk reaches a frame whose state equals frame j's state in the
- * thread's previous walk, and every word the previous walk read from frame
- * j outwards still holds the value read then, the rest of the new walk is
- * the rest of the previous one, word for word, trie nodes included.  The
- * re-reads have addresses known in advance (no dependent chain), so they
- * cost far less than unwinding: a program that allocates repeatedly under
- * the same callers walks only the frames that changed (bytehound's
+ * new walk reaches a frame whose state equals a frame's state in the
+ * thread's previous walk, and every word the previous walk read from that
+ * frame outwards still holds the value read then, the rest of the new walk
+ * is the rest of the previous one, word for word, trie nodes included.
+ * The re-reads have addresses known in advance (no dependent chain), so
+ * they cost far less than unwinding: a program that allocates repeatedly
+ * under the same callers walks only the frames that changed (bytehound's
  * shadow-stack idea, without patching return addresses).
  *
- * Per walked frame: one probe of a per-thread direct-mapped copy of the
- * rules (the shared cache behind it, .eh_frame behind that), two or three
- * loads.  The record is kept as arrays (outermost frame first) so that the
- * check of the reused part is a tight loop over (address, value) pairs. */
+ * The record of a walk has two parts: the outer frames (outermost first,
+ * kept in place from walk to walk) and the inner frames of the last walk
+ * (innermost first, in one of two buffers).  A new walk writes its frames
+ * into the other buffer; when it meets an outer frame it keeps the outer
+ * part up to there and nothing is copied; when it meets a frame of the
+ * last walk's inner part, those frames move to the outer part (each frame
+ * moves once).  Per walked frame: one probe of a per-thread direct-mapped
+ * copy of the rules (the shared cache behind it, .eh_frame behind that),
+ * two or three loads, the stores of its record. */
 #include <string.h>
 #include "core/internal.h"
 
@@ -38,24 +43,27 @@ struct word {
 	uint64_t at, val;
 };
 
-/* The frames of a walk in progress, innermost first. */
-struct fresh {
+/* The frames of one walk's inner part, innermost first. */
+struct inner {
 	uint64_t sp[WALK_MAX], bp[WALK_MAX];	/* state entering the frame */
 	struct word ra[WALK_MAX];		/* its return address */
 	struct word bw[WALK_MAX];		/* the saved rbp read; if none, ra again
 						 * (so a check needs no branch) */
+	uint32_t node[WALK_MAX];		/* trie node of the path root .. here */
+	uint16_t rbp_cum[WALK_MAX];		/* rbp-based CFAs here and outwards */
 	uint8_t bits[WALK_MAX];
 };
 
-/* Per thread: the previous walk, OUTERMOST FIRST (frame i, innermost = 0,
- * is at index n - 1 - i), so a new walk that shares its outer part keeps
- * those entries where they are and rewrites only the inner ones.  Frame
- * i's target is pc0 for i = 0, else frame i-1's return address - 1. */
+/* Per thread.  The previous walk is, innermost first: x[0 .. nx), then
+ * the outer part from index no - 1 down to 0.  Frame p's target (p
+ * innermost = 0) is pc0 for p = 0, else frame p-1's return address - 1. */
 struct thread_walk {
-	uint32_t n;		/* frames recorded (0: no previous walk) */
-	uint32_t nodes;		/* [0, nodes) have their trie node */
+	uint32_t nx;		/* inner frames of the previous walk (in *x) */
+	uint32_t no;		/* outer frames */
+	uint32_t onodes;	/* outer [0, onodes) have their trie node */
+	uint32_t xnodes;	/* the outermost xnodes of x have theirs */
 	uint32_t limit;		/* the limit it ran with */
-	uint32_t end;		/* END_*: how it stopped */
+	uint32_t end;		/* END_*: how it stopped (0: no previous walk) */
 	uint32_t gen;		/* ml_unwind_gen it ran under */
 	uint32_t l1_gen;	/* ml_unwind_gen l1 belongs to */
 	volatile int busy;	/* a walk is running (a signal handler's must not reuse) */
@@ -64,13 +72,15 @@ struct thread_walk {
 	uint64_t pc0;		/* frame 0's target */
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
+	struct inner *x, *y;	/* the previous walk's inner part; the next one's */
 	struct l1_slot l1[L1_SLOTS];
+	/* The outer part, outermost first. */
 	uint64_t sp[WALK_MAX], bp[WALK_MAX];
 	struct word ra[WALK_MAX], bw[WALK_MAX];
-	uint32_t node[WALK_MAX];	/* the trie node of the path outermost .. here */
-	uint16_t rbp_cum[WALK_MAX];	/* frames with an rbp-based CFA in [0, here] */
+	uint32_t node[WALK_MAX];
+	uint16_t rbp_cum[WALK_MAX];		/* rbp-based CFAs in [0, here] */
 	uint8_t bits[WALK_MAX];
-	struct fresh fresh;
+	struct inner in[2];
 };
 
 /* The calling thread's walk record, in its ml_thread (which a later thread
@@ -85,6 +95,8 @@ static struct thread_walk *walk_get(void)
 		return w;
 	if (!(w = ml_arena_alloc(sizeof(*w))))
 		return NULL;
+	w->x = &w->in[0];
+	w->y = &w->in[1];
 	t->walk = w;
 	return w;
 }
@@ -94,94 +106,125 @@ void ml_unwind_thread_reset(void *walk)
 	struct thread_walk *w = walk;
 	if (!w)
 		return;
-	w->n = 0;
-	w->nodes = 0;
+	w->end = 0;
+	w->nx = w->no = w->onodes = w->xnodes = 0;
 	w->home_top = 0;
 	w->declined = 0;
 	w->busy = 0;
 }
 
-/* The first index r in [0, upto] whose words no longer hold what the
- * previous walk read, or upto + 1.  Return-address words only when no
- * frame of [0, upto) finds its CFA from rbp: their return addresses then
- * do not depend on the saved rbp words (frame upto's own CFA comes from
- * the rbp compared equal on entry).  A recorded rbp left stale so can
- * only make a later match fail: rbp is compared only where an rbp-based
- * CFA follows.  Outermost first, four frames per test: independent
- * loads. */
-static uint32_t first_changed(const struct thread_walk *w, uint32_t upto)
-{
-	uint32_t end = upto + 1, r = 0;
 #define DIFF(x) (*(const volatile uint64_t *)(uintptr_t)(x).at ^ (x).val)
-	if (w->rbp_cum[upto] == ((w->bits[upto] & BIT_RBP_CFA) != 0)) {
-		for (; r + 4 <= end; r += 4)
+
+/* The first index r in [0, upto) of the outer part whose words no longer
+ * hold what was read, or upto; saved-rbp words too when bp says so. */
+static uint32_t outer_changed(const struct thread_walk *w, uint32_t upto, bool bp)
+{
+	uint32_t r = 0;
+	if (!bp) {
+		for (; r + 4 <= upto; r += 4)
 			if (__builtin_expect((DIFF(w->ra[r]) | DIFF(w->ra[r + 1]) |
 					      DIFF(w->ra[r + 2]) | DIFF(w->ra[r + 3])) != 0, 0))
 				break;
-		for (; r < end; r++)
+		for (; r < upto; r++)
 			if (DIFF(w->ra[r]))
-				return r;
-		return end;
+				break;
+		return r;
 	}
-	for (; r + 2 <= end; r += 2)
+	for (; r + 2 <= upto; r += 2)
 		if (__builtin_expect((DIFF(w->ra[r]) | DIFF(w->bw[r]) | DIFF(w->ra[r + 1]) |
 				      DIFF(w->bw[r + 1])) != 0, 0))
 			break;
-	for (; r < end; r++)
+	for (; r < upto; r++)
 		if (DIFF(w->ra[r]) | DIFF(w->bw[r]))
-			return r;
-#undef DIFF
-	return end;
+			break;
+	return r;
 }
 
-/* Whether the previous walk's entry k (of on) has the state (target, bp,
- * bits) of the new walk's frame at the same sp.  rbp is compared only
- * when some frame from there outwards takes its CFA from it. */
-static inline bool same_state(const struct thread_walk *w, uint32_t k, uint32_t on,
-			      uint64_t target, uint64_t bp, uint32_t bits)
+/* The position (innermost = 0) of the outermost frame at p or outwards
+ * whose words no longer hold what the previous walk read, or -1.
+ * Return-address words only when no frame strictly outwards of p finds
+ * its CFA from rbp: their return addresses then do not depend on the
+ * saved rbp words (frame p's own CFA comes from the rbp compared equal on
+ * entry).  A recorded rbp left stale so can only make a later match fail:
+ * rbp is compared only where an rbp-based CFA follows.  Outermost first,
+ * independent loads. */
+static int64_t changed_from(const struct thread_walk *w, uint32_t p)
 {
-	uint64_t old_target = k + 1 == on ? w->pc0 : w->ra[k + 1].val - 1;
+	uint32_t nx = w->nx, no = w->no;
+	const struct inner *x = w->x;
+	if (p >= nx) {
+		uint32_t k = no - 1 - (p - nx);
+		bool bp = w->rbp_cum[k] != ((w->bits[k] & BIT_RBP_CFA) != 0);
+		uint32_t r = outer_changed(w, k + 1, bp);
+		return r <= k ? (int64_t)(nx + no - 1 - r) : -1;
+	}
+	bool bp = x->rbp_cum[p] != ((x->bits[p] & BIT_RBP_CFA) != 0);
+	uint32_t r = outer_changed(w, no, bp);
+	if (r < no)
+		return (int64_t)(nx + no - 1 - r);
+	for (uint32_t i = nx; i-- > p;)
+		if (DIFF(x->ra[i]) | (bp ? DIFF(x->bw[i]) : 0))
+			return i;
+	return -1;
+}
+#undef DIFF
+
+/* Whether a previous frame (its target, rbp state and rbp_cum) has the
+ * state (target, bp, bits) of the new walk's frame at the same sp.  rbp
+ * is compared only when some frame from there outwards takes its CFA
+ * from it. */
+static inline bool same_state(uint64_t old_target, uint64_t old_bp, uint32_t old_bits,
+			      uint32_t rbp_cum, uint64_t target, uint64_t bp, uint32_t bits)
+{
 	if (old_target != target)
 		return false;
-	if (!w->rbp_cum[k])
+	if (!rbp_cum)
 		return true;
-	if ((w->bits[k] ^ bits) & BIT_BP_OK)
+	if ((old_bits ^ bits) & BIT_BP_OK)
 		return false;
-	return !(bits & BIT_BP_OK) || w->bp[k] == bp;
+	return !(bits & BIT_BP_OK) || old_bp == bp;
 }
 
-/* The new walk's frames fresh[0, n) become entries [keep, keep + n) of the
- * record, after the kept [0, keep).  Nodes stay valid as long as the path
- * is the same as before. */
-static void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
+/* The previous walk's frames x[from .. nx) move to the outer part. */
+static void outer_append(struct thread_walk *w, uint32_t from)
 {
-	const struct fresh *f = &w->fresh;
-	uint32_t total = keep + n;
-	uint32_t valid = w->nodes < w->n ? w->nodes : w->n;
-	uint32_t nodes = valid < keep ? valid : keep;
-	bool same = valid >= keep;
-	uint32_t cum = keep ? w->rbp_cum[keep - 1] : 0;
-	for (uint32_t r = keep; r < total; r++) {
-		uint32_t i = total - 1 - r;
-		if (same && r < valid && w->ra[r].val == f->ra[i].val)
-			nodes = r + 1;	/* the same path as before: same node */
-		else
-			same = false;
-		w->sp[r] = f->sp[i];
-		w->bp[r] = f->bp[i];
-		w->ra[r] = f->ra[i];
-		w->bw[r] = f->bw[i];
-		w->bits[r] = f->bits[i];
-		cum += (f->bits[i] & BIT_RBP_CFA) != 0;
-		w->rbp_cum[r] = (uint16_t)cum;
+	const struct inner *x = w->x;
+	uint32_t no = w->no, nx = w->nx;
+	bool nodes = w->onodes == no;
+	uint32_t cum = no ? w->rbp_cum[no - 1] : 0;
+	for (uint32_t i = nx; i-- > from; no++) {
+		w->sp[no] = x->sp[i];
+		w->bp[no] = x->bp[i];
+		w->ra[no] = x->ra[i];
+		w->bw[no] = x->bw[i];
+		w->node[no] = x->node[i];
+		w->bits[no] = x->bits[i];
+		cum += (x->bits[i] & BIT_RBP_CFA) != 0;
+		w->rbp_cum[no] = (uint16_t)cum;
+		if (nodes && nx - i <= w->xnodes)
+			w->onodes = no + 1;
 	}
-	w->nodes = nodes;
-	w->n = total;
+	w->no = no;
 }
 
-/* Walks from (pc, sp, bp), pc being the exact current instruction of the
- * innermost frame, into the thread's record.  Returns the frames recorded
- * (w->n), or -1 when a frame's rule is not one it handles. */
+/* Makes the new walk's n frames (in *y) the inner part. */
+static void inner_set(struct thread_walk *w, uint32_t n)
+{
+	struct inner *y = w->y;
+	uint32_t cum = w->no ? w->rbp_cum[w->no - 1] : 0;
+	for (uint32_t i = n; i-- > 0;) {
+		cum += (y->bits[i] & BIT_RBP_CFA) != 0;
+		y->rbp_cum[i] = (uint16_t)cum;
+	}
+	w->y = w->x;
+	w->x = y;
+	w->nx = n;
+	w->xnodes = 0;
+}
+
+/* Walks from (pc, sp, bp), pc being the target of the innermost frame,
+ * into the thread's record.  Returns the frames recorded, or -1 when a
+ * frame's rule is not one it handles. */
 static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 		   uint32_t limit)
 {
@@ -195,32 +238,52 @@ static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 	 * that root, which stays mapped while the thread lives.  (A walk on
 	 * another stack, a coroutine's say, ends at another root, or is cut
 	 * short: never reused.) */
-	uint32_t on = w->n && w->limit == limit && w->gen == gen && w->end == END_OUTERMOST &&
-		w->end_sp == w->home_top ? w->n : 0;
-	int64_t k = (int64_t)on - 1;	/* the old entry with the lowest sp >= ours */
-	uint32_t clean = 0;		/* entries [0, clean) hold their words */
-	bool checked = false;
-	struct fresh *f = &w->fresh;
+	bool usable = w->end == END_OUTERMOST && w->limit == limit && w->gen == gen &&
+		w->end_sp == w->home_top;
+	uint32_t nx = usable ? w->nx : 0, no = usable ? w->no : 0;
+	const struct inner *x = w->x;
+	struct inner *y = w->y;
+	uint32_t px = 0;		/* the previous inner frame with the lowest sp >= ours */
+	int64_t k = (int64_t)no - 1;	/* the same in the outer part, once px == nx */
+	int64_t changed = -2;		/* changed_from(), once needed */
 	uint64_t target = pc;
 	uint32_t bits = BIT_BP_OK;
 	uint32_t n = 0, end;
 	for (;;) {
-		if (k >= 0) {
+		while (px < nx && x->sp[px] < sp)
+			px++;
+		if (px < nx) {
+			if (x->sp[px] == sp &&
+			    same_state(px ? x->ra[px - 1].val - 1 : w->pc0, x->bp[px], x->bits[px],
+				       x->rbp_cum[px], target, bp, bits)) {
+				if (changed == -2)
+					changed = changed_from(w, px);
+				if ((int64_t)px > changed && n + (nx - px) + no <= limit) {
+					outer_append(w, px);
+					break;
+				}
+			}
+		} else if (k >= 0) {
 			while (k >= 0 && w->sp[k] < sp)
 				k--;
+			uint32_t p = nx + (uint32_t)(no - 1 - k);
 			if (k >= 0 && w->sp[k] == sp &&
-			    same_state(w, (uint32_t)k, on, target, bp, bits)) {
-				if (!checked) {
-					clean = first_changed(w, (uint32_t)k);
-					checked = true;
+			    same_state(k + 1 < no ? w->ra[k + 1].val - 1 :
+				       nx ? x->ra[nx - 1].val - 1 : w->pc0,
+				       w->bp[k], w->bits[k], w->rbp_cum[k], target, bp, bits)) {
+				if (changed == -2)
+					changed = changed_from(w, p);
+				if ((int64_t)p > changed && n + (uint32_t)k + 1 <= limit) {
+					w->no = (uint32_t)k + 1;
+					if (w->onodes > w->no)
+						w->onodes = w->no;
+					break;
 				}
-				if ((uint32_t)k < clean)
-					goto reuse;
 			}
 		}
 		if (n == limit) {
 			end = END_LIMIT;
-			break;
+			goto fresh;
 		}
 		struct l1_slot *s = &w->l1[(target ^ (target >> 9)) & (L1_SLOTS - 1)];
 		if (__builtin_expect(s->key != target + 1, 0)) {
@@ -231,41 +294,47 @@ static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 		struct ml_unwind_rule r = s->rule;
 		uint32_t stop = ML_RULE_BAD | ML_RULE_RA_UNDEF | (bits & BIT_BP_OK ? 0 : ML_RULE_CFA_RBP);
 		uint64_t cfa = ((r.flags & ML_RULE_CFA_RBP) ? bp : sp) + (uint64_t)(int64_t)r.cfa_off;
+		if (cfa <= sp || (cfa & 7))
+			return -1;	/* the stack must grow up as we walk out */
 		if (__builtin_expect(r.flags & stop, 0)) {
-			if (r.flags & (ML_RULE_BAD | ML_RULE_CFA_RBP) || cfa <= sp || (cfa & 7))
+			if (r.flags & (ML_RULE_BAD | ML_RULE_CFA_RBP))
 				return -1;
 			end = END_OUTERMOST;
 			sp = cfa;
-			break;
+			goto fresh;
 		}
-		if (cfa <= sp || (cfa & 7))
-			return -1;	/* the stack must grow up as we walk out */
 		uint64_t ra_at = cfa + (uint64_t)(int64_t)r.ra_off;
 		uint64_t ra = *(const uint64_t *)(uintptr_t)ra_at;
-		f->sp[n] = sp;
-		f->bp[n] = bp;
-		f->bits[n] = (uint8_t)(bits | (r.flags & ML_RULE_CFA_RBP ? BIT_RBP_CFA : 0));
-		f->ra[n] = (struct word){ ra_at, ra };
-		f->bw[n] = (struct word){ ra_at, ra };
+		y->sp[n] = sp;
+		y->bp[n] = bp;
+		y->bits[n] = (uint8_t)(bits | (r.flags & ML_RULE_CFA_RBP ? BIT_RBP_CFA : 0));
+		y->ra[n].at = ra_at;
+		y->ra[n].val = ra;
+		uint64_t bw_at = ra_at, bw = ra;
 		if (r.flags & ML_RULE_RBP_SAVED) {
-			uint64_t bw_at = cfa + (uint64_t)(int64_t)r.bp_off;
-			bp = *(const uint64_t *)(uintptr_t)bw_at;
-			f->bw[n] = (struct word){ bw_at, bp };
+			bw_at = cfa + (uint64_t)(int64_t)r.bp_off;
+			bp = bw = *(const uint64_t *)(uintptr_t)bw_at;
 		} else if (r.flags & ML_RULE_RBP_UNDEF) {
 			bits = 0;
 		}
+		y->bw[n].at = bw_at;
+		y->bw[n].val = bw;
 		sp = cfa;
 		if (ra == 0) {
 			end = END_ZERO_RA;
-			break;
+			goto fresh;
 		}
 		n++;
 		target = ra - 1;	/* inside the call instruction */
 	}
-	/* A full walk: it becomes the thread's record. */
-	w->nodes = 0;
-	w->n = 0;
-	settle(w, 0, n);
+	/* Reused: the outer part is set, the new frames are its inner part. */
+	inner_set(w, n);
+	w->pc0 = pc;
+	return (int)(n + w->no);
+fresh:
+	/* A walk of its own: all of it is the inner part. */
+	w->no = w->onodes = 0;
+	inner_set(w, n);
 	w->limit = limit;
 	w->end = end;
 	w->gen = gen;
@@ -274,31 +343,6 @@ static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 	if (end == END_OUTERMOST && !w->home_top)
 		w->home_top = sp;
 	return (int)n;
-
-reuse: {
-	/* Entries [0, k] of the previous walk are ours from frame n on. */
-	uint32_t keep = (uint32_t)k + 1;
-	if (n + keep > limit) {
-		/* Deeper than the limit: the walk ends at it, so does the record. */
-		for (uint32_t i = n; i < limit; i++) {
-			uint32_t r = n + keep - 1 - i;
-			f->sp[i] = w->sp[r];
-			f->bp[i] = w->bp[r];
-			f->ra[i] = w->ra[r];
-			f->bw[i] = w->bw[r];
-			f->bits[i] = w->bits[r];
-		}
-		w->nodes = 0;
-		w->n = 0;
-		settle(w, 0, limit);
-		w->end = END_LIMIT;
-		w->pc0 = pc;
-		return (int)limit;
-	}
-	settle(w, keep, n);
-	w->pc0 = pc;
-	return (int)w->n;
-}
 }
 
 /* Runs walk_in with the thread's record held; -1 when busy (a signal
@@ -317,8 +361,8 @@ static int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 	__asm__ volatile("" ::: "memory");
 	int n = walk_in(w, pc, sp, bp, limit);
 	if (n < 0) {
-		w->n = 0;	/* the record may be half written */
-		w->nodes = 0;
+		w->end = 0;	/* the record may be half written */
+		w->nx = w->no = w->onodes = w->xnodes = 0;
 		w->declined++;
 		__asm__ volatile("" ::: "memory");
 		w->busy = 0;
@@ -334,18 +378,28 @@ static inline void walk_done(struct thread_walk *w)
 	w->busy = 0;
 }
 
+/* Frame i's return address (innermost = 0) in the record. */
+static inline uint64_t ra_of(const struct thread_walk *w, uint32_t i)
+{
+	return i < w->nx ? w->x->ra[i].val : w->ra[w->no - 1 - (i - w->nx)].val;
+}
+
 __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
 
 /* The walk's start: the mark if a hook (or ml_thread_on_side_stack) set
  * one, else the given registers (the caller's own frame).  A marked frame
  * is live: we are called from inside it, maybe on the side stack (so not
  * necessarily above us on this stack), and the mark is cleared before it
- * returns. */
-static inline void start_point(uint64_t *pc, uint64_t *sp, uint64_t *bp)
+ * returns.  *lead: the return address into the marked frame's caller,
+ * the stack's first address (0 for registers: the walk's first frame is
+ * the caller's own). */
+static inline void start_point(uint64_t *pc, uint64_t *sp, uint64_t *bp, uint64_t *lead)
 {
-	struct ml_unwind_mark *m = &ml_tl_mark;
+	const struct ml_unwind_mark *m = &ml_tl_mark;
+	*lead = 0;
 	if (m->sp) {
-		*pc = m->pc;
+		*lead = m->ra;
+		*pc = m->ra - 1;
 		*sp = m->sp;
 		*bp = m->bp;
 	}
@@ -361,60 +415,97 @@ static inline void start_point(uint64_t *pc, uint64_t *sp, uint64_t *bp)
 
 int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 {
-	uint64_t pc, sp, bp;
-	if (!ml_unwind_gen)
+	uint64_t pc, sp, bp, lead;
+	if (!ml_unwind_gen || !limit)
 		return -1;
 	HERE(pc, sp, bp);
-	start_point(&pc, &sp, &bp);
+	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
-	int n = walk(w, pc, sp, bp, limit);
+	int n = walk(w, pc, sp, bp, limit - (lead != 0));
 	if (n < 0)
 		return -1;
-	for (int i = 0; i < n; i++)
-		buf[i] = w->ra[n - 1 - i].val;
+	uint32_t o = 0;
+	if (lead)
+		buf[o++] = lead;
+	for (uint32_t i = 0; i < (uint32_t)n; i++)
+		buf[o++] = ra_of(w, i);
 	walk_done(w);
-	return n;
+	return (int)o;
 }
 
-/* Gives entries [w->nodes, w->n) their nodes, outermost first.  False when
- * the stack table has no room (then nodes stay valid up to there). */
+/* Gives every frame of the record its trie node, outermost first.  False
+ * when the stack table has no room (nodes stay valid up to there). */
 static bool set_nodes(struct thread_walk *w, struct ml_intern_cache *ic)
 {
-	uint32_t parent = w->nodes ? w->node[w->nodes - 1] : ML_NODE_ROOT;
-	for (uint32_t r = w->nodes; r < w->n; r++) {
+	uint32_t parent = w->onodes ? w->node[w->onodes - 1] : ML_NODE_ROOT;
+	for (uint32_t r = w->onodes; r < w->no; r++) {
 		uint32_t node = ml_stacktab_child_cached(ic, parent, w->ra[r].val);
 		if (!node)
 			return false;
 		w->node[r] = parent = node;
-		w->nodes = r + 1;
+		w->onodes = r + 1;
+	}
+	struct inner *x = w->x;
+	if (w->xnodes)
+		parent = x->node[w->nx - w->xnodes];
+	for (uint32_t i = w->nx - w->xnodes; i-- > 0;) {
+		uint32_t node = ml_stacktab_child_cached(ic, parent, x->ra[i].val);
+		if (!node)
+			return false;
+		x->node[i] = parent = node;
+		w->xnodes++;
 	}
 	return true;
+}
+
+/* Frame i's node (innermost = 0; set_nodes has run), ML_NODE_ROOT past
+ * the end. */
+static inline uint32_t node_of(const struct thread_walk *w, uint32_t i)
+{
+	if (i < w->nx)
+		return w->x->node[i];
+	i -= w->nx;
+	return i < w->no ? w->node[w->no - 1 - i] : ML_NODE_ROOT;
 }
 
 int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo,
 					      uint64_t skip_hi, uint32_t *stack)
 {
-	uint64_t pc, sp, bp;
+	uint64_t pc, sp, bp, lead;
 	if (!ml_unwind_gen)
 		return -1;
 	HERE(pc, sp, bp);
-	start_point(&pc, &sp, &bp);
+	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
-	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + 1);
-	int rc = -1;
+	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0));
 	if (n < 0)
 		return -1;
+	int rc = -1;
 	if (w->end != END_LIMIT) {	/* cut at the limit: the caller's slow path */
-		/* The innermost frames inside the runtime are not the program's. */
-		uint32_t skip = 0;
-		while (skip < (uint32_t)n && w->ra[n - 1 - skip].val - skip_lo < skip_hi - skip_lo)
-			skip++;
-		if ((uint32_t)n - skip <= max_depth) {
+		/* The innermost frames inside the runtime are not the program's:
+		 * the lead (if any) is address 0, frame i's return address is
+		 * address i + 1 (without a lead: i). */
+		uint32_t total = (uint32_t)n + (lead != 0), skip = 0;
+		uint64_t range = skip_hi - skip_lo;
+		if (lead && lead - skip_lo < range) {
+			skip = 1;
+			while (skip < total && ra_of(w, skip - 1) - skip_lo < range)
+				skip++;
+		} else if (!lead) {
+			while (skip < total && ra_of(w, skip) - skip_lo < range)
+				skip++;
+		}
+		if (total - skip <= max_depth) {
 			rc = 0;
 			if (!set_nodes(w, &ml_tl_thread->intern))
 				*stack = ML_NODE_LOST;
+			else if (lead && !skip)
+				*stack = ml_stacktab_child_cached(&ml_tl_thread->intern, node_of(w, 0),
+								  lead);
 			else
-				*stack = skip < (uint32_t)n ? w->node[n - 1 - skip] : ML_NODE_ROOT;
+				*stack = node_of(w, skip - (lead != 0));
+			if (!*stack)
+				*stack = ML_NODE_LOST;
 		}
 	}
 	walk_done(w);
