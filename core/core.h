@@ -39,13 +39,33 @@ __attribute__((noreturn, cold)) void ml_assert_fail(const char *what, const char
  * already inside memline (the runtime's own work, or a hook called from a
  * hook), or recording is off: then the caller just passes the call through.
  * Async-signal-safe. */
-bool ml_guard_enter(void);
-void ml_guard_exit(void);
+extern __thread int ml_tl_guard __attribute__((tls_model("initial-exec")));
+extern volatile int ml_core_active;
+static inline bool ml_guard_enter(void)
+{
+	if (ml_tl_guard || !ml_core_active)
+		return false;
+	ml_tl_guard = 1;
+	return true;
+}
+static inline void ml_guard_exit(void)
+{
+	ml_tl_guard = 0;
+}
 /* Takes the guard whether or not recording is on (for the runtime's own
  * work: writing the profile, start-up).  False if already held. */
-bool ml_guard_enter_always(void);
+static inline bool ml_guard_enter_always(void)
+{
+	if (ml_tl_guard)
+		return false;
+	ml_tl_guard = 1;
+	return true;
+}
 /* True while this thread holds the guard. */
-bool ml_guard_held(void);
+static inline bool ml_guard_held(void)
+{
+	return ml_tl_guard != 0;
+}
 
 /* ============================================================ recording */
 

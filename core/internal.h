@@ -54,9 +54,12 @@ void ml_arena_after_fork(void);
 #define ML_NODES_MAX (1u << 30)
 
 /* Per thread: the path interned last, outermost frame first, so the next
- * stack looks up only the frames in which it differs; and a two-way set
- * associative copy of the (parent, address) -> node lookups it made last
- * (node ids never change, so entries never go stale). */
+ * stack looks up only the frames in which it differs; and copies of the
+ * (parent, address) -> node lookups it made: a small direct-mapped one
+ * that stays in the L1 cache (the few call sites a loop allocates from),
+ * in front of a two-way set associative one (node ids never change, so
+ * entries never go stale). */
+#define ML_CHILD_L0 256u
 #define ML_CHILD_SETS 2048u
 struct ml_child_slot {
 	uint64_t address;
@@ -67,6 +70,7 @@ struct ml_intern_cache {
 	uint32_t root;			/* ML_NODE_ROOT* they hang below; 0: none */
 	uint64_t frames[ML_DEPTH_MAX];
 	uint32_t nodes[ML_DEPTH_MAX];
+	struct ml_child_slot l0[ML_CHILD_L0];
 	struct ml_child_slot child[ML_CHILD_SETS][2];	/* [0]: the newer */
 };
 
@@ -82,22 +86,19 @@ uint32_t ml_stacktab_intern(struct ml_intern_cache *cache, const uint64_t *frame
 /* The node (parent, address), made if new; 0 when there is no room.
  * Thread-safe; lock-free unless new. */
 uint32_t ml_stacktab_child(uint32_t parent, uint64_t address);
-/* The same through the thread's cache c. */
+uint32_t ml_stacktab_child_l1(struct ml_intern_cache *c, uint32_t parent, uint64_t address);
+/* The same through the thread's caches c. */
 static inline uint32_t ml_stacktab_child_cached(struct ml_intern_cache *c, uint32_t parent,
 						uint64_t address)
 {
 	uint64_t h = (address ^ parent) * 0x9e3779b97f4a7c15ull;
-	struct ml_child_slot *set = c->child[h >> (64 - 11)];
-	_Static_assert(ML_CHILD_SETS == 1u << 11, "11 bits");
-	if (__builtin_expect(set[0].address == address && set[0].parent == parent, 1))
-		return set[0].node;
-	if (set[1].address == address && set[1].parent == parent)
-		return set[1].node;
-	uint32_t node = ml_stacktab_child(parent, address);
-	if (node) {
-		set[1] = set[0];
-		set[0] = (struct ml_child_slot){ address, parent, node };
-	}
+	struct ml_child_slot *s = &c->l0[h >> (64 - 8)];
+	_Static_assert(ML_CHILD_L0 == 1u << 8, "8 bits");
+	if (__builtin_expect(s->address == address && s->parent == parent, 1))
+		return s->node;
+	uint32_t node = ml_stacktab_child_l1(c, parent, address);
+	if (node)
+		*s = (struct ml_child_slot){ address, parent, node };
 	return node;
 }
 /* The stack id of the calling thread's stack, captured and interned with
@@ -166,11 +167,23 @@ struct ml_kind_totals {
 					 * clock, ml_clock_coarse_ns), 0 if never */
 };
 
-/* Applies one allocation (+size) to c, the calling thread's counter.
- * Exact under any interleaving of threads (see the file comment). */
-void ml_counters_alloc(struct ml_counter *c, uint64_t size);
-/* Applies one free of size bytes to c (the calling thread's). */
-void ml_counters_free(struct ml_counter *c, uint64_t size);
+/* Each kind's running {live, peak}, one 16-byte word moved together (the
+ * peak value is the epoch of the lazy snapshot), and {peak, its time}. */
+union ml_kind_word {
+	unsigned __int128 word;
+	struct {
+		uint64_t live;
+		uint64_t peak;
+	};
+};
+struct ml_kind_state {
+	union ml_kind_word total __attribute__((aligned(16)));
+	union ml_kind_word peak_time __attribute__((aligned(16)));	/* .live = peak, .peak = its time */
+} __attribute__((aligned(64)));
+extern struct ml_kind_state ml_kinds[ML_KIND_COUNT];
+/* The kind's total reached the new peak: keep its time. */
+void ml_counters_note_peak_time(uint32_t kind, uint64_t peak);
+
 /* A move (realloc): the free of old_size from from and the allocation of
  * new_size to to, as one event for the kind's peak.  Both are the calling
  * thread's, of the same kind; they may be the same counter. */
@@ -734,5 +747,87 @@ void ml_core_after_fork(void);
  * refreshing the module map; serialised: a second concurrent call returns
  * -EBUSY. */
 int ml_dump_write(uint32_t reason, int32_t status);
+
+/* ---- counters.c's hot paths, inline (here: they use the thread and
+ * timeline declarations above) ---- */
+/* Adds delta to the kind's live total (plain stores while one thread
+ * records, else cmpxchg16b); returns the peak after it, the peak before it
+ * in *before. */
+static inline uint64_t ml_counters_apply(uint32_t kind, int64_t delta, uint64_t *before)
+{
+	union ml_kind_word old, new;
+	if (__builtin_expect(ml_tl_plain, 1)) {	/* the one recording thread */
+		old.live = ml_kinds[kind].total.live;
+		old.peak = ml_kinds[kind].total.peak;
+		new.live = old.live + (uint64_t)delta;
+		new.peak = new.live > old.peak ? new.live : old.peak;
+		ml_kinds[kind].total.live = new.live;
+		ml_kinds[kind].total.peak = new.peak;
+	} else {
+		old.word = ml_kinds[kind].total.word;	/* may tear; the CAS corrects it */
+		for (;;) {
+			new.live = old.live + (uint64_t)delta;
+			new.peak = new.live > old.peak ? new.live : old.peak;
+			unsigned __int128 seen = __sync_val_compare_and_swap(
+				&ml_kinds[kind].total.word, old.word, new.word);
+			if (__builtin_expect(seen == old.word, 1))
+				break;
+			old.word = seen;
+		}
+	}
+	ML_ASSERT(delta >= 0 || old.live >= (uint64_t)-delta);	/* never below 0 */
+	ML_ASSERT(new.peak >= new.live && new.peak >= old.peak);
+	*before = old.peak;
+	ml_timeline_event(kind, new.live);
+	if (__builtin_expect(new.peak > old.peak, 0))
+		ml_counters_note_peak_time(kind, new.peak);
+	return new.peak;
+}
+
+/* Before c changes: if the kind reached a peak since c last changed, c's
+ * live values now are its values at that peak.  epoch is peak + 1 (0:
+ * never taken; a peak of 0 bytes is a value too). */
+static inline void ml_counters_before(struct ml_counter *c, uint64_t peak_before)
+{
+	if (c->epoch <= peak_before) {
+		c->at_peak_bytes = c->live_bytes;
+		c->at_peak_blocks = c->live_blocks;
+		c->epoch = peak_before + 1;
+	}
+}
+
+/* After c changed: if this very event set a new peak, c's live is at it. */
+static inline void ml_counters_after(struct ml_counter *c, uint64_t peak_before,
+				     uint64_t peak_after)
+{
+	if (peak_after > peak_before) {
+		c->at_peak_bytes = c->live_bytes;
+		c->at_peak_blocks = c->live_blocks;
+		c->epoch = peak_after + 1;
+	}
+}
+
+/* Applies one allocation (+size) to c, the calling thread's counter.
+ * Exact under any interleaving of threads (see counters.c). */
+static inline void ml_counters_alloc(struct ml_counter *c, uint64_t size)
+{
+	uint64_t before, after = ml_counters_apply(c->kind, (int64_t)size, &before);
+	ml_counters_before(c, before);
+	c->allocs++;
+	c->alloc_bytes += size;
+	c->live_blocks++;
+	c->live_bytes += (int64_t)size;
+	ml_counters_after(c, before, after);
+}
+
+/* Applies one free of size bytes to c (the calling thread's). */
+static inline void ml_counters_free(struct ml_counter *c, uint64_t size)
+{
+	uint64_t before, after = ml_counters_apply(c->kind, -(int64_t)size, &before);
+	ml_counters_before(c, before);
+	c->live_blocks--;
+	c->live_bytes -= (int64_t)size;
+	ml_counters_after(c, before, after);
+}
 
 #endif

@@ -13,55 +13,56 @@
  * under the same callers walks only the frames that changed (bytehound's
  * shadow-stack idea, without patching return addresses).
  *
- * The record of a walk has two parts: the outer frames (outermost first,
- * kept in place from walk to walk) and the inner frames of the last walk
- * (innermost first, in one of two buffers).  A new walk writes its frames
- * into the other buffer; when it meets an outer frame it keeps the outer
- * part up to there and nothing is copied; when it meets a frame of the
- * last walk's inner part, those frames move to the outer part (each frame
- * moves once).  Per walked frame: one probe of a per-thread direct-mapped
- * copy of the rules (the shared cache behind it, .eh_frame behind that),
- * two or three loads, the stores of its record. */
+ * The record of a walk is an array of frames, outermost first: a new walk
+ * that shares the outer part of the previous one writes its own frames
+ * (innermost first, into a scratch array) and puts them after the part it
+ * keeps.  Per walked frame: one probe of a per-thread direct-mapped copy
+ * of the rules (the shared cache behind it, .eh_frame behind that), two or
+ * three loads, the stores of its record, its copy into place.  A new frame
+ * that has the return address of the frame the previous walk had at its
+ * depth, below the same frames, keeps that frame's trie node: so only the
+ * frames whose path is new are looked up in the stack table. */
 #include <string.h>
 #include "core/internal.h"
 
 #define L1_SLOTS 512u		/* per thread, in front of the shared cache */
 #define WALK_MAX ML_CAPTURE_BUF
+#define HOT static inline __attribute__((always_inline))
 
 enum { END_OUTERMOST = 1, END_ZERO_RA, END_LIMIT };
 
 #define BIT_BP_OK 1u		/* rbp's value entering the frame is known */
 #define BIT_RBP_CFA 2u		/* the frame's CFA is rbp-based */
 
+/* A rule as the walk uses it.  The return address is at CFA - 8 (x86-64:
+ * the CFA is rsp before the call); a rule that says otherwise is taken as
+ * ML_RULE_BAD. */
 struct l1_slot {
 	uint64_t key;		/* target + 1; 0: empty */
-	struct ml_unwind_rule rule;
+	int32_t cfa_off;
+	int16_t bp_off;
+	uint8_t fbits;		/* BIT_RBP_CFA when the CFA is rbp-based */
+	uint8_t flags;		/* ML_RULE_* */
 };
 
-/* A stack word the walk read: where, and what it held. */
-struct word {
-	uint64_t at, val;
+/* One frame of a walk. */
+struct frame {
+	uint64_t sp, bp;	/* state entering the frame (bp: when BIT_BP_OK) */
+	uint64_t ra_at, ra;	/* its return address, and where it was read */
+	uint64_t bw_at, bw;	/* the saved rbp read; if none, ra again (so a
+				 * check needs no branch) */
+	uint32_t node;		/* the trie node of the path root .. here */
+	uint16_t rbp;		/* frames with an rbp-based CFA from the outermost
+				 * to here (in the scratch array: unset) */
+	uint8_t bits;
 };
 
-/* The frames of one walk's inner part, innermost first. */
-struct inner {
-	uint64_t sp[WALK_MAX], bp[WALK_MAX];	/* state entering the frame */
-	struct word ra[WALK_MAX];		/* its return address */
-	struct word bw[WALK_MAX];		/* the saved rbp read; if none, ra again
-						 * (so a check needs no branch) */
-	uint32_t node[WALK_MAX];		/* trie node of the path root .. here */
-	uint16_t rbp_cum[WALK_MAX];		/* rbp-based CFAs here and outwards */
-	uint8_t bits[WALK_MAX];
-};
-
-/* Per thread.  The previous walk is, innermost first: x[0 .. nx), then
- * the outer part from index no - 1 down to 0.  Frame p's target (p
- * innermost = 0) is pc0 for p = 0, else frame p-1's return address - 1. */
+/* Per thread: the previous walk, outermost first (frame i, innermost = 0,
+ * is o[n - 1 - i]).  Frame i's target is pc0 for i = 0, else frame i-1's
+ * return address - 1. */
 struct thread_walk {
-	uint32_t nx;		/* inner frames of the previous walk (in *x) */
-	uint32_t no;		/* outer frames */
-	uint32_t onodes;	/* outer [0, onodes) have their trie node */
-	uint32_t xnodes;	/* the outermost xnodes of x have theirs */
+	uint32_t n;		/* frames recorded (0: no previous walk) */
+	uint32_t nodes;		/* o[0, nodes) have their trie node */
 	uint32_t limit;		/* the limit it ran with */
 	uint32_t end;		/* END_*: how it stopped (0: no previous walk) */
 	uint32_t gen;		/* ml_unwind_gen it ran under */
@@ -72,33 +73,27 @@ struct thread_walk {
 	uint64_t pc0;		/* frame 0's target */
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
-	struct inner *x, *y;	/* the previous walk's inner part; the next one's */
 	struct l1_slot l1[L1_SLOTS];
-	/* The outer part, outermost first. */
-	uint64_t sp[WALK_MAX], bp[WALK_MAX];
-	struct word ra[WALK_MAX], bw[WALK_MAX];
-	uint32_t node[WALK_MAX];
-	uint16_t rbp_cum[WALK_MAX];		/* rbp-based CFAs in [0, here] */
-	uint8_t bits[WALK_MAX];
-	struct inner in[2];
+	struct frame o[WALK_MAX];	/* the previous walk, outermost first */
+	struct frame y[WALK_MAX];	/* the new walk's own frames, innermost first */
 };
 
 /* The calling thread's walk record, in its ml_thread (which a later thread
  * may inherit: the record is then reset). */
-static struct thread_walk *walk_get(void)
+static struct thread_walk *walk_make(struct ml_thread *t)
 {
-	struct ml_thread *t = ml_thread_self();
-	if (__builtin_expect(!t, 0))
+	struct thread_walk *w;
+	if (!t || !(w = ml_arena_alloc(sizeof(*w))))
 		return NULL;
-	struct thread_walk *w = t->walk;
-	if (__builtin_expect(w != NULL, 1))
-		return w;
-	if (!(w = ml_arena_alloc(sizeof(*w))))
-		return NULL;
-	w->x = &w->in[0];
-	w->y = &w->in[1];
 	t->walk = w;
 	return w;
+}
+
+HOT struct thread_walk *walk_get(void)
+{
+	struct ml_thread *t = ml_thread_self();
+	struct thread_walk *w = t ? t->walk : NULL;
+	return __builtin_expect(w != NULL, 1) ? w : walk_make(t);
 }
 
 void ml_unwind_thread_reset(void *walk)
@@ -107,126 +102,128 @@ void ml_unwind_thread_reset(void *walk)
 	if (!w)
 		return;
 	w->end = 0;
-	w->nx = w->no = w->onodes = w->xnodes = 0;
+	w->n = w->nodes = 0;
 	w->home_top = 0;
 	w->declined = 0;
 	w->busy = 0;
 }
 
-#define DIFF(x) (*(const volatile uint64_t *)(uintptr_t)(x).at ^ (x).val)
-
-/* The first index r in [0, upto) of the outer part whose words no longer
- * hold what was read, or upto; saved-rbp words too when bp says so. */
-static uint32_t outer_changed(const struct thread_walk *w, uint32_t upto, bool bp)
+/* Whether some frame strictly outwards of f takes its CFA from rbp: then
+ * the saved-rbp words matter too.  (f's own CFA comes from the rbp
+ * compared equal on entry.  A recorded rbp left stale by a check without
+ * them can only make a later match fail: rbp is compared only where an
+ * rbp-based CFA follows.) */
+HOT bool bp_matters(const struct frame *f)
 {
-	uint32_t r = 0;
-	if (!bp) {
-		for (; r + 4 <= upto; r += 4)
-			if (__builtin_expect((DIFF(w->ra[r]) | DIFF(w->ra[r + 1]) |
-					      DIFF(w->ra[r + 2]) | DIFF(w->ra[r + 3])) != 0, 0))
-				break;
-		for (; r < upto; r++)
-			if (DIFF(w->ra[r]))
-				break;
-		return r;
-	}
-	for (; r + 2 <= upto; r += 2)
-		if (__builtin_expect((DIFF(w->ra[r]) | DIFF(w->bw[r]) | DIFF(w->ra[r + 1]) |
-				      DIFF(w->bw[r + 1])) != 0, 0))
-			break;
-	for (; r < upto; r++)
-		if (DIFF(w->ra[r]) | DIFF(w->bw[r]))
-			break;
-	return r;
+	return f->rbp != ((f->bits & BIT_RBP_CFA) != 0);
 }
 
-/* The position (innermost = 0) of the outermost frame at p or outwards
- * whose words no longer hold what the previous walk read, or -1.
- * Return-address words only when no frame strictly outwards of p finds
- * its CFA from rbp: their return addresses then do not depend on the
- * saved rbp words (frame p's own CFA comes from the rbp compared equal on
- * entry).  A recorded rbp left stale so can only make a later match fail:
- * rbp is compared only where an rbp-based CFA follows.  Outermost first,
+#define WORD(at) (*(const volatile uint64_t *)(uintptr_t)(at))
+#define RA_DIFF(f) (WORD((f).ra_at) ^ (f).ra)
+#define BW_DIFF(f) (WORD((f).bw_at) ^ (f).bw)
+
+/* The first frame of [f, end) whose words no longer hold what was read,
+ * or end; saved-rbp words too when bp says so.  Four frames per test:
  * independent loads. */
-static int64_t changed_from(const struct thread_walk *w, uint32_t p)
+HOT const struct frame *first_changed(const struct frame *f, const struct frame *end, bool bp)
 {
-	uint32_t nx = w->nx, no = w->no;
-	const struct inner *x = w->x;
-	if (p >= nx) {
-		uint32_t k = no - 1 - (p - nx);
-		bool bp = w->rbp_cum[k] != ((w->bits[k] & BIT_RBP_CFA) != 0);
-		uint32_t r = outer_changed(w, k + 1, bp);
-		return r <= k ? (int64_t)(nx + no - 1 - r) : -1;
+	if (!bp) {
+		for (; end - f >= 4; f += 4)
+			if (__builtin_expect((RA_DIFF(f[0]) | RA_DIFF(f[1]) | RA_DIFF(f[2]) |
+					      RA_DIFF(f[3])) != 0, 0))
+				break;
+		while (f < end && !RA_DIFF(*f))
+			f++;
+		return f;
 	}
-	bool bp = x->rbp_cum[p] != ((x->bits[p] & BIT_RBP_CFA) != 0);
-	uint32_t r = outer_changed(w, no, bp);
-	if (r < no)
-		return (int64_t)(nx + no - 1 - r);
-	for (uint32_t i = nx; i-- > p;)
-		if (DIFF(x->ra[i]) | (bp ? DIFF(x->bw[i]) : 0))
-			return i;
-	return -1;
+	for (; end - f >= 2; f += 2)
+		if (__builtin_expect((RA_DIFF(f[0]) | BW_DIFF(f[0]) | RA_DIFF(f[1]) |
+				      BW_DIFF(f[1])) != 0, 0))
+			break;
+	while (f < end && !(RA_DIFF(*f) | BW_DIFF(*f)))
+		f++;
+	return f;
 }
-#undef DIFF
 
-/* Whether a previous frame (its target, rbp state and rbp_cum) has the
- * state (target, bp, bits) of the new walk's frame at the same sp.  rbp
- * is compared only when some frame from there outwards takes its CFA
- * from it. */
-static inline bool same_state(uint64_t old_target, uint64_t old_bp, uint32_t old_bits,
-			      uint32_t rbp_cum, uint64_t target, uint64_t bp, uint32_t bits)
+/* Whether the previous walk's frame old (its target old_target) has the
+ * state (target, bp, bits) of the new walk's frame at the same sp.  rbp is
+ * compared only when some frame from there outwards takes its CFA from
+ * it. */
+HOT bool same_state(uint64_t old_target, const struct frame *old, uint64_t target, uint64_t bp,
+		    uint32_t bits)
 {
 	if (old_target != target)
 		return false;
-	if (!rbp_cum)
+	if (!old->rbp)
 		return true;
-	if ((old_bits ^ bits) & BIT_BP_OK)
+	if ((old->bits ^ bits) & BIT_BP_OK)
 		return false;
-	return !(bits & BIT_BP_OK) || old_bp == bp;
+	return !(bits & BIT_BP_OK) || old->bp == bp;
 }
 
-/* The previous walk's frames x[from .. nx) move to the outer part. */
-static void outer_append(struct thread_walk *w, uint32_t from)
+/* The new walk's n frames (y, innermost first) go after the kept o[0,
+ * keep).  A new frame keeps the trie node of the previous frame at its
+ * depth while their paths agree. */
+HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 {
-	const struct inner *x = w->x;
-	uint32_t no = w->no, nx = w->nx;
-	bool nodes = w->onodes == no;
-	uint32_t cum = no ? w->rbp_cum[no - 1] : 0;
-	for (uint32_t i = nx; i-- > from; no++) {
-		w->sp[no] = x->sp[i];
-		w->bp[no] = x->bp[i];
-		w->ra[no] = x->ra[i];
-		w->bw[no] = x->bw[i];
-		w->node[no] = x->node[i];
-		w->bits[no] = x->bits[i];
-		cum += (x->bits[i] & BIT_RBP_CFA) != 0;
-		w->rbp_cum[no] = (uint16_t)cum;
-		if (nodes && nx - i <= w->xnodes)
-			w->onodes = no + 1;
+	struct frame *dst = w->o + keep, *src = w->y + n;
+	const struct frame *with_node = w->o + (w->nodes < w->n ? w->nodes : w->n);
+	bool same = dst <= with_node;
+	uint32_t cum = keep ? dst[-1].rbp : 0, nodes = same ? keep : w->nodes;
+	while (src-- > w->y) {
+		uint32_t node = dst->node;
+		same = same && dst < with_node && dst->ra == src->ra;
+		*dst = *src;
+		cum += (dst->bits & BIT_RBP_CFA) != 0;
+		dst->rbp = (uint16_t)cum;
+		if (same) {
+			dst->node = node;
+			nodes++;
+		}
+		dst++;
 	}
-	w->no = no;
+	w->nodes = nodes;
+	w->n = keep + n;
 }
 
-/* Makes the new walk's n frames (in *y) the inner part. */
-static void inner_set(struct thread_walk *w, uint32_t n)
+/* The rule for target, through the thread's first-level copy. */
+HOT const struct l1_slot *rule_of(struct thread_walk *w, uint64_t target)
 {
-	struct inner *y = w->y;
-	uint32_t cum = w->no ? w->rbp_cum[w->no - 1] : 0;
-	for (uint32_t i = n; i-- > 0;) {
-		cum += (y->bits[i] & BIT_RBP_CFA) != 0;
-		y->rbp_cum[i] = (uint16_t)cum;
+	struct l1_slot *s = &w->l1[(target ^ (target >> 9)) & (L1_SLOTS - 1)];
+	if (__builtin_expect(s->key != target + 1, 0)) {
+		uint64_t packed = ml_unwind_rule(target);
+		struct ml_unwind_rule r;
+		memcpy(&r, &packed, sizeof(r));
+		s->cfa_off = r.cfa_off;
+		s->bp_off = r.bp_off;
+		s->flags = r.flags;
+		if (r.ra_off != -8 && !(r.flags & ML_RULE_RA_UNDEF))
+			s->flags |= ML_RULE_BAD;
+		s->fbits = r.flags & ML_RULE_CFA_RBP ? BIT_RBP_CFA : 0;
+		s->key = target + 1;
 	}
-	w->y = w->x;
-	w->x = y;
-	w->nx = n;
-	w->xnodes = 0;
+	return s;
+}
+
+/* A walk that found no previous frame to reuse becomes the record. */
+static int fresh(struct thread_walk *w, uint32_t n, uint32_t end, uint64_t pc, uint64_t sp,
+		 uint32_t limit, uint32_t gen)
+{
+	settle(w, 0, n);
+	w->limit = limit;
+	w->end = end;
+	w->gen = gen;
+	w->pc0 = pc;
+	w->end_sp = sp;
+	if (end == END_OUTERMOST && !w->home_top)
+		w->home_top = sp;
+	return (int)n;
 }
 
 /* Walks from (pc, sp, bp), pc being the target of the innermost frame,
  * into the thread's record.  Returns the frames recorded, or -1 when a
  * frame's rule is not one it handles. */
-static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
-		   uint32_t limit)
+HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit)
 {
 	uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(w->l1_gen != gen, 0)) {
@@ -240,129 +237,81 @@ static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 	 * short: never reused.) */
 	bool usable = w->end == END_OUTERMOST && w->limit == limit && w->gen == gen &&
 		w->end_sp == w->home_top;
-	uint32_t nx = usable ? w->nx : 0, no = usable ? w->no : 0;
-	const struct inner *x = w->x;
-	struct inner *y = w->y;
-	uint32_t px = 0;		/* the previous inner frame with the lowest sp >= ours */
-	int64_t k = (int64_t)no - 1;	/* the same in the outer part, once px == nx */
-	int64_t changed = -2;		/* changed_from(), once needed */
+	const struct frame *o = w->o, *last = o + (usable ? w->n : 0) - 1;
+	const struct frame *k = last;	/* the old frame with the lowest sp >= ours */
+	const struct frame *clean = NULL;	/* o[0, clean) hold their words, once known */
+	struct frame *y = w->y, *f = y, *fend = y + limit;
 	uint64_t target = pc;
 	uint32_t bits = BIT_BP_OK;
-	uint32_t n = 0, end;
+	uint32_t stop = ML_RULE_BAD | ML_RULE_RA_UNDEF;
 	for (;;) {
-		while (px < nx && x->sp[px] < sp)
-			px++;
-		if (px < nx) {
-			if (x->sp[px] == sp &&
-			    same_state(px ? x->ra[px - 1].val - 1 : w->pc0, x->bp[px], x->bits[px],
-				       x->rbp_cum[px], target, bp, bits)) {
-				if (changed == -2)
-					changed = changed_from(w, px);
-				if ((int64_t)px > changed && n + (nx - px) + no <= limit) {
-					outer_append(w, px);
-					break;
-				}
-			}
-		} else if (k >= 0) {
-			while (k >= 0 && w->sp[k] < sp)
-				k--;
-			uint32_t p = nx + (uint32_t)(no - 1 - k);
-			if (k >= 0 && w->sp[k] == sp &&
-			    same_state(k + 1 < no ? w->ra[k + 1].val - 1 :
-				       nx ? x->ra[nx - 1].val - 1 : w->pc0,
-				       w->bp[k], w->bits[k], w->rbp_cum[k], target, bp, bits)) {
-				if (changed == -2)
-					changed = changed_from(w, p);
-				if ((int64_t)p > changed && n + (uint32_t)k + 1 <= limit) {
-					w->no = (uint32_t)k + 1;
-					if (w->onodes > w->no)
-						w->onodes = w->no;
-					break;
-				}
-			}
+		while (k >= o && k->sp < sp)
+			k--;
+		if (k >= o && k->sp == sp && same_state(k < last ? k[1].ra - 1 : w->pc0, k, target, bp, bits)) {
+			if (!clean)
+				clean = first_changed(o, k + 1, bp_matters(k));
+			if (k < clean && (f - y) + (k - o) + 1 <= limit)
+				break;
 		}
-		if (n == limit) {
-			end = END_LIMIT;
-			goto fresh;
-		}
-		struct l1_slot *s = &w->l1[(target ^ (target >> 9)) & (L1_SLOTS - 1)];
-		if (__builtin_expect(s->key != target + 1, 0)) {
-			uint64_t packed = ml_unwind_rule(target);
-			memcpy(&s->rule, &packed, sizeof(packed));
-			s->key = target + 1;
-		}
-		struct ml_unwind_rule r = s->rule;
-		uint32_t stop = ML_RULE_BAD | ML_RULE_RA_UNDEF | (bits & BIT_BP_OK ? 0 : ML_RULE_CFA_RBP);
-		uint64_t cfa = ((r.flags & ML_RULE_CFA_RBP) ? bp : sp) + (uint64_t)(int64_t)r.cfa_off;
+		if (f == fend)
+			return fresh(w, (uint32_t)(f - y), END_LIMIT, pc, sp, limit, gen);
+		const struct l1_slot *r = rule_of(w, target);
+		uint64_t cfa = ((r->fbits & BIT_RBP_CFA) ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
 		if (cfa <= sp || (cfa & 7))
 			return -1;	/* the stack must grow up as we walk out */
-		if (__builtin_expect(r.flags & stop, 0)) {
-			if (r.flags & (ML_RULE_BAD | ML_RULE_CFA_RBP))
+		if (__builtin_expect(r->flags & stop, 0)) {
+			if (r->flags & (ML_RULE_BAD | ML_RULE_CFA_RBP))
 				return -1;
-			end = END_OUTERMOST;
-			sp = cfa;
-			goto fresh;
+			return fresh(w, (uint32_t)(f - y), END_OUTERMOST, pc, cfa, limit, gen);
 		}
-		uint64_t ra_at = cfa + (uint64_t)(int64_t)r.ra_off;
-		uint64_t ra = *(const uint64_t *)(uintptr_t)ra_at;
-		y->sp[n] = sp;
-		y->bp[n] = bp;
-		y->bits[n] = (uint8_t)(bits | (r.flags & ML_RULE_CFA_RBP ? BIT_RBP_CFA : 0));
-		y->ra[n].at = ra_at;
-		y->ra[n].val = ra;
-		uint64_t bw_at = ra_at, bw = ra;
-		if (r.flags & ML_RULE_RBP_SAVED) {
-			bw_at = cfa + (uint64_t)(int64_t)r.bp_off;
-			bp = bw = *(const uint64_t *)(uintptr_t)bw_at;
-		} else if (r.flags & ML_RULE_RBP_UNDEF) {
-			bits = 0;
+		uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8);
+		f->sp = sp;
+		f->bp = bp;
+		f->bits = (uint8_t)(bits | r->fbits);
+		f->ra_at = f->bw_at = cfa - 8;
+		f->ra = f->bw = ra;
+		if (r->flags & (ML_RULE_RBP_SAVED | ML_RULE_RBP_UNDEF)) {
+			if (r->flags & ML_RULE_RBP_SAVED) {
+				f->bw_at = cfa + (uint64_t)(int64_t)r->bp_off;
+				bp = f->bw = *(const uint64_t *)(uintptr_t)f->bw_at;
+			} else {
+				bits = 0;
+				stop |= ML_RULE_CFA_RBP;
+			}
 		}
-		y->bw[n].at = bw_at;
-		y->bw[n].val = bw;
 		sp = cfa;
-		if (ra == 0) {
-			end = END_ZERO_RA;
-			goto fresh;
-		}
-		n++;
+		if (__builtin_expect(ra == 0, 0))
+			return fresh(w, (uint32_t)(f - y), END_ZERO_RA, pc, sp, limit, gen);
+		f++;
 		target = ra - 1;	/* inside the call instruction */
 	}
-	/* Reused: the outer part is set, the new frames are its inner part. */
-	inner_set(w, n);
+	/* Reused: o[0 .. k] is the rest of this walk. */
+	settle(w, (uint32_t)(k - o) + 1, (uint32_t)(f - y));
 	w->pc0 = pc;
-	return (int)(n + w->no);
-fresh:
-	/* A walk of its own: all of it is the inner part. */
-	w->no = w->onodes = 0;
-	inner_set(w, n);
-	w->limit = limit;
-	w->end = end;
-	w->gen = gen;
-	w->pc0 = pc;
-	w->end_sp = sp;
-	if (end == END_OUTERMOST && !w->home_top)
-		w->home_top = sp;
-	return (int)n;
+	return (int)w->n;
 }
+#undef RA_DIFF
+#undef BW_DIFF
+#undef WORD
 
 /* Runs walk_in with the thread's record held; -1 when busy (a signal
  * handler interrupted a walk on this thread: libunwind serves it) or
  * declined.  On success the record stays held: walk_done releases it. */
-static int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit)
+HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit)
 {
 	if (!w || limit > WALK_MAX || w->busy)
 		return -1;
 	/* A thread whose stacks keep going through code we decline (JIT code
 	 * without CFI, say) tries again only every 64th capture: libunwind
 	 * would otherwise follow a wasted partial walk every time. */
-	if (w->declined >= 8 && (++w->tick & 63))
+	if (__builtin_expect(w->declined >= 8, 0) && (++w->tick & 63))
 		return -1;
 	w->busy = 1;
 	__asm__ volatile("" ::: "memory");
 	int n = walk_in(w, pc, sp, bp, limit);
-	if (n < 0) {
+	if (__builtin_expect(n < 0, 0)) {
 		w->end = 0;	/* the record may be half written */
-		w->nx = w->no = w->onodes = w->xnodes = 0;
+		w->n = w->nodes = 0;
 		w->declined++;
 		__asm__ volatile("" ::: "memory");
 		w->busy = 0;
@@ -372,16 +321,16 @@ static int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 	return n;
 }
 
-static inline void walk_done(struct thread_walk *w)
+HOT void walk_done(struct thread_walk *w)
 {
 	__asm__ volatile("" ::: "memory");
 	w->busy = 0;
 }
 
-/* Frame i's return address (innermost = 0) in the record. */
-static inline uint64_t ra_of(const struct thread_walk *w, uint32_t i)
+/* Frame i (innermost = 0) of the record. */
+HOT const struct frame *frame_at(const struct thread_walk *w, uint32_t i)
 {
-	return i < w->nx ? w->x->ra[i].val : w->ra[w->no - 1 - (i - w->nx)].val;
+	return &w->o[w->n - 1 - i];
 }
 
 __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
@@ -393,7 +342,7 @@ __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec
  * returns.  *lead: the return address into the marked frame's caller,
  * the stack's first address (0 for registers: the walk's first frame is
  * the caller's own). */
-static inline void start_point(uint64_t *pc, uint64_t *sp, uint64_t *bp, uint64_t *lead)
+HOT void start_point(uint64_t *pc, uint64_t *sp, uint64_t *bp, uint64_t *lead)
 {
 	const struct ml_unwind_mark *m = &ml_tl_mark;
 	*lead = 0;
@@ -428,44 +377,26 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 	if (lead)
 		buf[o++] = lead;
 	for (uint32_t i = 0; i < (uint32_t)n; i++)
-		buf[o++] = ra_of(w, i);
+		buf[o++] = frame_at(w, i)->ra;
 	walk_done(w);
 	return (int)o;
 }
 
-/* Gives every frame of the record its trie node, outermost first.  False
- * when the stack table has no room (nodes stay valid up to there). */
-static bool set_nodes(struct thread_walk *w, struct ml_intern_cache *ic)
+/* Gives every frame of the record its trie node, outermost first; returns
+ * frame 0's (ML_NODE_ROOT for no frame), 0 when the stack table has no
+ * room (nodes stay valid up to there). */
+HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic)
 {
-	uint32_t parent = w->onodes ? w->node[w->onodes - 1] : ML_NODE_ROOT;
-	for (uint32_t r = w->onodes; r < w->no; r++) {
-		uint32_t node = ml_stacktab_child_cached(ic, parent, w->ra[r].val);
-		if (!node)
-			return false;
-		w->node[r] = parent = node;
-		w->onodes = r + 1;
+	struct frame *f = w->o + w->nodes, *end = w->o + w->n;
+	uint32_t parent = w->nodes ? f[-1].node : ML_NODE_ROOT;
+	for (; f < end; f++) {
+		parent = ml_stacktab_child_cached(ic, parent, f->ra);
+		if (!parent)
+			return 0;
+		f->node = parent;
+		w->nodes++;
 	}
-	struct inner *x = w->x;
-	if (w->xnodes)
-		parent = x->node[w->nx - w->xnodes];
-	for (uint32_t i = w->nx - w->xnodes; i-- > 0;) {
-		uint32_t node = ml_stacktab_child_cached(ic, parent, x->ra[i].val);
-		if (!node)
-			return false;
-		x->node[i] = parent = node;
-		w->xnodes++;
-	}
-	return true;
-}
-
-/* Frame i's node (innermost = 0; set_nodes has run), ML_NODE_ROOT past
- * the end. */
-static inline uint32_t node_of(const struct thread_walk *w, uint32_t i)
-{
-	if (i < w->nx)
-		return w->x->node[i];
-	i -= w->nx;
-	return i < w->no ? w->node[w->no - 1 - i] : ML_NODE_ROOT;
+	return parent;
 }
 
 int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo,
@@ -485,27 +416,23 @@ int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_
 		/* The innermost frames inside the runtime are not the program's:
 		 * the lead (if any) is address 0, frame i's return address is
 		 * address i + 1 (without a lead: i). */
-		uint32_t total = (uint32_t)n + (lead != 0), skip = 0;
+		uint32_t lead_n = lead != 0, total = (uint32_t)n + lead_n, skip = 0;
 		uint64_t range = skip_hi - skip_lo;
-		if (lead && lead - skip_lo < range) {
-			skip = 1;
-			while (skip < total && ra_of(w, skip - 1) - skip_lo < range)
-				skip++;
-		} else if (!lead) {
-			while (skip < total && ra_of(w, skip) - skip_lo < range)
+		if (!lead || lead - skip_lo < range) {
+			skip = lead_n;
+			while (skip < total && frame_at(w, skip - lead_n)->ra - skip_lo < range)
 				skip++;
 		}
 		if (total - skip <= max_depth) {
+			struct ml_intern_cache *ic = &ml_tl_thread->intern;
+			uint32_t node = set_nodes(w, ic);
+			if (node && !skip && lead)
+				node = ml_stacktab_child_cached(ic, node, lead);
+			else if (node && skip > lead_n)
+				node = skip - lead_n < (uint32_t)n ? frame_at(w, skip - lead_n)->node :
+					ML_NODE_ROOT;
+			*stack = node ? node : ML_NODE_LOST;
 			rc = 0;
-			if (!set_nodes(w, &ml_tl_thread->intern))
-				*stack = ML_NODE_LOST;
-			else if (lead && !skip)
-				*stack = ml_stacktab_child_cached(&ml_tl_thread->intern, node_of(w, 0),
-								  lead);
-			else
-				*stack = node_of(w, skip - (lead != 0));
-			if (!*stack)
-				*stack = ML_NODE_LOST;
 		}
 	}
 	walk_done(w);
