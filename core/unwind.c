@@ -2,10 +2,12 @@
  * unwind_rules.c, reusing the thread's previous walk; libunwind
  * (core/libunwind.c) takes over whatever a rule cannot represent.
  *
- * A walk is a function of its state at each frame, (target, sp, bp), and
- * of the stack words it reads (return addresses, saved rbp).  So if the
- * new walk reaches a frame whose state equals a frame's state in the
- * thread's previous walk, and every word the previous walk read from that
+ * A walk is a function of its state at each frame, (rule, sp, bp), and
+ * of the stack words it reads (return addresses, saved rbp); the target
+ * (the frame's pc) matters only through its rule, so two calls from one
+ * function (the same frame layout at both call sites) have the same
+ * state.  So if the new walk reaches a frame whose state equals a frame's
+ * state in the thread's previous walk, and every word the previous walk read from that
  * frame outwards still holds the value read then, the rest of the new walk
  * is the rest of the previous one, word for word, trie nodes included.
  * The re-reads have addresses known in advance (no dependent chain), so
@@ -39,10 +41,15 @@ enum { END_OUTERMOST = 1, END_ZERO_RA, END_LIMIT };
  * ML_RULE_BAD. */
 struct l1_slot {
 	uint64_t key;		/* target + 1; 0: empty */
-	int32_t cfa_off;
-	int16_t bp_off;
-	uint8_t fbits;		/* BIT_RBP_CFA when the CFA is rbp-based */
-	uint8_t flags;		/* ML_RULE_* */
+	union {
+		struct {
+			int32_t cfa_off;
+			int16_t bp_off;
+			uint8_t fbits;	/* BIT_RBP_CFA when the CFA is rbp-based */
+			uint8_t flags;	/* ML_RULE_* */
+		};
+		uint64_t packed;	/* all of it: equal rules, equal words */
+	};
 };
 
 /* One frame of a walk. */
@@ -51,6 +58,7 @@ struct frame {
 	uint64_t ra_at, ra;	/* its return address, and where it was read */
 	uint64_t bw_at, bw;	/* the saved rbp read; if none, ra again (so a
 				 * check needs no branch) */
+	uint64_t rule;		/* its rule (struct l1_slot's packed) */
 	uint32_t node;		/* the trie node of the path root .. here */
 	uint16_t rbp;		/* frames with an rbp-based CFA from the outermost
 				 * to here (in the scratch array: unset) */
@@ -145,14 +153,12 @@ HOT const struct frame *first_changed(const struct frame *f, const struct frame 
 	return f;
 }
 
-/* Whether the previous walk's frame old (its target old_target) has the
- * state (target, bp, bits) of the new walk's frame at the same sp.  rbp is
- * compared only when some frame from there outwards takes its CFA from
- * it. */
-HOT bool same_state(uint64_t old_target, const struct frame *old, uint64_t target, uint64_t bp,
-		    uint32_t bits)
+/* Whether the previous walk's frame old has the state (rule, bp, bits) of
+ * the new walk's frame at the same sp.  rbp is compared only when some
+ * frame from there outwards takes its CFA from it. */
+HOT bool same_state(const struct frame *old, uint64_t rule, uint64_t bp, uint32_t bits)
 {
-	if (old_target != target)
+	if (old->rule != rule)
 		return false;
 	if (!old->rbp)
 		return true;
@@ -245,9 +251,10 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 	uint32_t bits = BIT_BP_OK;
 	uint32_t stop = ML_RULE_BAD | ML_RULE_RA_UNDEF;
 	for (;;) {
+		const struct l1_slot *r = rule_of(w, target);
 		while (k >= o && k->sp < sp)
 			k--;
-		if (k >= o && k->sp == sp && same_state(k < last ? k[1].ra - 1 : w->pc0, k, target, bp, bits)) {
+		if (k >= o && k->sp == sp && same_state(k, r->packed, bp, bits)) {
 			if (!clean)
 				clean = first_changed(o, k + 1, bp_matters(k));
 			if (k < clean && (f - y) + (k - o) + 1 <= limit)
@@ -255,7 +262,6 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		}
 		if (f == fend)
 			return fresh(w, (uint32_t)(f - y), END_LIMIT, pc, sp, limit, gen);
-		const struct l1_slot *r = rule_of(w, target);
 		uint64_t cfa = ((r->fbits & BIT_RBP_CFA) ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
 		if (cfa <= sp || (cfa & 7))
 			return -1;	/* the stack must grow up as we walk out */
@@ -268,6 +274,7 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		f->sp = sp;
 		f->bp = bp;
 		f->bits = (uint8_t)(bits | r->fbits);
+		f->rule = r->packed;
 		f->ra_at = f->bw_at = cfa - 8;
 		f->ra = f->bw = ra;
 		if (r->flags & (ML_RULE_RBP_SAVED | ML_RULE_RBP_UNDEF)) {
