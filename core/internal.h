@@ -211,7 +211,7 @@ void ml_counters_reset_totals(void);
 
 /* ---- thread.c: the per-thread state, and the side stack ---- */
 struct ml_counter_chunk;
-#define ML_COUNTER_CACHE 1024u
+#define ML_COUNTER_CACHE 4096u
 struct ml_thread {
 	struct ml_thread *next;		/* every state ever made */
 	struct ml_thread *next_free;	/* free list, or the ended threads' list */
@@ -248,8 +248,8 @@ struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, u
 static inline struct ml_counter *ml_thread_counter(struct ml_thread *t, uint32_t stack,
 						  uint32_t kind)
 {
-	uint32_t i = (uint32_t)(((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull >> 54);
-	_Static_assert(ML_COUNTER_CACHE == 1024u, "10 bits");
+	uint32_t i = (uint32_t)(((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull >> 52);
+	_Static_assert(ML_COUNTER_CACHE == 4096u, "12 bits");
 	struct ml_counter *c = t->counter_cache[i];
 	if (__builtin_expect(c && c->stack == stack && c->kind == kind, 1))
 		return c;
