@@ -41,7 +41,7 @@ CFLAGS_PLAIN := $(BASE_CFLAGS) $(OPT) -mcx16
 SAN_LDFLAGS := -fsanitize=address,undefined
 LDFLAGS_PLAIN := $(if $(filter asan,$(CONFIG)),$(SAN_LDFLAGS))
 
-RT_SRCS := $(wildcard alloc/*.c lineprof/*.c cuda_hooks/*.c) $(filter-out common/reader.c,$(wildcard common/*.c))
+RT_SRCS := $(wildcard alloc/*.c lineprof/*.c cuda_hooks/*.c python/*.c) $(filter-out common/reader.c,$(wildcard common/*.c))
 # The recording core, without the exported hooks: what unit tests link.
 CORE_SRCS := $(filter-out %/hooks.c %/lifecycle.c,$(RT_SRCS))
 REPORT_SRCS := $(filter-out report/main.c,$(wildcard report/*.c)) $(wildcard common/*.c)

@@ -15,6 +15,7 @@
 #include "alloc/internal.h"
 #include "common/writer.h"
 #include "lineprof/lineprof.h"
+#include "python/python.h"
 
 static struct ml_writer writer;
 static char cmdline[65536];
@@ -468,6 +469,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	put_totals(totals);
 	put_timeline(totals);
 	ml_lineprof_write(&writer);
+	ml_py_room_write(&writer);
 	rc = commit();
 	if (rc < 0)
 		ml_writer_abort(&writer);

@@ -15,6 +15,7 @@
 #include "alloc/internal.h"
 #include "alloc/real.h"
 #include "lineprof/lineprof.h"
+#include "python/python.h"
 
 #define ML_EXPORT __attribute__((visibility("default")))
 
@@ -216,6 +217,7 @@ static void after_fork_child(void)
 	final_written = 0;
 	profiled_pid = getpid();
 	ml_core_after_fork();
+	ml_py_room_fork_child();
 }
 
 /* ---- start-up and exit ---- */
@@ -270,6 +272,7 @@ __attribute__((constructor(101))) static void ml_lifecycle_init(void)
 	pthread_atfork(NULL, NULL, after_fork_child);
 	install_signal_handlers();
 	ml_lineprof_init();
+	ml_py_room_start();
 out:
 	if (guarded)
 		ml_guard_exit();

@@ -5,6 +5,7 @@
 #include "alloc/track.h"
 #include "alloc/internal.h"
 #include "lineprof/lineprof.h"
+#include "python/python.h"
 
 volatile int ml_core_active;
 volatile uint32_t ml_core_flags;
@@ -41,6 +42,7 @@ static struct ml_stack_entry *stack_here(void)
 	uint32_t depth = ml_stacktab_capture_raw(buf, ml_config.max_depth, &flags, &skip);
 	if (flags & ML_STACK_TRUNCATED)
 		__atomic_or_fetch(&ml_core_flags, ML_META_TRUNCATED_STACKS, __ATOMIC_RELAXED);
+	depth = ml_py_room_decorate(buf + skip, depth, ML_CAPTURE_BUF - skip, &flags);
 	return ml_stacktab_intern(buf + skip, depth, flags);
 }
 

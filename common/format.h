@@ -45,6 +45,9 @@ enum ml_fmt_section_type {
 	ML_SEC_SAMPLES = 7,	/* line timer, reserved for lineprof/ */
 	ML_SEC_REGIONS = 8,	/* named regions, reserved for lineprof/ */
 	ML_SEC_FRAMES = 9,	/* count x ml_fmt_frame: the call-site trie */
+	/* 10 is taken by another branch's section. */
+	ML_SEC_PYTHON = 11,	/* one ml_fmt_python (common/pyformat.h) */
+	ML_SEC_PYCODE = 12,	/* count x ml_fmt_pycode + strings (common/pyformat.h) */
 };
 
 struct ml_fmt_section {
@@ -143,7 +146,16 @@ enum ml_kind {
 	 * the combined GPU peak and each stack's bytes live at it are exact.
 	 * Not added to any sum over kinds (docs/format.md). */
 	ML_KIND_CUDA_GPU = 9,
-	ML_KIND_COUNT = 10,
+	/* Python objects: blocks of the interpreter's PyMem domains (RAW, MEM,
+	 * OBJ) at the size asked for, as tracemalloc counts them; the malloc
+	 * such a block makes is not also counted as heap.  Shares the heap's
+	 * peak (the CPU peak, docs/format.md). */
+	ML_KIND_PYTHON = 10,
+	/* What the interpreter maps through its arena allocator: pymalloc's
+	 * arenas (that hold many small objects) and 3.11+ frame stacks.  Never
+	 * added to the objects inside them. */
+	ML_KIND_PY_ARENA = 11,
+	ML_KIND_COUNT = 12,
 };
 
 /* ML_SEC_COUNTERS record: one per (stack, kind) that saw an event. */

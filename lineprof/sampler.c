@@ -16,6 +16,7 @@
 #include "lineprof/internal.h"
 #include "alloc/internal.h"	/* ml_warn, ml_config.max_depth */
 #include "alloc/track.h"	/* the guard */
+#include "python/python.h"
 
 #define MAX_THREADS 8192u
 
@@ -97,6 +98,8 @@ static void on_sigprof(int sig, siginfo_t *si, void *ctx)
 		goto out;
 	}
 	depth = unwind_from(uc, frames, max, &flags);
+	if (depth)
+		depth = ml_py_room_decorate(frames, depth, ML_LP_DEPTH_MAX, &flags);
 	ml_guard_exit();
 	if (depth == 0)
 		ml_lp_sampletab_drop(weight);

@@ -1,0 +1,48 @@
+/* python/room.c - the Python room's place in the runtime's life: found and
+ * started with the runtime, a stack decorator for every capture, a fork
+ * child's reset, its sections in every profile. */
+#include <stdlib.h>
+#include <string.h>
+#include "alloc/internal.h"
+#include "python/internal.h"
+#include "python/python.h"
+
+static bool env_off(const char *name)
+{
+	const char *v = getenv(name);
+	return v && (strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "off") == 0 ||
+		     strcmp(v, "false") == 0);
+}
+
+void ml_py_room_start(void)
+{
+	ml_py_detect();
+	if (!ml_py.found)
+		return;
+	ml_py_boot_config.allocators = !env_off("MEMLINE_PYMEM");
+	const char *dir = getenv("MEMLINE_PY_BOOT_DIR");
+	if (dir && strlen(dir) < sizeof(ml_py_boot_config.boot_dir))
+		strcpy(ml_py_boot_config.boot_dir, dir);
+	if (ml_py_codetab_init() < 0 || ml_py_boot_init() < 0) {
+		ml_warn("cannot follow the Python interpreter; its profile has native frames only");
+		ml_py.found = false;
+	}
+}
+
+uint32_t ml_py_room_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags)
+{
+	/* A sample (exact IP) interrupted the thread anywhere: read safely. */
+	return ml_py_walk(frames, depth, cap, flags, (*flags & ML_STACK_EXACT_IP) != 0);
+}
+
+void ml_py_room_fork_child(void)
+{
+	if (ml_py.found)
+		ml_py_codetab_after_fork();
+}
+
+void ml_py_room_write(struct ml_writer *w)
+{
+	if (ml_py.found)
+		ml_py_write_sections(w);
+}
