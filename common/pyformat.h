@@ -64,6 +64,10 @@ static inline bool ml_pyframe_hidden(uint64_t addr)
 	return (addr & ML_PYFRAME_HIDDEN) != 0;
 }
 
+/* A stack holds at most this many Python frames beside its max_depth
+ * native ones (what a reader accepts). */
+#define ML_PYFRAMES_MAX 512u
+
 /* Stack flag (ml_fmt_stack.flags, ml_fmt_sample.flags): the Python frames
  * were cut at the room the stack had; the outermost ones are missing. */
 #define ML_STACK_PY_TRUNCATED 0x4u
@@ -75,14 +79,16 @@ enum ml_py_linetable {
 };
 
 /* ML_SEC_PYTHON: one record, for a process that ran a CPython interpreter
- * memline understands.  eval_lo..eval_hi is the hot code of
+ * memline understands: this struct, then cwd_len bytes of the working
+ * directory when the program started (relative co_filename values are
+ * relative to it), padded.  eval_lo..eval_hi is the hot code of
  * _PyEval_EvalFrameDefault (its dynamic symbol's size); the module that
  * holds it is the interpreter. */
 struct ml_fmt_python {
 	uint32_t version;	/* PY_VERSION_HEX, e.g. 0x030b02f0 for 3.11.2 */
 	uint32_t flags;		/* ML_PY_* */
 	uint32_t linetable;	/* enum ml_py_linetable */
-	uint32_t reserved;
+	uint32_t cwd_len;
 	uint64_t eval_lo, eval_hi;
 	uint64_t codes;		/* PYCODE records */
 	uint64_t frames_lost;	/* Python frames that could not be read */

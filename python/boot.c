@@ -223,6 +223,8 @@ static void boot(void)
 	const struct ml_py_api *api = &ml_py.api;
 	void *type = NULL, *value = NULL, *tb = NULL;
 	api->err_fetch(&type, &value, &tb);	/* the program's pending error, kept */
+	if (!getcwd(ml_py.cwd, sizeof(ml_py.cwd)))
+		ml_py.cwd[0] = '\0';
 	if (check_layout()) {
 		ml_py.walking = true;
 	} else {

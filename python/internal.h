@@ -111,6 +111,7 @@ struct ml_py_state {
 	uint64_t eval_lo, eval_hi;	/* _PyEval_EvalFrameDefault */
 	uint32_t flags;			/* ML_PY_* (format) */
 	uint64_t frames_lost;		/* atomic */
+	char cwd[4096];			/* the working directory at boot */
 };
 extern struct ml_py_state ml_py;
 

@@ -2,6 +2,7 @@
  * interpreter) and PYCODE (every code object seen on a stack, with what the
  * report needs to name it and decode its lines).  Async-signal-safe: it
  * runs where the profile is written (exit, exec, fatal signals). */
+#include <string.h>
 #include "common/format.h"
 #include "common/writer.h"
 #include "python/internal.h"
@@ -26,9 +27,11 @@ void ml_py_write_sections(struct ml_writer *w)
 		.eval_lo = ml_py.eval_lo, .eval_hi = ml_py.eval_hi,
 		.codes = ml_py_codes_count(),
 		.frames_lost = __atomic_load_n(&ml_py.frames_lost, __ATOMIC_RELAXED),
+		.cwd_len = (uint32_t)strlen(ml_py.cwd),
 	};
 	ml_writer_begin(w, ML_SEC_PYTHON);
 	ml_writer_put(w, &p, sizeof(p));
+	ml_writer_put(w, ml_py.cwd, p.cwd_len);
 	ml_writer_record(w);
 	ml_writer_end(w);
 	ml_writer_begin(w, ML_SEC_PYCODE);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/aggregate.h"
+#include "report/pystack.h"
 
 /* Open-addressing index: slots hold entry index + 1, 0 is empty. */
 struct index {
@@ -33,7 +34,7 @@ struct agg_priv {
 
 static const char *const kind_names[ML_KIND_COUNT] = {
 	"heap", "cuda_device", "cuda_managed", "cuda_pinned", "cuda_pool",
-	"cuda_vmm", "cuda_array", "cuda_mapped", "cuda_reserved", "cuda_gpu",
+	"cuda_vmm", "cuda_array", "cuda_mapped", "cuda_reserved", "cuda_gpu", "python", "pyarena",
 };
 
 const char *ml_kind_name(enum ml_kind kind)
@@ -337,34 +338,92 @@ static bool stack_has_cuda(const struct ml_agg_stack *st)
 	return false;
 }
 
-/* The program frames of ps, innermost first: memline's own removed, the
- * allocation entry point removed, inlined calls expanded.  For a CUDA
- * allocation, the CUDA runtime's innermost frames are the entry point too
- * (cuda_runtime_frame); host mallocs the runtime makes keep them. */
+/* Appends the frames of recorded frame i (address addr) of ps to st:
+ * memline's own removed, the allocation entry point removed, inlined
+ * calls expanded.  For a CUDA allocation, the CUDA runtime's innermost
+ * frames are the entry point too (cuda_runtime_frame); host mallocs the
+ * runtime makes keep them.  0 or -ENOMEM. */
+static int push_resolved(struct ml_agg *a, const struct ml_stack *ps, uint32_t i, uint64_t addr,
+			 struct ml_agg_stack *st, size_t *cap, bool strip_cudart)
+{
+	if (!ml_pyframe_is(addr) && addr_in_runtime(a->profile, addr))
+		return 0;
+	bool ret = !(i == 0 && (ps->flags & ML_STACK_EXACT_IP));
+	const struct ml_frame *frames = NULL;
+	size_t n = 0;
+	if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0 || n == 0)
+		return 0;	/* the symbolizer reports its own trouble */
+	for (size_t k = 0; k < n; k++) {
+		if (frames[k].runtime)
+			continue;
+		if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
+			continue;	/* the entry point, not the program */
+		if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
+			continue;	/* the CUDA runtime: the entry point */
+		if (push_frame(st, cap, &frames[k]) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* report/pystack.h's questions, through the resolver. */
+struct py_env {
+	struct ml_agg *a;
+	const struct ml_stack *ps;
+};
+
+static bool env_is_eval(void *ctx, uint64_t addr, uint32_t i)
+{
+	struct py_env *e = ctx;
+	const struct ml_resolver *r = e->a->resolver;
+	bool exact = i == 0 && (e->ps->flags & ML_STACK_EXACT_IP);
+	const struct ml_frame *frames = NULL;
+	size_t n = 0;
+	const char *fn = NULL;
+	if (r->resolve(r->ctx, addr, !exact, &frames, &n) == 0 && n > 0)
+		fn = frames[n - 1].function;
+	return r->py_is_eval(r->ctx, addr, exact, fn);
+}
+
+static bool env_in_interpreter(void *ctx, uint64_t addr, uint32_t i)
+{
+	struct py_env *e = ctx;
+	return e->a->resolver->py_in_interpreter(e->a->resolver->ctx, addr);
+}
+
+/* A stack with Python frames: in program order (report/pystack.h), the
+ * frames the default view leaves out left out. */
+static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
+			   bool strip_cudart)
+{
+	struct ml_pystack_item *items = malloc((ps->depth + 1) * sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	struct py_env e = { a, ps };
+	struct ml_pystack_env env = { &e, env_is_eval, env_in_interpreter };
+	size_t n = ml_pystack_order(ps->frames, ps->depth, ps->flags, &env, items), cap = 0;
+	int err = 0;
+	for (size_t k = 0; k < n && err == 0; k++) {
+		if (items[k].show == ML_PYSTACK_NEVER ||
+		    (items[k].show == ML_PYSTACK_NATIVE_ONLY && !a->opts.native))
+			continue;
+		err = push_resolved(a, ps, items[k].index, items[k].addr, st, &cap, strip_cudart);
+	}
+	free(items);
+	return err;
+}
+
+/* The program frames of ps, innermost first (push_resolved). */
 static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st)
 {
 	size_t cap = 0;
 	bool strip_cudart = stack_has_cuda(st);
-	for (uint32_t i = 0; i < ps->depth; i++) {
-		uint64_t addr = ps->frames[i];
-		if (addr_in_runtime(a->profile, addr))
-			continue;
-		bool ret = !(i == 0 && (ps->flags & ML_STACK_EXACT_IP));
-		const struct ml_frame *frames = NULL;
-		size_t n = 0;
-		if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0 || n == 0)
-			continue;	/* the symbolizer reports its own trouble */
-		for (size_t k = 0; k < n; k++) {
-			if (frames[k].runtime)
-				continue;
-			if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
-				continue;	/* the entry point, not the program */
-			if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
-				continue;	/* the CUDA runtime: the entry point */
-			if (push_frame(st, &cap, &frames[k]) < 0)
-				return -ENOMEM;
-		}
-	}
+	if (ps->depth && ml_pyframe_is(ps->frames[ps->depth - 1]) && a->resolver->py_is_eval &&
+	    a->resolver->py_in_interpreter)
+		return symbolize_mixed(a, ps, st, strip_cudart);
+	for (uint32_t i = 0; i < ps->depth; i++)
+		if (push_resolved(a, ps, i, ps->frames[i], st, &cap, strip_cudart) < 0)
+			return -ENOMEM;
 	return 0;
 }
 
@@ -666,10 +725,18 @@ static int label_collisions(struct ml_agg *a)
 
 int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct ml_agg **out)
 {
+	return ml_agg_build_opts(p, r, NULL, out);
+}
+
+int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
+		      const struct ml_agg_opts *opts, struct ml_agg **out)
+{
 	int err = -ENOMEM;
 	struct ml_agg *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
+	if (opts)
+		a->opts = *opts;
 	a->priv = calloc(1, sizeof(struct agg_priv));
 	if (!a->priv)
 		goto fail;

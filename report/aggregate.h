@@ -31,6 +31,19 @@ struct ml_resolver {
 	 * as ml_sym_function_sources: for names several files define. */
 	int (*function_sources)(void *ctx, const char *name, struct ml_sym_source *out,
 				size_t max);
+	/* Optional (NULL: stacks with Python frames keep the recorded order):
+	 * whether a native frame is the interpreter's eval loop (fn: the name
+	 * it symbolizes to) or lies in the interpreter (report/pyframes.h). */
+	bool (*py_is_eval)(void *ctx, uint64_t addr, bool exact, const char *fn);
+	bool (*py_in_interpreter)(void *ctx, uint64_t addr);
+};
+
+/* How stacks are shown. */
+struct ml_agg_opts {
+	/* Keep every native frame of stacks with Python frames (the
+	 * interpreter's internals, launch frames); by default they are left
+	 * out where a Python frame explains the allocation. */
+	bool native;
 };
 
 struct ml_agg_stack {
@@ -70,6 +83,7 @@ struct ml_agg_line {
 struct ml_agg {
 	const struct ml_profile *profile;
 	const struct ml_resolver *resolver;
+	struct ml_agg_opts opts;
 	struct ml_agg_stack *stacks;
 	size_t n_stacks;
 	struct ml_agg_func *funcs;
@@ -88,6 +102,9 @@ struct ml_agg {
  * ml_agg_free), or -errno.  Allocates; not thread-safe; p and r must
  * outlive the result. */
 int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct ml_agg **out);
+/* The same with options (NULL: the defaults). */
+int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
+		      const struct ml_agg_opts *opts, struct ml_agg **out);
 void ml_agg_free(struct ml_agg *a);
 
 /* The first function with this name (functions are kept apart by name,

@@ -26,6 +26,7 @@ struct report_args {
 	enum view view;
 	bool json;
 	bool limit_set, sort_set, unit_set;
+	struct ml_agg_opts agg;
 	const char **functions;
 	struct ml_view_opts vo;
 };
@@ -61,6 +62,8 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 	const char *v;
 	if (strcmp(argv[*i], "--json") == 0) {
 		ra->json = true;
+	} else if (strcmp(argv[*i], "--native") == 0) {
+		ra->agg.native = true;
 	} else if ((v = opt_value(argc, argv, i, "--limit", &m)), m) {
 		char *end;
 		errno = 0;
@@ -294,6 +297,7 @@ static int report_one(const struct report_args *ra, const struct ml_profile *p, 
 		      struct ml_json *j)
 {
 	struct ml_symbolizer *sym = NULL;
+	struct ml_pyframes *py = NULL;
 	struct ml_agg *agg = NULL;
 	struct ml_cov *cov = NULL;
 	struct ml_resolver r;
@@ -302,13 +306,19 @@ static int report_one(const struct report_args *ra, const struct ml_profile *p, 
 		fprintf(stderr, "memline: %s: cannot symbolize: %s\n", p->path, strerror(-err));
 		goto out;
 	}
-	ml_resolver_from_symbolizer(&r, sym);
+	err = ml_pyframes_open(p, &py);
+	if (err < 0) {
+		fprintf(stderr, "memline: %s: %s\n", p->path, strerror(-err));
+		goto out;
+	}
+	struct ml_report_syms syms = { sym, py, ra->agg.native };
+	ml_resolver_init(&r, &syms);
 	struct ml_view_opts vo = ra->vo;
 	if (p->has_samples && (ra->view == VIEW_LINES || ra->view == VIEW_OPS) &&
 	    ml_cov_load(p->exe, p->path, p->meta.start_realtime_ns, &cov) < 0)
 		cov = NULL;
 	vo.cov = cov;
-	err = ml_agg_build(p, &r, &agg);
+	err = ml_agg_build_opts(p, &r, &ra->agg, &agg);
 	if (err < 0) {
 		fprintf(stderr, "memline: %s: %s\n", p->path, strerror(-err));
 		goto out;
@@ -324,6 +334,7 @@ static int report_one(const struct report_args *ra, const struct ml_profile *p, 
 		fprintf(stderr, "memline: %s: %s\n", p->path, strerror(-err));
 out:
 	ml_agg_free(agg);
+	ml_pyframes_close(py);
 	ml_cov_free(cov);
 	if (sym)
 		ml_sym_close(sym);

@@ -30,6 +30,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_META] = "META", [ML_SEC_MODULES] = "MODULES", [ML_SEC_STACKS] = "STACKS",
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
 	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
+	[ML_SEC_PYTHON] = "PYTHON", [ML_SEC_PYCODE] = "PYCODE",
 };
 
 int ml_reader_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -178,9 +179,10 @@ static struct ml_profile *profile_new(unsigned char *data, size_t len, const cha
 
 	if (!p || !o)
 		goto fail;
-	/* Every string is a copy of file bytes plus a NUL, and every module
-	 * record is at least 40 bytes: this bound cannot be exceeded. */
-	o->strings_cap = len + len / sizeof(struct ml_fmt_module) + path_len + 3;
+	/* Every string is a copy of file bytes plus a NUL; a module record (40
+	 * bytes at least) has one string, a PYCODE record (24) two, the PYTHON
+	 * record one: this bound cannot be exceeded. */
+	o->strings_cap = len + len / 12 + path_len + 4;
 	o->strings = malloc(o->strings_cap);
 	if (!o->strings)
 		goto fail;
@@ -230,6 +232,8 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		rc = ml_reader_parse_samples(&ps);
 	if (!rc)
 		rc = ml_reader_parse_regions(&ps);
+	if (!rc)
+		rc = ml_reader_parse_python(&ps);
 	free(ps.node_depth);
 	free(ps.leaf_at);
 	if (rc) {
@@ -338,6 +342,7 @@ void ml_profile_free(struct ml_profile *p)
 	free(p->stacks);
 	free(p->samples);
 	free(p->regions);
+	free(p->pycodes);
 	free(p);
 }
 

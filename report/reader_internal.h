@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_FRAMES + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_PYCODE + 1)
 
 /* Everything a profile owns; ml_profile.priv points here. */
 struct owned {
@@ -89,5 +89,11 @@ int ml_reader_check_gpu_total(struct parse *ps);
 int ml_reader_parse_timeline(struct parse *ps);
 int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
+/* PYTHON and PYCODE (reader_python.c). */
+int ml_reader_parse_python(struct parse *ps);
+
+/* The deepest stack a profile may hold: max_depth native frames, and with
+ * a PYTHON section up to ML_PYFRAMES_MAX Python frames more. */
+uint32_t ml_reader_depth_limit(const struct parse *ps);
 
 #endif

@@ -131,7 +131,7 @@ static int parse_frames(struct parse *ps)
 /* The walk from fs's leaf to the root must be exactly fs->depth nodes long. */
 static int check_stack(struct parse *ps, const struct ml_fmt_stack *fs, uint32_t i)
 {
-	uint32_t max_depth = ps->p->meta.max_depth;
+	uint32_t max_depth = ml_reader_depth_limit(ps);
 
 	if (fs->id == 0)
 		return BAD(ps, "corrupt: stack %u has id 0", i);
@@ -382,7 +382,7 @@ int ml_reader_parse_samples(struct parse *ps)
 	const struct span *s = &ps->sec[ML_SEC_SAMPLES];
 	struct cursor c = { s->payload, s->size };
 	struct ml_profile *p = ps->p;
-	uint32_t max_depth = p->meta.max_depth ? p->meta.max_depth : 256;
+	uint32_t max_depth = p->meta.max_depth ? ml_reader_depth_limit(ps) : 256 + ML_PYFRAMES_MAX;
 	uint64_t sum = 0;
 
 	if (!s->seen)
