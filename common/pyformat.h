@@ -71,6 +71,11 @@ static inline bool ml_pyframe_hidden(uint64_t addr)
 /* Stack flag (ml_fmt_stack.flags, ml_fmt_sample.flags): the Python frames
  * were cut at the room the stack had; the outermost ones are missing. */
 #define ML_STACK_PY_TRUNCATED 0x4u
+/* Stack flag: a Python object's stack keeps its native frames only up to
+ * the innermost eval-loop frame (the C path from the Python line that made
+ * it: the interpreter's, or an extension's); the native frames between
+ * outer Python frames are not recorded. */
+#define ML_STACK_PY_NATIVE_CUT 0x8u
 
 /* How co_linetable encodes lines (the interpreter's minor version). */
 enum ml_py_linetable {

@@ -17,13 +17,16 @@ static struct ml_py_arenaalloc orig_arena;
 /* Inside a domain wrapper on this thread: the arena wrapper below it still
  * records (the guard is the domain wrapper's). */
 static __thread int ml_tl_in_pymem __attribute__((tls_model("initial-exec")));
+__thread int ml_tl_py_object __attribute__((tls_model("initial-exec")));
 
 static void record(void *p, size_t size, enum ml_kind kind)
 {
 	int saved = errno;
+	ml_tl_py_object = kind == ML_KIND_PYTHON;
 	ML_UNWIND_MARK();
 	ml_track_alloc(p, size, kind);
 	ml_unwind_unmark();
+	ml_tl_py_object = 0;
 	errno = saved;
 }
 
@@ -83,12 +86,14 @@ static void *py_realloc(void *ctx, void *old, size_t size)
 	ml_tl_in_pymem--;
 	saved = errno;
 	if (q) {
+		ml_tl_py_object = 1;
 		ML_UNWIND_MARK();
 		/* A Python block moves (one event for the peak); an older malloc'd
 		 * block ends and the new one is a Python object. */
 		ml_track_release(&heap);
 		ml_track_moved(&py, q, size, ML_KIND_PYTHON);
 		ml_unwind_unmark();
+		ml_tl_py_object = 0;
 	} else {
 		ml_track_reattach(&py);		/* failed: old is still there */
 		ml_track_reattach(&heap);

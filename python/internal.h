@@ -173,6 +173,10 @@ void ml_py_codetab_after_fork(void);
  * except PyGILState_GetThisThreadState and _Py_IsFinalizing; never takes
  * the GIL; no malloc.  safe: see struct ml_py_reader. */
 uint32_t ml_py_walk(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags, bool safe);
+/* Set by the PyMem wrappers around recording a Python object: its stack
+ * keeps native frames only up to the innermost eval-loop frame
+ * (ML_STACK_PY_NATIVE_CUT).  initial-exec TLS, hooks.c. */
+extern __thread int ml_tl_py_object __attribute__((tls_model("initial-exec")));
 /* The same before the frames are known to be readable (boot.c's check). */
 uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags,
 			      bool safe);

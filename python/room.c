@@ -29,8 +29,27 @@ void ml_py_room_start(void)
 	}
 }
 
+/* A Python object's stack: native frames up to the innermost eval-loop
+ * frame, when one is there (python/internal.h, ML_STACK_PY_NATIVE_CUT). */
+static uint32_t cut_at_eval(const uint64_t *frames, uint32_t depth, uint32_t *flags)
+{
+	for (uint32_t i = 0; i < depth; i++)
+		if (frames[i] - 1 - ml_py.eval_lo < ml_py.eval_hi - ml_py.eval_lo) {
+			if (i + 1 < depth) {
+				*flags |= ML_STACK_PY_NATIVE_CUT;
+				*flags &= ~ML_STACK_TRUNCATED;
+			}
+			return i + 1;
+		}
+	return depth;
+}
+
 uint32_t ml_py_room_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags)
 {
+	if (!ml_py.walking)
+		return depth;
+	if (ml_tl_py_object && !(*flags & ML_STACK_EXACT_IP))
+		depth = cut_at_eval(frames, depth, flags);
 	/* A sample (exact IP) interrupted the thread anywhere: read safely. */
 	return ml_py_walk(frames, depth, cap, flags, (*flags & ML_STACK_EXACT_IP) != 0);
 }

@@ -600,9 +600,65 @@ static int attribute_stack(struct ml_agg *a, size_t si)
 	return 0;
 }
 
+/* Whether basename of path is the C library (or its threads part). */
+static bool is_libc(const char *path)
+{
+	const char *base = path ? strrchr(path, '/') : NULL;
+	base = base ? base + 1 : path;
+	return base && (strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0 ||
+			strncmp(base, "libpthread", 10) == 0);
+}
+
+/* True when sample sm caught a Python thread waiting for the GIL: its
+ * innermost native frames are the C library's condition variable or mutex
+ * (CPython's take_gil waits on the GIL's condition; drop_gil hands it over
+ * through its mutex and condition), called by the interpreter.  The
+ * interpreter's other locks are semaphores. */
+static bool gil_wait(struct ml_agg *a, const struct ml_sample *sm)
+{
+	const struct ml_resolver *r = a->resolver;
+	bool cond = false;
+	if (!r->py_in_interpreter)
+		return false;
+	for (uint32_t i = 0; i < sm->depth && !ml_pyframe_is(sm->frames[i]); i++) {
+		uint64_t addr = sm->frames[i];
+		if (r->py_in_interpreter(r->ctx, addr))
+			return cond;
+		const struct ml_frame *frames = NULL;
+		size_t n = 0;
+		bool ret = !(i == 0 && (sm->flags & ML_STACK_EXACT_IP));
+		if (r->resolve(r->ctx, addr, ret, &frames, &n) < 0 || n == 0 ||
+		    !is_libc(frames[n - 1].module))
+			return false;
+		for (size_t k = 0; k < n; k++) {
+			const char *fn = frames[k].function;
+			if (fn && (strstr(fn, "pthread_cond_") || strstr(fn, "pthread_mutex_") ||
+				   strstr(fn, "__lll_lock")))
+				cond = true;
+		}
+	}
+	return false;
+}
+
+/* In the default view a GIL wait is charged to "[waiting for the GIL]":
+ * the C library's frames before the first Python frame go. */
+static void drop_wait_frames(struct ml_agg_stack *st)
+{
+	size_t k = 0;
+	while (k < st->n_frames && !st->frames[k]->python)
+		k++;
+	if (k == st->n_frames)
+		return;
+	memmove(st->frames, st->frames + k, (st->n_frames - k) * sizeof(*st->frames));
+	st->n_frames -= k;
+}
+
 /* Charges one sample record: self to its innermost program function and
  * line, inclusive once to every function and line on its stack (a line's
- * time includes the calls made from it, as line_profiler's does). */
+ * time includes the calls made from it, as line_profiler's does).  A
+ * sample of a thread waiting for the GIL is also counted as such on every
+ * function and line of its stack, and its self goes to "[waiting for the
+ * GIL]". */
 static int attribute_sample(struct ml_agg *a, size_t si)
 {
 	const struct ml_sample *sm = &a->profile->samples[si];
@@ -610,7 +666,22 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 				     .frames = sm->frames };
 	struct ml_agg_stack st = { 0 };
 	int err = symbolize_stack(a, &ps, &st);
+	bool gil = err == 0 && gil_wait(a, sm);
+	long wait_func = -1;
 	a->total_samples += sm->count;
+	if (gil) {
+		a->gil_samples += sm->count;
+		if (!a->opts.native)
+			drop_wait_frames(&st);
+		wait_func = func_lookup(a, ML_AGG_GIL_WAIT, NULL, NULL);
+		if (wait_func < 0) {
+			free(st.frames);
+			return -ENOMEM;
+		}
+		a->funcs[wait_func].self_samples += sm->count;
+		a->funcs[wait_func].total_samples += sm->count;
+		a->funcs[wait_func].gil_samples += sm->count;
+	}
 	if (err < 0 || st.n_frames == 0) {
 		long f = err < 0 ? err : func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
 		if (f >= 0) {
@@ -626,19 +697,21 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 			err = -ENOMEM;
 			break;
 		}
-		if (i == 0)
+		if (i == 0 && !gil)
 			a->funcs[f].self_samples += sm->count;
 		if (a->funcs[f].seen_sample != si + 1) {
 			a->funcs[f].seen_sample = si + 1;
 			a->funcs[f].total_samples += sm->count;
+			a->funcs[f].gil_samples += gil ? sm->count : 0;
 		}
 		if (l < 0)
 			continue;
-		if (i == 0)
+		if (i == 0 && !gil)
 			a->lines[l].self_samples += sm->count;
 		if (a->lines[l].seen_sample != si + 1) {
 			a->lines[l].seen_sample = si + 1;
 			a->lines[l].total_samples += sm->count;
+			a->lines[l].gil_samples += gil ? sm->count : 0;
 		}
 	}
 	free(st.frames);

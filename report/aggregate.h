@@ -66,6 +66,7 @@ struct ml_agg_func {
 	size_t seen;			/* internal: last stack index + 1 */
 	uint64_t self_samples;		/* line timer: innermost program frame here */
 	uint64_t total_samples;		/* on the sampled stack, once per sample */
+	uint64_t gil_samples;		/* of total_samples: waiting for the GIL */
 	size_t seen_sample;		/* internal: last sample index + 1 */
 };
 
@@ -77,6 +78,7 @@ struct ml_agg_line {
 	struct ml_amount total[ML_KIND_COUNT];
 	size_t seen;
 	uint64_t self_samples, total_samples;	/* as for functions */
+	uint64_t gil_samples;
 	size_t seen_sample;
 };
 
@@ -92,11 +94,15 @@ struct ml_agg {
 	size_t n_lines;
 	struct ml_amount totals[ML_KIND_COUNT];	/* sum of every counter */
 	uint64_t total_samples;		/* every sample of the profile */
+	uint64_t gil_samples;		/* of them: a Python thread waiting for the GIL */
 	void *priv;
 };
 
 /* Name used for stacks with no program frame left (all memline's). */
 #define ML_AGG_UNKNOWN "[unknown]"
+/* The function samples of a Python thread waiting for the GIL are charged
+ * to (self); their Python lines count them as time and as GIL wait. */
+#define ML_AGG_GIL_WAIT "[waiting for the GIL]"
 
 /* Aggregates p's counters through r.  Returns 0 and *out (free with
  * ml_agg_free), or -errno.  Allocates; not thread-safe; p and r must

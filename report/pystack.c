@@ -71,7 +71,7 @@ size_t ml_pystack_order(const uint64_t *frames, uint32_t depth, uint32_t flags,
 	/* paired_run[e]: the run eval frame e runs, or -1. */
 	int32_t paired_run[1024];
 	uint32_t pairs = n_runs < n_evals ? n_runs : n_evals;
-	bool cut = (flags & (ML_STACK_TRUNCATED | ML_STACK_PY_TRUNCATED)) != 0;
+	bool cut = (flags & (ML_STACK_TRUNCATED | ML_STACK_PY_TRUNCATED | ML_STACK_PY_NATIVE_CUT)) != 0;
 	uint32_t first_run = 0, last_run_end = 0;	/* runs not paired: [0, first_run) and
 							 * [last_run_end, n_runs) */
 	for (uint32_t e = 0; e < n_evals; e++)

@@ -37,7 +37,8 @@ struct ml_pystack_env {
  * eval loop, its .cold part in a stripped binary: its frames then go just
  * inside the innermost paired run), or from the innermost end when the
  * stack was cut (flags: ML_STACK_TRUNCATED, ML_STACK_PY_TRUNCATED; the
- * Python frames past the native ones then come last).  Eval-loop frames
+ * Python frames past the native ones then come last; also for
+ * ML_STACK_PY_NATIVE_CUT).  Eval-loop frames
  * stay in place (shown with --native).  Returns depth.  No allocation. */
 size_t ml_pystack_order(const uint64_t *frames, uint32_t depth, uint32_t flags,
 			const struct ml_pystack_env *env, struct ml_pystack_item *out);
