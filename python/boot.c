@@ -28,7 +28,7 @@
 #define PY_FILE_INPUT 257	/* Py_file_input */
 #define BOOT_SCRIPT_MAX (1u << 20)
 
-struct ml_py_boot_config ml_py_boot_config = { .allocators = true };
+struct ml_py_boot_config ml_py_boot_config = { .allocators = true, .frames = true };
 
 static volatile int check_result;	/* layout check: 0 not run, 1 good, -1 bad */
 static volatile uint64_t check_code;	/* the code object the check runs */
@@ -226,7 +226,7 @@ static void boot(void)
 	if (!getcwd(ml_py.cwd, sizeof(ml_py.cwd)))
 		ml_py.cwd[0] = '\0';
 	if (check_layout()) {
-		ml_py.walking = true;
+		ml_py.walking = ml_py_boot_config.frames;
 	} else {
 		gave_up = true;
 		char msg[160];

@@ -193,6 +193,7 @@ int ml_py_hooks_install(void);
 /* Settings, read from the environment at start-up (room.c). */
 struct ml_py_boot_config {
 	bool allocators;		/* MEMLINE_PYMEM (default on): wrap the PyMem domains */
+	bool frames;			/* MEMLINE_PY_FRAMES (default on): read Python frames */
 	char boot_dir[4096];		/* MEMLINE_PY_BOOT_DIR, else <libmemline's dir>/python */
 };
 extern struct ml_py_boot_config ml_py_boot_config;

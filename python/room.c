@@ -20,6 +20,8 @@ void ml_py_room_start(void)
 	if (!ml_py.found)
 		return;
 	ml_py_boot_config.allocators = !env_off("MEMLINE_PYMEM");
+	/* Off only to measure what reading frames costs (bench/python_bench.py). */
+	ml_py_boot_config.frames = !env_off("MEMLINE_PY_FRAMES");
 	const char *dir = getenv("MEMLINE_PY_BOOT_DIR");
 	if (dir && strlen(dir) < sizeof(ml_py_boot_config.boot_dir))
 		strcpy(ml_py_boot_config.boot_dir, dir);
