@@ -5,6 +5,12 @@ V ?= 0
 CC ?= cc
 CXX ?= c++
 BUILD ?= build
+# The folder `make clean` removes with its -asan and -debug siblings.
+BUILD_ROOT := $(BUILD)
+
+# Plain `make` builds everything (`all`), whatever rule an included .mk file
+# or a later edit puts first.
+.DEFAULT_GOAL := all
 
 ifeq ($(V),1)
 Q :=
@@ -22,33 +28,47 @@ JEMALLOC_LIBS := $(shell pkg-config --libs jemalloc 2>/dev/null)
 WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 BASE_CFLAGS := -std=gnu11 -g $(WARN) -I. -D_GNU_SOURCE $(PKG_CFLAGS) -MMD -MP
 
+# debug and asan check the runtime's invariants (ML_ASSERT, core/core.h);
+# each configuration builds into its own folder.
 ifeq ($(CONFIG),release)
 OPT := -O2
+DEBUG_DEFS :=
 else ifeq ($(CONFIG),debug)
-OPT := -O0 -DML_DEBUG=1
+DEBUG_DEFS := -DML_DEBUG=1
+OPT := -O0 $(DEBUG_DEFS)
+override BUILD := $(BUILD)-debug
 else ifeq ($(CONFIG),asan)
-OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+DEBUG_DEFS := -DML_DEBUG=1
+OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	$(DEBUG_DEFS)
 override BUILD := $(BUILD)-asan
 else
 $(error CONFIG must be release, debug or asan)
 endif
 
 # The preload runtime: position independent, hidden by default, static TLS.
-RT_CFLAGS := $(BASE_CFLAGS) -O2 -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+RT_CFLAGS := $(BASE_CFLAGS) $(DEBUG_DEFS) -O2 -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fexceptions -fno-omit-frame-pointer -mcx16
 # The CLI, the report and the tests.
 CFLAGS_PLAIN := $(BASE_CFLAGS) $(OPT) -mcx16
 SAN_LDFLAGS := -fsanitize=address,undefined
 LDFLAGS_PLAIN := $(if $(filter asan,$(CONFIG)),$(SAN_LDFLAGS))
 
-RT_SRCS := $(wildcard alloc/*.c lineprof/*.c cuda_hooks/*.c python/*.c) $(filter-out common/reader.c,$(wildcard common/*.c))
-# The recording core, without the exported hooks: what unit tests link.
-CORE_SRCS := $(filter-out %/hooks.c %/lifecycle.c,$(RT_SRCS))
-REPORT_SRCS := $(filter-out report/main.c,$(wildcard report/*.c)) $(wildcard common/*.c)
+# The runtime: the recording core, the hook rooms and what common/ has for it.
+ROOMS := alloc cuda_hooks lineprof process python
+RT_SRCS := $(wildcard core/*.c $(ROOMS:%=%/*.c)) $(wildcard common/*.c)
+# The recording core and the rooms' insides, without the exported hooks,
+# the rooms' registrations and the runtime's constructor: what unit tests link.
+CORE_SRCS := $(filter-out %/hooks.c %/room.c core/lifecycle.c,$(RT_SRCS))
+# The report library (reading, symbolizing, aggregating, rendering) and the
+# command line on top of it.
+REPORT_SRCS := $(wildcard report/*.c) $(wildcard common/*.c)
+CLI_SRCS := $(wildcard cli/*.c)
 
 RT_OBJS := $(RT_SRCS:%.c=$(BUILD)/rt/%.o)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 REPORT_OBJS := $(REPORT_SRCS:%.c=$(BUILD)/obj/%.o)
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 
 LIB := $(BUILD)/libmemline.so
 CLI := $(BUILD)/memline
@@ -67,16 +87,20 @@ FIX_CFLAGS_static_prog := -static
 -include tests/cuda_double/cuda.mk
 
 EXAMPLE := $(BUILD)/examples/leaky
+# Torture programs: each runs alone and under memline (tests/torture/run.py).
+TORTURE := $(patsubst tests/torture/%.c,$(BUILD)/torture/%,$(wildcard tests/torture/*.c))
 
-.PHONY: all check unit e2e fixtures demo bench clean help asan
-all: $(LIB) $(CLI) $(EXAMPLE)
+.PHONY: all check unit e2e torture torture-slow layout fixtures demo bench clean help asan
+# Everything: the runtime, the CLI, the example, every fixture (the CUDA
+# test double included) and every unit test binary.
+all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE)
 
 $(LIB): $(RT_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) -ldl -lpthread
 
-$(CLI): $(BUILD)/obj/report/main.o $(BUILD)/libmlreport.a
+$(CLI): $(CLI_OBJS) $(BUILD)/libmlreport.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf -lstdc++
@@ -114,6 +138,12 @@ $(BUILD)/fixtures/%: tests/fixtures/%.cc
 	@echo "  FIXTURE $@"
 	$(Q)$(CXX) -g -O0 -fno-omit-frame-pointer -o $@ $< $(FIX_CFLAGS_$*) $(FIX_LDLIBS_$*)
 
+# Torture programs: plain -g -O0 builds of ordinary C, never sanitized.
+$(BUILD)/torture/%: tests/torture/%.c
+	@mkdir -p $(dir $@)
+	@echo "  TORTURE $@"
+	$(Q)$(CC) -g -O0 -fno-omit-frame-pointer -pthread -o $@ $<
+
 $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	@echo "  EXAMPLE $@"
@@ -124,13 +154,26 @@ fixtures: $(FIXTURES)
 unit: $(CHECKS)
 	$(Q)tests/run_unit.sh $(CHECKS)
 
-e2e: $(LIB) $(CLI) $(FIXTURES)
+e2e: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES)
 	$(Q)/usr/bin/python3 tests/e2e/run.py --build $(BUILD)
 
-# The whole suite: unit tests, end-to-end tests, then the unit tests and the
-# report tool again under ASan+UBSan.
+# Each torture program alone and under memline: same behaviour, exact profile.
+torture: $(LIB) $(CLI) $(TORTURE)
+	$(Q)/usr/bin/python3 tests/torture/run.py --build $(BUILD)
+
+# The same with the programs marked @slow.
+torture-slow: $(LIB) $(CLI) $(TORTURE)
+	$(Q)/usr/bin/python3 tests/torture/run.py --build $(BUILD) --slow
+
+# The layout rules of docs/layout.md (who may include what).
+layout:
+	$(Q)/usr/bin/python3 tests/layout_check.py
+
+# The whole suite: unit tests, end-to-end tests, the torture suite, the
+# layout rules, then the unit tests and the report tool again under
+# ASan+UBSan.
 check: all
-	$(Q)tests/check_all.sh
+	$(Q)BUILD=$(BUILD_ROOT) CHECK_BUILD=$(BUILD) tests/check_all.sh
 
 asan:
 	$(Q)$(MAKE) CONFIG=asan unit
@@ -142,14 +185,19 @@ bench: $(LIB) $(CLI)
 	$(Q)$(MAKE) -C bench BUILD=$(abspath $(BUILD))
 
 clean:
-	rm -rf build build-asan
+	rm -rf $(BUILD_ROOT) $(BUILD_ROOT)-asan $(BUILD_ROOT)-debug
 
 help:
 	@echo "make [CONFIG=release|debug|asan] [V=1] TARGET"
-	@echo "  all      libmemline.so, the memline CLI and the example (default)"
-	@echo "  check    the whole test suite: unit, end-to-end, then ASan+UBSan"
+	@echo "  all      everything: libmemline.so, the CLI, the example, fixtures,"
+	@echo "           torture programs and unit test binaries (the default goal)"
+	@echo "  check    the whole suite: unit, end-to-end, torture, layout, then"
+	@echo "           ASan+UBSan (CONFIG=debug check: the same on a debug build)"
 	@echo "  unit     Check unit tests only"
 	@echo "  e2e      end-to-end tests only"
+	@echo "  torture  each tests/torture program alone and under memline"
+	@echo "           (torture-slow: with the programs marked @slow)"
+	@echo "  layout   the layout rules (docs/layout.md)"
 	@echo "  demo     profile the bundled example and print its reports"
 	@echo "  bench    overhead benchmark against heaptrack and valgrind"
 	@echo "  clean    remove build outputs"

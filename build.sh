@@ -57,5 +57,6 @@ if [ "$1" = check ]; then
 fi
 install_missing
 jobs=-j$(nproc 2>/dev/null || echo 2)
-make $jobs all
+# Plain make: the default goal must build everything (tests/layout_check.sh).
+make $jobs
 make $jobs "$1"

@@ -4,11 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/track.h"
-#include "alloc/internal.h"
+#include "core/core.h"
 #include "alloc/real.h"
 
-#define ML_EXPORT __attribute__((visibility("default")))
 #define HEAP ML_KIND_HEAP
 
 static inline void guard_release(bool *held)
@@ -21,11 +19,12 @@ static inline void guard_release(bool *held)
  * thrown through the hook (the runtime is built with -fexceptions). */
 #define GUARD bool held __attribute__((cleanup(guard_release))) = guard_take()
 
-/* The guard, starting recording on the first call that comes before our
- * constructor (lifecycle.c). */
+/* The guard, starting recording on the first call that comes before the
+ * runtime's constructor (core/lifecycle.c), once the real allocator is
+ * known (READY_OR ran). */
 static inline bool guard_take(void)
 {
-	if (__builtin_expect(!ml_core_active, 0))
+	if (__builtin_expect(!ml_core_active, 0) && ml_real.ready && !ml_real_resolving())
 		ml_lifecycle_start();
 	return ml_guard_enter();
 }
@@ -43,6 +42,13 @@ static inline bool guard_take(void)
 #define LATE(field, sym) \
 	(ml_real.field ? ml_real.field : \
 	 (ml_real.field = (__typeof__(ml_real.field))ml_real_lookup(sym)))
+
+/* The real allocator is known before the core starts (constructor 102,
+ * core/lifecycle.c); usually the first malloc has looked it up already. */
+__attribute__((constructor(101))) static void resolve_early(void)
+{
+	ml_real_resolve();
+}
 
 /* Inlined into each hook: the walk starts at the hook's own frame. */
 static inline __attribute__((always_inline)) void record(bool held, void *p, size_t size)

@@ -4,6 +4,7 @@
 #define ML_COMMON_FORMAT_H
 
 #include <stdint.h>
+#include "common/kinds.h"
 
 /*
  * A profile is little-endian:
@@ -130,33 +131,7 @@ struct ml_fmt_stack {
 #define ML_STACK_EXACT_IP 0x1u
 #define ML_STACK_TRUNCATED 0x2u	/* the real stack was deeper than max_depth */
 
-/* Allocation kinds.  Counters, totals and peaks are kept per kind. */
-enum ml_kind {
-	ML_KIND_HEAP = 0,	/* malloc family, C++ new, jemalloc API */
-	ML_KIND_CUDA_DEVICE = 1,
-	ML_KIND_CUDA_MANAGED = 2,
-	ML_KIND_CUDA_PINNED = 3,	/* page-locked host memory */
-	ML_KIND_CUDA_POOL = 4,	/* stream-ordered allocations */
-	ML_KIND_CUDA_VMM = 5,	/* physical bytes from cuMemCreate */
-	ML_KIND_CUDA_ARRAY = 6,
-	ML_KIND_CUDA_MAPPED = 7,	/* VMM address ranges mapped by cuMemMap */
-	ML_KIND_CUDA_RESERVED = 8,	/* VMM address space from cuMemAddressReserve */
-	/* Pseudo-kind: every block of the GPU kinds (device, managed, pool,
-	 * VMM physical, array) counted a second time under one total, so that
-	 * the combined GPU peak and each stack's bytes live at it are exact.
-	 * Not added to any sum over kinds (docs/format.md). */
-	ML_KIND_CUDA_GPU = 9,
-	/* Python objects: blocks of the interpreter's PyMem domains (RAW, MEM,
-	 * OBJ) at the size asked for, as tracemalloc counts them; the malloc
-	 * such a block makes is not also counted as heap.  Shares the heap's
-	 * peak (the CPU peak, docs/format.md). */
-	ML_KIND_PYTHON = 10,
-	/* What the interpreter maps through its arena allocator: pymalloc's
-	 * arenas (that hold many small objects) and 3.11+ frame stacks.  Never
-	 * added to the objects inside them. */
-	ML_KIND_PY_ARENA = 11,
-	ML_KIND_COUNT = 12,
-};
+/* Allocation kinds (enum ml_kind): common/kinds.h. */
 
 /* ML_SEC_COUNTERS record: one per (stack, kind) that saw an event. */
 struct ml_fmt_counter {

@@ -3,6 +3,7 @@
  * no stdio, no locks.  It does not build sections' contents: callers do. */
 #include "common/writer.h"
 #include "common/format.h"
+#include "common/sigsafe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,35 +28,6 @@ uint64_t ml_fnv1a(uint64_t h, const void *data, size_t len)
 		h *= FNV_PRIME;
 	}
 	return h;
-}
-
-/* Appends src to dst at *pos, keeping room for the NUL.  Returns false when
- * it does not fit. */
-static bool append_str(char *dst, size_t cap, size_t *pos, const char *src)
-{
-	size_t n = strlen(src);
-
-	if (*pos + n + 1 > cap)
-		return false;
-	memcpy(dst + *pos, src, n);
-	*pos += n;
-	dst[*pos] = '\0';
-	return true;
-}
-
-/* Decimal without snprintf (not async-signal-safe). */
-static void format_uint(char out[24], uint64_t v)
-{
-	char tmp[24];
-	size_t n = 0, i = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		out[i++] = tmp[--n];
-	out[i] = '\0';
 }
 
 /* Writes all of len bytes at the current position, across EINTR and short
@@ -168,10 +140,10 @@ int ml_writer_open(struct ml_writer *w, const char *final_path)
 	w->buf_len = 0;
 	w->tmp_path[0] = '\0';
 
-	format_uint(pid, (uint64_t)getpid());
-	if (!append_str(w->tmp_path, sizeof(w->tmp_path), &pos, final_path) ||
-	    !append_str(w->tmp_path, sizeof(w->tmp_path), &pos, ".tmp.") ||
-	    !append_str(w->tmp_path, sizeof(w->tmp_path), &pos, pid)) {
+	ml_sigsafe_utoa(pid, (uint64_t)getpid());
+	if (!ml_sigsafe_append(w->tmp_path, sizeof(w->tmp_path), &pos, final_path) ||
+	    !ml_sigsafe_append(w->tmp_path, sizeof(w->tmp_path), &pos, ".tmp.") ||
+	    !ml_sigsafe_append(w->tmp_path, sizeof(w->tmp_path), &pos, pid)) {
 		w->tmp_path[0] = '\0';
 		return fail(w, -ENAMETOOLONG);
 	}

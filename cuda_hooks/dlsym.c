@@ -7,7 +7,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include "alloc/internal.h"
 #include "cuda_hooks/internal.h"
 
 void *(*ml_cuda_real_dlsym)(void *, const char *);

@@ -26,13 +26,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include "alloc/track.h"
-#include "alloc/internal.h"
 #include "cuda_hooks/blocks.h"
 #include "cuda_hooks/driver.h"
 #include "cuda_hooks/internal.h"
-
-#define ML_EXPORT __attribute__((visibility("default")))
 
 static const char *const runtime_syms[R_COUNT] = {
 #define NAME_R(id, sym) #sym,
@@ -734,15 +730,11 @@ static void *const runtime_exports[R_COUNT] = { ML_CUDA_RUNTIME_HOOKS(EXPORT_R) 
 
 /* ------------------------------------------------------------ start-up */
 
-static void after_fork_child(void)
-{
-	ml_cuda_blocks_reset();	/* the core forgot its live blocks too */
-}
-
-__attribute__((constructor(102))) static void ml_cuda_init(void)
+/* The real dlsym is needed by the trampoline whether or not the core
+ * records; after the core's constructor (102). */
+__attribute__((constructor(103))) static void ml_cuda_init(void)
 {
 	ml_cuda_resolve_real_dlsym();
 	const char *t = getenv("MEMLINE_CUDA_TRACE");
 	ml_cuda_trace = t && *t && *t != '0';
-	pthread_atfork(NULL, NULL, after_fork_child);
 }

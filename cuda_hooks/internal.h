@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "alloc/track.h"
+#include "core/core.h"
 #include "cuda_hooks/driver.h"
 
 #define K_DEVICE ML_KIND_CUDA_DEVICE
@@ -22,9 +22,9 @@
 #define K_GPU ML_KIND_CUDA_GPU
 #define BIT(k) (1u << (k))
 /* The kinds added into the combined GPU total (K_GPU): GPU memory the
- * program owns.  Not pinned host memory, not VMM mappings (views of VMM
- * physical memory) or reservations (address space only). */
-#define GPU_KINDS (BIT(K_DEVICE) | BIT(K_MANAGED) | BIT(K_POOL) | BIT(K_VMM) | BIT(K_ARRAY))
+ * program owns (common/kinds.h).  Not pinned host memory, not VMM mappings
+ * (views of VMM physical memory) or reservations (address space only). */
+#define GPU_KINDS ML_KIND_GPU_MASK
 /* What cuMemFree / cudaFree / the async frees may release. */
 #define FREEABLE (BIT(K_DEVICE) | BIT(K_MANAGED) | BIT(K_POOL))
 /* What a context owns and takes along when it is destroyed. */

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "alloc/internal.h"
 #include "cuda_hooks/internal.h"
 
 int ml_cuda_hook_by_sym(const char *name)

@@ -3,8 +3,6 @@
  * belongs to, and the size of an array.  The guard is held by the callers. */
 #include <stdbool.h>
 #include <stdint.h>
-#include "alloc/track.h"
-#include "alloc/internal.h"
 #include "cuda_hooks/blocks.h"
 #include "cuda_hooks/internal.h"
 

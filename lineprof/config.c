@@ -2,8 +2,8 @@
  * `memline run --lines [--clock C] [--rate HZ]` sets. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/core.h"
 #include "lineprof/internal.h"
-#include "alloc/internal.h"	/* ml_warn */
 
 struct ml_lp_config ml_lp_config = {
 	.clock = ML_CLOCK_CPU, .rate_hz = ML_LP_RATE_DEFAULT,

@@ -1,31 +1,18 @@
 /* lineprof/hooks.c - every symbol lineprof exports: the region API of
  * memline.h, NVTX's injection entry point, pthread_create (a timer for each
- * new thread), the SIGPROF takers (sigaction, signal, setitimer: the program
- * wants SIGPROF, so the sampler steps aside) and, under --clock wall, the
- * sleep calls (retried when only our timer interrupted them). */
-#include <dlfcn.h>
+ * new thread), setitimer (a program that arms ITIMER_PROF wants SIGPROF, so
+ * the sampler steps aside; sigaction and signal reach the room through the
+ * core, room.c) and, under --clock wall, the sleep calls (retried when only
+ * our timer interrupted them). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/core.h"	/* ML_EXPORT, ML_NEXT, ml_arena_alloc */
 #include "lineprof/internal.h"
 #include "lineprof/nvtx.h"
-#include "alloc/internal.h"	/* ml_arena_alloc */
-
-#define ML_EXPORT __attribute__((visibility("default")))
-
-static void *next_sym(const char *sym, void **cache)
-{
-	void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-	if (!p) {
-		p = dlsym(RTLD_NEXT, sym);
-		__atomic_store_n(cache, p, __ATOMIC_RELEASE);
-	}
-	return p;
-}
-#define NEXT(type, sym) ({ static void *cache_; (type)next_sym(sym, &cache_); })
 
 /* ---- memline.h ---- */
 
@@ -64,7 +51,7 @@ ML_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
 			     void *arg)
 {
 	typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-	create_fn real = NEXT(create_fn, "pthread_create");
+	create_fn real = ML_NEXT(create_fn, "pthread_create");
 	if (!real)
 		return EAGAIN;
 	if (!ml_lp_sampling())
@@ -80,27 +67,12 @@ ML_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
 
 /* ---- SIGPROF belongs to the program if it asks ---- */
 
-ML_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-	if (sig == SIGPROF && act)
-		ml_lp_step_aside();
-	/* alloc/lifecycle.c: memline's fatal handlers stay, hidden */
-	return ml_lifecycle_sigaction(sig, act, old);
-}
-
-ML_EXPORT sighandler_t signal(int sig, sighandler_t handler)
-{
-	if (sig == SIGPROF)
-		ml_lp_step_aside();
-	return ml_lifecycle_signal(sig, handler);
-}
-
 ML_EXPORT int setitimer(__itimer_which_t which, const struct itimerval *v, struct itimerval *old)
 {
 	typedef int (*setitimer_fn)(__itimer_which_t, const struct itimerval *, struct itimerval *);
 	if (which == ITIMER_PROF && v)
 		ml_lp_step_aside();
-	return NEXT(setitimer_fn, "setitimer")(which, v, old);
+	return ML_NEXT(setitimer_fn, "setitimer")(which, v, old);
 }
 
 /* ---- sleeps under --clock wall: POSIX never restarts them, even with
@@ -115,7 +87,7 @@ ML_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec *r
 			      struct timespec *rem)
 {
 	typedef int (*fn_t)(clockid_t, int, const struct timespec *, struct timespec *);
-	fn_t real = NEXT(fn_t, "clock_nanosleep");
+	fn_t real = ML_NEXT(fn_t, "clock_nanosleep");
 	if (!retry_sleeps() || !req)
 		return real(clk, flags, req, rem);
 	struct timespec left = *req, r;
@@ -135,7 +107,7 @@ ML_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec *r
 ML_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	typedef int (*fn_t)(const struct timespec *, struct timespec *);
-	fn_t real = NEXT(fn_t, "nanosleep");
+	fn_t real = ML_NEXT(fn_t, "nanosleep");
 	if (!retry_sleeps() || !req)
 		return real(req, rem);
 	struct timespec left = *req, r;
@@ -155,7 +127,7 @@ ML_EXPORT int usleep(useconds_t us)
 {
 	typedef int (*fn_t)(useconds_t);
 	if (!retry_sleeps())
-		return NEXT(fn_t, "usleep")(us);
+		return ML_NEXT(fn_t, "usleep")(us);
 	struct timespec ts = { (time_t)(us / 1000000u), (long)(us % 1000000u) * 1000 };
 	return nanosleep(&ts, NULL);
 }
@@ -164,7 +136,7 @@ ML_EXPORT unsigned int sleep(unsigned int s)
 {
 	typedef unsigned int (*fn_t)(unsigned int);
 	if (!retry_sleeps())
-		return NEXT(fn_t, "sleep")(s);
+		return ML_NEXT(fn_t, "sleep")(s);
 	struct timespec ts = { (time_t)s, 0 }, rem = { 0, 0 };
 	if (nanosleep(&ts, &rem) == 0)
 		return 0;

@@ -1,5 +1,6 @@
 /* lineprof/internal.h - private interfaces between lineprof's files: config,
- * the sample table, the sampler, the regions, NVTX and the hooks. */
+ * the sample table, the sampler, the regions, NVTX, the sections, the room
+ * (room.c) and the hooks.  Other rooms never include it. */
 #ifndef ML_LINEPROF_INTERNAL_H
 #define ML_LINEPROF_INTERNAL_H
 
@@ -7,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
-#include "common/format.h"
+#include "core/core.h"
 
 #define ML_LP_RATE_DEFAULT 997u	/* Hz: prime, not a multiple of 100/250/300/1000 */
 #define ML_LP_RATE_MIN 1u
@@ -83,8 +84,14 @@ uint32_t ml_lp_sampler_threads(void);
 void ml_lp_sampler_after_fork(void);
 /* Pauses or resumes recording in the handler (around writing the profile). */
 void ml_lp_sampler_pause(bool paused);
-/* The real sigaction (the hooked one is lineprof/hooks.c's). */
-int ml_lp_real_sigaction(int sig, const void *act, void *old);
+
+/* ---- write.c: the profile's sections ---- */
+struct ml_writer;
+/* Appends the SAMPLES section (when the sampler ran) and the REGIONS
+ * section (when a region was completed) to w.  Async-signal-safe (no
+ * malloc, no locks a handler could be waiting on): it runs when the core
+ * writes the profile. */
+void ml_lp_write_sections(struct ml_writer *w);
 
 /* ---- regions.c: named regions (memline.h, NVTX) as a tree ---- */
 #define ML_LP_REGION_DEPTH 32u

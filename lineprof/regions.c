@@ -1,14 +1,10 @@
 /* lineprof/regions.c - named regions (memline.h's push/pop, NVTX ranges) as
  * a tree merged over threads: a node is (parent node, name); each completed
  * begin/end adds its wall time, one to its count, and the heap bytes the
- * thread allocated meanwhile.  Each thread keeps its open regions in TLS. */
+ * thread allocated meanwhile (the core counts them per thread).  Each thread keeps its open regions in TLS. */
 #include <string.h>
+#include "core/core.h"	/* ml_spin_t, ml_warn_once, ml_tl_alloc_bytes */
 #include "lineprof/internal.h"
-#include "lineprof/lineprof.h"
-#include "alloc/internal.h"	/* ml_spin_t, ml_warn_once */
-
-__thread uint64_t ml_lp_tl_alloc_bytes __attribute__((tls_model("initial-exec")));
-__thread uint64_t ml_lp_tl_allocs __attribute__((tls_model("initial-exec")));
 
 struct node {
 	uint32_t parent;
@@ -129,8 +125,8 @@ void ml_lp_region_push(const char *name, uint32_t flags)
 	struct open_region *o = &t->open[d];
 	o->node = parent || !d ? node_for(parent, name, flags) : 0;
 	o->t0 = ml_lp_now_ns();
-	o->bytes0 = ml_lp_tl_alloc_bytes;
-	o->allocs0 = ml_lp_tl_allocs;
+	o->bytes0 = ml_tl_alloc_bytes;
+	o->allocs0 = ml_tl_allocs;
 }
 
 static void close_node(uint32_t id, uint64_t ns, uint64_t bytes, uint64_t allocs)
@@ -153,8 +149,8 @@ void ml_lp_region_pop(void)
 	if (d >= ML_LP_REGION_DEPTH)
 		return;
 	const struct open_region *o = &t->open[d];
-	close_node(o->node, ml_lp_now_ns() - o->t0, ml_lp_tl_alloc_bytes - o->bytes0,
-		   ml_lp_tl_allocs - o->allocs0);
+	close_node(o->node, ml_lp_now_ns() - o->t0, ml_tl_alloc_bytes - o->bytes0,
+		   ml_tl_allocs - o->allocs0);
 }
 
 uint64_t ml_lp_range_start(const char *name, uint32_t flags)

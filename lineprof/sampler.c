@@ -3,7 +3,6 @@
  * SIGPROF handler unwinds the interrupted stack with libunwind and counts it
  * in the sample table.  The handler takes no lock, never allocates and
  * keeps errno; SA_RESTART restarts interrupted system calls. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,10 +12,8 @@
 #include <unistd.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include "core/core.h"	/* the guard, ml_warn, ml_config.max_depth */
 #include "lineprof/internal.h"
-#include "alloc/internal.h"	/* ml_warn, ml_config.max_depth */
-#include "alloc/track.h"	/* the guard */
-#include "python/python.h"
 
 #define MAX_THREADS 8192u
 
@@ -35,20 +32,6 @@ static pthread_key_t thread_key;
 static __thread int tl_slot __attribute__((tls_model("initial-exec")));	/* index + 1 */
 static __thread uint32_t tl_tid __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tl_signals __attribute__((tls_model("initial-exec")));
-
-typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-static sigaction_fn real_sigaction_ptr;
-
-int ml_lp_real_sigaction(int sig, const void *act, void *old)
-{
-	if (!real_sigaction_ptr)
-		real_sigaction_ptr = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-	if (!real_sigaction_ptr) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return real_sigaction_ptr(sig, act, old);
-}
 
 static uint32_t gettid_cached(void)
 {
@@ -98,8 +81,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *ctx)
 		goto out;
 	}
 	depth = unwind_from(uc, frames, max, &flags);
-	if (depth)
-		depth = ml_py_room_decorate(frames, depth, ML_LP_DEPTH_MAX, &flags);
+	depth = ml_core_decorate_stack(frames, depth, ML_LP_DEPTH_MAX, &flags);
 	ml_guard_exit();
 	if (depth == 0)
 		ml_lp_sampletab_drop(weight);
@@ -186,7 +168,7 @@ int ml_lp_sampler_start(void)
 	if (rc < 0)
 		return rc;
 	struct sigaction old, sa;
-	if (ml_lp_real_sigaction(SIGPROF, NULL, &old) == 0 &&
+	if (ml_real_sigaction(SIGPROF, NULL, &old) == 0 &&
 	    (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))) {
 		/* Someone (a preloaded profiler) already took SIGPROF. */
 		stepped_aside = 1;
@@ -199,7 +181,7 @@ int ml_lp_sampler_start(void)
 	sa.sa_sigaction = on_sigprof;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (ml_lp_real_sigaction(SIGPROF, &sa, NULL) < 0)
+	if (ml_real_sigaction(SIGPROF, &sa, NULL) < 0)
 		return -errno;
 	started = 1;
 	ml_lp_sampler_thread_begin();
@@ -234,9 +216,9 @@ void ml_lp_step_aside(void)
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
 	sa.sa_handler = SIG_IGN;
-	ml_lp_real_sigaction(SIGPROF, &sa, NULL);
+	ml_real_sigaction(SIGPROF, &sa, NULL);
 	sa.sa_handler = SIG_DFL;
-	ml_lp_real_sigaction(SIGPROF, &sa, NULL);
+	ml_real_sigaction(SIGPROF, &sa, NULL);
 }
 
 uint32_t ml_lp_signals_here(void)

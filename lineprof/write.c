@@ -1,9 +1,9 @@
 /* lineprof/write.c - the SAMPLES and REGIONS sections (common/format.h),
- * written from alloc/dump.c with its writer: no malloc, no stdio. */
+ * written with the core's writer (the room's write_sections): no malloc,
+ * no stdio. */
 #include <string.h>
-#include "lineprof/lineprof.h"
+#include "core/core.h"
 #include "lineprof/internal.h"
-#include "common/writer.h"
 
 static void put_sample(const struct ml_lp_entry *e, void *arg)
 {
@@ -36,7 +36,7 @@ static void put_region(const struct ml_lp_region_info *r, void *arg)
 	ml_writer_record(w);
 }
 
-void ml_lineprof_write(struct ml_writer *w)
+void ml_lp_write_sections(struct ml_writer *w)
 {
 	if (ml_lp_config.lines) {
 		ml_lp_sampler_pause(true);

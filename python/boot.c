@@ -21,8 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "alloc/track.h"
-#include "alloc/internal.h"
+#include "core/core.h"
 #include "python/internal.h"
 
 #define PY_FILE_INPUT 257	/* Py_file_input */

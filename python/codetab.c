@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include "alloc/internal.h"
+#include "core/core.h"
 #include "python/internal.h"
 
 #define SLOT_BITS 18u

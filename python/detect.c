@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/internal.h"
+#include "core/core.h"
 #include "python/internal.h"
 
 struct ml_py_state ml_py;

@@ -6,8 +6,7 @@
  * it replaced, records, releases: the malloc a domain makes inside is not
  * recorded again. */
 #include <errno.h>
-#include "alloc/track.h"
-#include "alloc/internal.h"
+#include "core/core.h"
 #include "python/internal.h"
 
 /* What each domain had before: what the wrappers call. */

@@ -1,11 +1,10 @@
-/* python/room.c - the Python room's place in the runtime's life: found and
- * started with the runtime, a stack decorator for every capture, a fork
- * child's reset, its sections in every profile. */
+/* python/room.c - the Python room's place in the runtime's life (struct
+ * ml_room): found and started with the runtime, a stack decorator for every
+ * capture, a fork child's reset, its sections in every profile. */
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/internal.h"
+#include "core/core.h"
 #include "python/internal.h"
-#include "python/python.h"
 
 static bool env_off(const char *name)
 {
@@ -14,7 +13,7 @@ static bool env_off(const char *name)
 		     strcmp(v, "false") == 0);
 }
 
-void ml_py_room_start(void)
+static void start(void)
 {
 	ml_py_detect();
 	if (!ml_py.found)
@@ -46,7 +45,7 @@ static uint32_t cut_at_eval(const uint64_t *frames, uint32_t depth, uint32_t *fl
 	return depth;
 }
 
-uint32_t ml_py_room_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags)
+static uint32_t decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags)
 {
 	if (!ml_py.walking)
 		return depth;
@@ -56,14 +55,23 @@ uint32_t ml_py_room_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uin
 	return ml_py_walk(frames, depth, cap, flags, (*flags & ML_STACK_EXACT_IP) != 0);
 }
 
-void ml_py_room_fork_child(void)
+static void fork_child(void)
 {
 	if (ml_py.found)
 		ml_py_codetab_after_fork();
 }
 
-void ml_py_room_write(struct ml_writer *w)
+static void write_sections(struct ml_writer *w)
 {
 	if (ml_py.found)
 		ml_py_write_sections(w);
 }
+
+static const struct ml_room python_room = {
+	.name = "python",
+	.start = start,
+	.fork_child = fork_child,
+	.decorate_stack = decorate,
+	.write_sections = write_sections,
+};
+ML_ROOM(python_room)

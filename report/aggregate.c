@@ -32,34 +32,16 @@ struct agg_priv {
 	size_t n_names, cap_names;
 };
 
-static const char *const kind_names[ML_KIND_COUNT] = {
-	"heap", "cuda_device", "cuda_managed", "cuda_pinned", "cuda_pool",
-	"cuda_vmm", "cuda_array", "cuda_mapped", "cuda_reserved", "cuda_gpu", "python", "pyarena",
-};
-
-const char *ml_kind_name(enum ml_kind kind)
-{
-	return (unsigned)kind < ML_KIND_COUNT ? kind_names[kind] : "unknown";
-}
-
-int ml_kind_parse(const char *name)
-{
-	for (int k = 0; k < ML_KIND_COUNT; k++)
-		if (strcmp(kind_names[k], name) == 0)
-			return k;
-	return -1;
-}
-
 const char *ml_kind_list(void)
 {
-	return "heap, cuda_device, cuda_managed, cuda_pinned, cuda_pool, cuda_vmm, "
-	       "cuda_array, cuda_mapped, cuda_reserved, cuda_gpu";
-}
-
-bool ml_kind_is_gpu(enum ml_kind kind)
-{
-	return kind == ML_KIND_CUDA_DEVICE || kind == ML_KIND_CUDA_MANAGED ||
-	       kind == ML_KIND_CUDA_POOL || kind == ML_KIND_CUDA_VMM || kind == ML_KIND_CUDA_ARRAY;
+	static char list[256];
+	if (!list[0])
+		for (int k = 0; k < ML_KIND_COUNT; k++) {
+			if (k)
+				strcat(list, ", ");
+			strcat(list, ml_kind_name((enum ml_kind)k));
+		}
+	return list;
 }
 
 struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind)
@@ -79,10 +61,16 @@ struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind)
 	return sum;
 }
 
+bool ml_kind_in_cpu(enum ml_kind kind)
+{
+	return !ml_kind_is_derived(kind) && ml_kind_peak_of(kind) == ML_KIND_HEAP;
+}
+
 bool ml_agg_has_cuda(const struct ml_agg *a)
 {
-	for (int k = 1; k < ML_KIND_COUNT; k++)
-		if (a->totals[k].allocs || (a->profile->kinds_present & (1u << k)))
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		if (ml_kind_is_cuda((enum ml_kind)k) &&
+		    (a->totals[k].allocs || (a->profile->kinds_present & (1u << k))))
 			return true;
 	return false;
 }
@@ -332,8 +320,9 @@ static bool cuda_runtime_frame(const struct ml_frame *fr)
  * summed into st before symbolization). */
 static bool stack_has_cuda(const struct ml_agg_stack *st)
 {
-	for (int k = 1; k < ML_KIND_COUNT; k++)
-		if (st->kind[k].allocs || st->kind[k].frees || st->kind[k].live_blocks)
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		if (ml_kind_is_cuda((enum ml_kind)k) &&
+		    (st->kind[k].allocs || st->kind[k].frees || st->kind[k].live_blocks))
 			return true;
 	return false;
 }
@@ -473,11 +462,15 @@ static int collect_stacks(struct ml_agg *a)
 	}
 	for (size_t i = 0; i < p->n_counters; i++) {
 		const struct ml_fmt_counter *c = &p->counters[i];
-		if (c->kind >= ML_KIND_COUNT)
+		if (c->kind >= ML_KIND_COUNT || ml_kind_is_derived((enum ml_kind)c->kind))
 			continue;
 		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
 		ml_amount_add_counter(&st->kind[c->kind], c);
 		ml_amount_add_counter(&a->totals[c->kind], c);
+		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {
+			ml_amount_add_counter(&st->kind[ML_KIND_CPU], c);
+			ml_amount_add_counter(&a->totals[ML_KIND_CPU], c);
+		}
 	}
 	free(slot_of);
 	for (size_t k = 0; k < a->n_stacks; k++) {
@@ -741,12 +734,12 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-static const struct ml_agg *label_agg;
-
-static int cmp_func_name(const void *x, const void *y)
+/* Function indexes into the aggregation ctx, by name, then by index. */
+static int cmp_func_name(const void *x, const void *y, void *ctx)
 {
-	const struct ml_agg_func *a = &label_agg->funcs[*(const size_t *)x];
-	const struct ml_agg_func *b = &label_agg->funcs[*(const size_t *)y];
+	const struct ml_agg *agg = ctx;
+	const struct ml_agg_func *a = &agg->funcs[*(const size_t *)x];
+	const struct ml_agg_func *b = &agg->funcs[*(const size_t *)y];
 	int c = strcmp(a->name, b->name);
 	return c ? c : (*(const size_t *)x > *(const size_t *)y) - (*(const size_t *)x < *(const size_t *)y);
 }
@@ -763,8 +756,7 @@ static int label_collisions(struct ml_agg *a)
 		return -ENOMEM;
 	for (size_t i = 0; i < a->n_funcs; i++)
 		order[i] = i;
-	label_agg = a;	/* single-threaded, like the views' sorts */
-	qsort(order, a->n_funcs, sizeof(*order), cmp_func_name);
+	qsort_r(order, a->n_funcs, sizeof(*order), cmp_func_name, a);
 	int err = 0;
 	for (size_t i = 0; i < a->n_funcs && err == 0;) {
 		size_t end = i + 1;

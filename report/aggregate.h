@@ -121,19 +121,16 @@ const struct ml_agg_func *ml_agg_find_func(const struct ml_agg *a, const char *n
 void ml_amount_add_counter(struct ml_amount *dst, const struct ml_fmt_counter *c);
 void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src);
 
-/* A short name for a kind: "heap", "cuda_device", ... */
-const char *ml_kind_name(enum ml_kind kind);
-/* The kind with this name, or -1; and every name, separated by ", ". */
-int ml_kind_parse(const char *name);
+/* Kind names, parsing and ml_kind_is_gpu: common/kinds.h.  Every kind's
+ * name, separated by ", " (a static string). */
 const char *ml_kind_list(void);
-/* True for the kinds that are GPU memory the program owns (device, managed,
- * pool, VMM physical, arrays): what the CUDA Mem columns sum.  Pinned host
- * memory and VMM address space are shown on their own. */
-bool ml_kind_is_gpu(enum ml_kind kind);
 /* The sum of amounts over the GPU kinds; its peak_* are the bytes and
  * blocks live at the combined GPU peak (ML_KIND_CUDA_GPU) when the profile
  * has it, else the sum of each kind's own peak. */
 struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind);
+/* True for the kinds the derived kind cpu sums: those that share the
+ * heap's peak (heap and python), so their bytes at it add up exactly. */
+bool ml_kind_in_cpu(enum ml_kind kind);
 /* True when the profile saw any CUDA kind. */
 bool ml_agg_has_cuda(const struct ml_agg *a);
 

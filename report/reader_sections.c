@@ -285,7 +285,7 @@ int ml_reader_parse_counters(struct parse *ps)
 	for (uint32_t i = 0; i < s->count; i++) {
 		const struct ml_fmt_counter *ct = &ps->p->counters[i];
 
-		if (ct->kind >= ML_KIND_COUNT)
+		if (ct->kind >= ML_KIND_COUNT || ml_kind_is_derived((enum ml_kind)ct->kind))
 			return BAD(ps, "corrupt: counter %u has kind %u", i, ct->kind);
 		if (!ml_profile_stack(ps->p, ct->stack_id))
 			return BAD(ps, "corrupt: counter %u refers to unknown stack %u", i,
@@ -305,7 +305,7 @@ int ml_reader_parse_totals(struct parse *ps)
 		struct ml_fmt_total t;
 
 		memcpy(&t, s->payload + (size_t)i * sizeof(t), sizeof(t));
-		if (t.kind >= ML_KIND_COUNT)
+		if (t.kind >= ML_KIND_COUNT || ml_kind_is_derived((enum ml_kind)t.kind))
 			return BAD(ps, "corrupt: total %u has kind %u", i, t.kind);
 		if (ps->p->kinds_present & (1u << t.kind))
 			return BAD(ps, "corrupt: two totals for kind %u", t.kind);
@@ -370,7 +370,8 @@ int ml_reader_parse_timeline(struct parse *ps)
 	ps->p->timeline = (struct ml_fmt_timepoint *)(uintptr_t)s->payload;
 	ps->p->n_timeline = s->count;
 	for (uint32_t i = 0; i < s->count; i++)
-		if (ps->p->timeline[i].kind >= ML_KIND_COUNT)
+		if (ps->p->timeline[i].kind >= ML_KIND_COUNT ||
+		    ml_kind_is_derived((enum ml_kind)ps->p->timeline[i].kind))
 			return BAD(ps, "corrupt: timeline point %u has kind %u", i,
 				   ps->p->timeline[i].kind);
 	return 0;

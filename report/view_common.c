@@ -10,6 +10,24 @@ struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind)
 {
 	const struct ml_profile *p = a->profile;
 	struct ml_amount t = a->totals[kind];
+	if (kind == ML_KIND_CPU) {
+		/* The file's totals of heap and python; their peak is one. */
+		struct ml_amount sum = { 0 };
+		bool any = false;
+		for (int k = 0; k < ML_KIND_COUNT; k++) {
+			if (!ml_kind_in_cpu((enum ml_kind)k))
+				continue;
+			struct ml_amount one = ml_view_totals(a, (enum ml_kind)k);
+			ml_amount_add(&sum, &one);
+			if (p->kinds_present & (1u << k)) {
+				sum.peak_bytes = p->totals[k].peak_bytes;
+				any = true;
+			}
+		}
+		if (!any)
+			sum.peak_bytes = t.peak_bytes;
+		return sum;
+	}
 	if (p->kinds_present & (1u << kind)) {
 		const struct ml_fmt_total *ft = &p->totals[kind];
 		t.allocs = ft->allocs;
@@ -26,21 +44,29 @@ struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind)
 uint64_t ml_view_peak_time(const struct ml_agg *a, enum ml_kind kind)
 {
 	const struct ml_profile *p = a->profile;
+	if (ml_kind_is_derived(kind))
+		kind = ML_KIND_HEAP;	/* cpu's peak is the heap's (common/kinds.h) */
+	if (!(p->kinds_present & (1u << kind)) && ml_kind_peak_of(kind) == ML_KIND_HEAP)
+		kind = ML_KIND_PYTHON;	/* a profile with Python objects and no heap */
 	return (p->kinds_present & (1u << kind)) ? p->totals[kind].peak_time_ns : 0;
 }
 
-static enum ml_kind sort_kind;
-static bool sort_by_peak;
+/* What ml_view_stacks sorts by (qsort_r's context). */
+struct stack_order {
+	enum ml_kind kind;
+	bool peak;		/* bytes live at the peak, else at exit */
+};
 
-static int cmp_stack(const void *x, const void *y)
+static int cmp_stack(const void *x, const void *y, void *ctx)
 {
+	const struct stack_order *o = ctx;
 	const struct ml_agg_stack *a = *(const struct ml_agg_stack *const *)x;
 	const struct ml_agg_stack *b = *(const struct ml_agg_stack *const *)y;
-	const struct ml_amount *ma = &a->kind[sort_kind], *mb = &b->kind[sort_kind];
-	uint64_t va = sort_by_peak ? ma->peak_bytes : ma->live_bytes;
-	uint64_t vb = sort_by_peak ? mb->peak_bytes : mb->live_bytes;
-	uint64_t ca = sort_by_peak ? ma->peak_blocks : ma->live_blocks;
-	uint64_t cb = sort_by_peak ? mb->peak_blocks : mb->live_blocks;
+	const struct ml_amount *ma = &a->kind[o->kind], *mb = &b->kind[o->kind];
+	uint64_t va = o->peak ? ma->peak_bytes : ma->live_bytes;
+	uint64_t vb = o->peak ? mb->peak_bytes : mb->live_bytes;
+	uint64_t ca = o->peak ? ma->peak_blocks : ma->live_blocks;
+	uint64_t cb = o->peak ? mb->peak_blocks : mb->live_blocks;
 	if (va != vb)
 		return va > vb ? -1 : 1;
 	if (ca != cb)
@@ -60,11 +86,8 @@ const struct ml_agg_stack **ml_view_stacks(const struct ml_agg *a, enum ml_kind 
 		if (peak ? m->peak_bytes || m->peak_blocks : m->live_bytes || m->live_blocks)
 			rows[(*n)++] = &a->stacks[i];
 	}
-	/* Not thread-safe (qsort has no context argument); the report is
-	 * single-threaded. */
-	sort_kind = kind;
-	sort_by_peak = peak;
-	qsort(rows, *n, sizeof(*rows), cmp_stack);
+	struct stack_order order = { kind, peak };
+	qsort_r(rows, *n, sizeof(*rows), cmp_stack, &order);
 	return rows;
 }
 

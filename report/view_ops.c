@@ -83,15 +83,19 @@ uint64_t ml_ops_key_value(const struct ml_agg_func *f, enum ml_ops_key key, enum
 	}
 }
 
-static enum ml_ops_key sort_key;
-static enum ml_kind sort_kind;
+/* What ml_ops_sort sorts by (qsort_r's context). */
+struct func_order {
+	enum ml_ops_key key;
+	enum ml_kind kind;
+};
 
-static int cmp_func(const void *x, const void *y)
+static int cmp_func(const void *x, const void *y, void *ctx)
 {
+	const struct func_order *o = ctx;
 	const struct ml_agg_func *a = *(const struct ml_agg_func *const *)x;
 	const struct ml_agg_func *b = *(const struct ml_agg_func *const *)y;
-	uint64_t va = ml_ops_key_value(a, sort_key, sort_kind);
-	uint64_t vb = ml_ops_key_value(b, sort_key, sort_kind);
+	uint64_t va = ml_ops_key_value(a, o->key, o->kind);
+	uint64_t vb = ml_ops_key_value(b, o->key, o->kind);
 	if (va != vb)
 		return va > vb ? -1 : 1;
 	return strcmp(a->label, b->label);
@@ -99,19 +103,19 @@ static int cmp_func(const void *x, const void *y)
 
 void ml_ops_sort(const struct ml_agg_func **rows, size_t n, enum ml_ops_key key, enum ml_kind kind)
 {
-	/* File-scope sort state: the report is single-threaded. */
-	sort_key = key;
-	sort_kind = kind;
-	qsort(rows, n, sizeof(*rows), cmp_func);
+	struct func_order order = { key, kind };
+	qsort_r(rows, n, sizeof(*rows), cmp_func, &order);
 }
 
-/* Whether the CUDA columns are shown (set per view; the report is
- * single-threaded). */
-static bool show_cuda;
+/* The layout of one ops view: which columns it shows. */
+struct layout {
+	bool cuda;			/* the CUDA columns */
+	struct ml_ops_time time;	/* the time columns (ops_time.h) */
+};
 
-static bool shown_column(size_t c)
+static bool shown_column(const struct layout *l, size_t c)
 {
-	return !columns[c].cuda || show_cuda;
+	return !columns[c].cuda || l->cuda;
 }
 
 static int column_width(const struct ops_column *c)
@@ -120,14 +124,14 @@ static int column_width(const struct ops_column *c)
 	return len > COLUMN_WIDTH ? len : COLUMN_WIDTH;
 }
 
-static void dashes(FILE *out, int name_width)
+static void dashes(const struct layout *l, FILE *out, int name_width)
 {
 	for (int i = 0; i < name_width; i++)
 		fputc('-', out);
 	fputs("  ", out);
-	ml_ops_time_dashes(out);
+	ml_ops_time_dashes(&l->time, out);
 	for (size_t c = 0; c < N_COLUMNS; c++) {
-		if (!shown_column(c))
+		if (!shown_column(l, c))
 			continue;
 		for (int i = 0; i < column_width(&columns[c]); i++)
 			fputc('-', out);
@@ -136,7 +140,8 @@ static void dashes(FILE *out, int name_width)
 	fputc('\n', out);
 }
 
-static void row_text(FILE *out, const struct ml_agg_func *f, enum ml_kind kind, int name_width)
+static void row_text(const struct layout *l, FILE *out, const struct ml_agg_func *f,
+		     enum ml_kind kind, int name_width)
 {
 	char name[MAX_NAME_WIDTH + 1], cell[ML_UNITS_LEN];
 	size_t len = strlen(f->label);
@@ -145,9 +150,9 @@ static void row_text(FILE *out, const struct ml_agg_func *f, enum ml_kind kind, 
 	else
 		snprintf(name, sizeof(name), "%s", f->label);
 	fprintf(out, "%*s  ", name_width, name);
-	ml_ops_time_cells(out, f);
+	ml_ops_time_cells(&l->time, out, f);
 	for (size_t c = 0; c < N_COLUMNS; c++) {
-		if (!shown_column(c))
+		if (!shown_column(l, c))
 			continue;
 		uint64_t v = ml_ops_key_value(f, columns[c].key, kind);
 		if (columns[c].bytes)
@@ -159,8 +164,9 @@ static void row_text(FILE *out, const struct ml_agg_func *f, enum ml_kind kind, 
 	fputc('\n', out);
 }
 
-static void ops_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
-		     const struct ml_agg_func **rows, size_t n)
+static void ops_text(const struct layout *l, const struct ml_agg *a,
+		     const struct ml_view_opts *o, FILE *out, const struct ml_agg_func **rows,
+		     size_t n)
 {
 	size_t shown = ml_view_limit(o->limit, n);
 	int name_width = (int)strlen("Name");
@@ -170,40 +176,41 @@ static void ops_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE 
 	}
 	if (name_width > MAX_NAME_WIDTH)
 		name_width = MAX_NAME_WIDTH;
-	dashes(out, name_width);
+	dashes(l, out, name_width);
 	fprintf(out, "%*s  ", name_width, "Name");
-	ml_ops_time_header(out);
+	ml_ops_time_header(&l->time, out);
 	for (size_t c = 0; c < N_COLUMNS; c++)
-		if (shown_column(c))
+		if (shown_column(l, c))
 			fprintf(out, "%*s  ", column_width(&columns[c]), columns[c].header);
 	fputc('\n', out);
-	dashes(out, name_width);
+	dashes(l, out, name_width);
 	for (size_t i = 0; i < shown; i++)
-		row_text(out, rows[i], o->kind, name_width);
-	dashes(out, name_width);
+		row_text(l, out, rows[i], o->kind, name_width);
+	dashes(l, out, name_width);
 	char u[ML_UNITS_LEN];
 	fprintf(out, "Self CPU Mem total: %s%s%s%s\n\n",
 		ml_units_bytes(a->totals[o->kind].alloc_bytes, u, sizeof(u)),
 		o->kind == ML_KIND_HEAP ? "" : " (", o->kind == ML_KIND_HEAP ? "" : ml_kind_name(o->kind),
 		o->kind == ML_KIND_HEAP ? "" : ")");
-	ml_ops_time_footer(out);
-	if (show_cuda)
+	ml_ops_time_footer(&l->time, out);
+	if (l->cuda)
 		fprintf(out, "Self CUDA Mem total: %s (device, managed, pool, VMM physical, arrays)\n\n",
 			ml_units_bytes(ml_amount_gpu(a->totals).alloc_bytes, u, sizeof(u)));
 }
 
-static void ops_json(const struct ml_agg *a, const struct ml_view_opts *o, struct ml_json *j,
+static void ops_json(const struct layout *l, const struct ml_agg *a,
+		     const struct ml_view_opts *o, struct ml_json *j,
 		     const struct ml_agg_func **rows, size_t n)
 {
 	ml_json_key(j, "sort");
 	ml_json_string(j, ml_ops_key_name(o->sort));
 	ml_json_key(j, "self_total_bytes");
 	ml_json_u64(j, a->totals[o->kind].alloc_bytes);
-	if (show_cuda) {
+	if (l->cuda) {
 		ml_json_key(j, "cuda_self_total_bytes");
 		ml_json_u64(j, ml_amount_gpu(a->totals).alloc_bytes);
 	}
-	ml_ops_time_json_totals(j);
+	ml_ops_time_json_totals(&l->time, j);
 	ml_json_key(j, "total_functions");
 	ml_json_u64(j, n);
 	ml_json_key(j, "functions");
@@ -218,7 +225,7 @@ static void ops_json(const struct ml_agg *a, const struct ml_view_opts *o, struc
 		ml_json_string(j, rows[i]->file);
 		ml_json_key(j, "label");
 		ml_json_string(j, rows[i]->label);
-		ml_ops_time_json(j, rows[i]);
+		ml_ops_time_json(&l->time, j, rows[i]);
 		ml_json_key(j, "self");
 		ml_json_object_begin(j);
 		ml_amount_json(j, &rows[i]->self[o->kind]);
@@ -227,7 +234,7 @@ static void ops_json(const struct ml_agg *a, const struct ml_view_opts *o, struc
 		ml_json_object_begin(j);
 		ml_amount_json(j, &rows[i]->total[o->kind]);
 		ml_json_object_end(j);
-		if (show_cuda) {
+		if (l->cuda) {
 			struct ml_amount cs = ml_amount_gpu(rows[i]->self);
 			struct ml_amount ct = ml_amount_gpu(rows[i]->total);
 			ml_json_key(j, "cuda_self");
@@ -250,20 +257,21 @@ int ml_view_ops(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
 	if (!rows)
 		return -ENOMEM;
 	size_t n = 0;
-	show_cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
-	bool show_time = ml_ops_time_begin(a, o);
+	struct layout l;
+	l.cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
+	bool show_time = ml_ops_time_begin(&l.time, a, o);
 	for (size_t i = 0; i < a->n_funcs; i++) {
 		const struct ml_amount *t = &a->funcs[i].total[o->kind];
-		struct ml_amount g = show_cuda ? ml_amount_gpu(a->funcs[i].total) : (struct ml_amount){ 0 };
+		struct ml_amount g = l.cuda ? ml_amount_gpu(a->funcs[i].total) : (struct ml_amount){ 0 };
 		if (t->allocs || t->alloc_bytes || t->frees || g.allocs ||
 		    (show_time && a->funcs[i].total_samples))
 			rows[n++] = &a->funcs[i];
 	}
 	ml_ops_sort(rows, n, o->sort, o->kind);
 	if (j)
-		ops_json(a, o, j, rows, n);
+		ops_json(&l, a, o, j, rows, n);
 	else
-		ops_text(a, o, out, rows, n);
+		ops_text(&l, a, o, out, rows, n);
 	free(rows);
 	return 0;
 }

@@ -6,13 +6,13 @@
 #include "report/view_common.h"
 #include "report/units.h"
 
-static enum ml_kind line_kind;
-
-static int cmp_line(const void *x, const void *y)
+/* Largest at the peak of the kind *ctx first, then by file and line. */
+static int cmp_line(const void *x, const void *y, void *ctx)
 {
+	enum ml_kind kind = *(const enum ml_kind *)ctx;
 	const struct ml_agg_line *a = *(const struct ml_agg_line *const *)x;
 	const struct ml_agg_line *b = *(const struct ml_agg_line *const *)y;
-	uint64_t va = a->self[line_kind].peak_bytes, vb = b->self[line_kind].peak_bytes;
+	uint64_t va = a->self[kind].peak_bytes, vb = b->self[kind].peak_bytes;
 	if (va != vb)
 		return va > vb ? -1 : 1;
 	int c = strcmp(a->file, b->file);
@@ -30,8 +30,7 @@ static const struct ml_agg_line **peak_lines(const struct ml_agg *a, enum ml_kin
 	for (size_t i = 0; i < a->n_lines; i++)
 		if (a->lines[i].self[kind].peak_bytes || a->lines[i].self[kind].peak_blocks)
 			rows[(*n)++] = &a->lines[i];
-	line_kind = kind;
-	qsort(rows, *n, sizeof(*rows), cmp_line);
+	qsort_r(rows, *n, sizeof(*rows), cmp_line, &kind);
 	return rows;
 }
 
@@ -145,7 +144,9 @@ static int cuda_peaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 	} else {
 		fputs("\nCUDA: each kind's peak is its own moment; live at it by source line:\n", out);
 	}
-	for (int k = 1; k < ML_KIND_COUNT; k++) {
+	for (int k = 0; k < ML_KIND_COUNT; k++) {
+		if (!ml_kind_is_cuda((enum ml_kind)k))
+			continue;
 		struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
 		if (!t.allocs || k == ML_KIND_CUDA_GPU)
 			continue;

@@ -215,12 +215,12 @@ static void json_func(struct ml_json *j, const struct ml_agg *a, const struct tf
 	ml_json_object_end(j);
 }
 
-static const struct ml_agg *sort_agg;
-
-static int cmp_time(const void *x, const void *y)
+/* Function indexes into the aggregation ctx: most time first, then by name. */
+static int cmp_time(const void *x, const void *y, void *ctx)
 {
-	const struct ml_agg_func *a = &sort_agg->funcs[*(const size_t *)x];
-	const struct ml_agg_func *b = &sort_agg->funcs[*(const size_t *)y];
+	const struct ml_agg *agg = ctx;
+	const struct ml_agg_func *a = &agg->funcs[*(const size_t *)x];
+	const struct ml_agg_func *b = &agg->funcs[*(const size_t *)y];
 	if (a->total_samples != b->total_samples)
 		return a->total_samples > b->total_samples ? -1 : 1;
 	return strcmp(a->name, b->name);
@@ -267,8 +267,7 @@ static long pick(const struct ml_agg *a, const struct ml_view_opts *o, struct tf
 		return -ENOMEM;
 	for (size_t i = 0; i < a->n_funcs; i++)
 		order[i] = i;
-	sort_agg = a;
-	qsort(order, a->n_funcs, sizeof(*order), cmp_time);
+	qsort_r(order, a->n_funcs, sizeof(*order), cmp_time, (void *)a);
 	for (size_t k = 0; k < a->n_funcs && n < cap && n < (size_t)o->top; k++) {
 		const struct ml_agg_func *f = &a->funcs[order[k]];
 		if (!f->total_samples || strcmp(f->name, ML_AGG_UNKNOWN) == 0)

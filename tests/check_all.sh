@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # tests/check_all.sh - the whole suite behind `make check`: unit tests, the
-# end-to-end tests, then the unit tests and the report tool under ASan+UBSan.
+# end-to-end tests, the torture suite, the layout rules, then the unit tests
+# and the report tool under ASan+UBSan.
 # Ends with one line, `check: N passed, M failed`; exits non-zero on failure.
 set -u
 cd "$(dirname "$0")/.."
 
 BUILD=${BUILD:-build}
+# The build folder of the configuration being checked (build, build-debug):
+# its runtime and fixtures make the profiles the ASan report tool reads.
+CHECK_BUILD=${CHECK_BUILD:-$BUILD}
 MAKE=${MAKE:-make}
 JOBS=-j$(nproc 2>/dev/null || echo 2)
 passed=0
@@ -40,9 +44,12 @@ part() {
 	failed=$((failed + f))
 }
 
-# The release build: unit tests, then fixtures under memline run.
+# The release build: unit tests, fixtures under memline run, the torture
+# programs alone and under memline, and the layout rules.
 part unit "unit tests ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" unit
 part e2e "end-to-end tests ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" e2e
+part torture "torture suite ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" torture
+part layout "layout rules (docs/layout.md)" /usr/bin/python3 tests/layout_check.py
 
 # ASan+UBSan: the unit tests, then the report tool (build-asan/memline) on
 # good, truncated, corrupt and fuzzed profiles made by the release runtime.
@@ -55,7 +62,7 @@ asan_cli() {
 		echo "e2e: 0 passed, 1 failed"
 		return 1
 	}
-	/usr/bin/python3 tests/e2e/run.py --build "$BUILD" --cli "$BUILD-asan/memline" -k report_
+	/usr/bin/python3 tests/e2e/run.py --build "$CHECK_BUILD" --cli "$BUILD-asan/memline" -k report_
 }
 part e2e "report tool under ASan+UBSan ($BUILD-asan/memline)" asan_cli
 

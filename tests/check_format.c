@@ -690,7 +690,7 @@ static void no_stacks_section(struct ml_writer *w)
 
 static void bad_counter_kind(struct ml_writer *w)
 {
-	struct ml_fmt_counter c = counter(7, ML_KIND_COUNT, 0);
+	struct ml_fmt_counter c = counter(7, ML_KIND_CPU, 0);
 
 	put_meta(w, 3, 64);
 	put_stacks(w);
@@ -708,7 +708,7 @@ static void duplicate_counter(struct ml_writer *w)
 
 static void bad_total_kind(struct ml_writer *w)
 {
-	struct ml_fmt_total t = { .kind = ML_KIND_COUNT };
+	struct ml_fmt_total t = { .kind = ML_KIND_CPU };
 
 	put_meta(w, 3, 64);
 	put_records(w, ML_SEC_TOTALS, &t, sizeof(t), 1);
@@ -768,7 +768,7 @@ static void same_total_twice(struct ml_writer *w)
 
 static void bad_timeline_kind(struct ml_writer *w)
 {
-	struct ml_fmt_timepoint t = { .kind = ML_KIND_COUNT };
+	struct ml_fmt_timepoint t = { .kind = ML_KIND_CPU };
 
 	put_meta(w, 3, 64);
 	put_records(w, ML_SEC_TIMELINE, &t, sizeof(t), 1);
@@ -996,10 +996,10 @@ START_TEST(malformed_structure)
 			 "corrupt: counter 0 refers to unknown stack 6");
 	ck_assert_str_eq(structure_error(no_stacks_section),
 			 "corrupt: counter 0 refers to unknown stack 7");
-	ck_assert_str_eq(structure_error(bad_counter_kind), "corrupt: counter 0 has kind 10");
+	ck_assert_str_eq(structure_error(bad_counter_kind), "corrupt: counter 0 has kind 12");
 	ck_assert_str_eq(structure_error(duplicate_counter),
 			 "corrupt: two counters for stack 5, kind 1");
-	ck_assert_str_eq(structure_error(bad_total_kind), "corrupt: total 0 has kind 10");
+	ck_assert_str_eq(structure_error(bad_total_kind), "corrupt: total 0 has kind 12");
 	ck_assert_str_eq(structure_error(duplicate_total), "corrupt: two TOTALS sections");
 	ck_assert_str_eq(structure_error(gpu_counter_alone),
 			 "corrupt: cuda_gpu counter 2 (stack 5) without a counter of a GPU kind on "
@@ -1019,7 +1019,7 @@ START_TEST(malformed_structure)
 	}
 	ck_assert_str_eq(structure_error(same_total_twice), "corrupt: two totals for kind 2");
 	ck_assert_str_eq(structure_error(bad_timeline_kind),
-			 "corrupt: timeline point 0 has kind 10");
+			 "corrupt: timeline point 0 has kind 12");
 	ck_assert_str_eq(structure_error(duplicate_stack), "corrupt: stack id 5 appears twice");
 	ck_assert_str_eq(structure_error(stack_id_zero), "corrupt: stack 0 has id 0");
 	ck_assert_str_eq(structure_error(too_deep),

@@ -1,8 +1,8 @@
 /* tests/check_lineprof.c - the line timer's core (lineprof/): settings,
  * the sample table, the region tree, and the SAMPLES / REGIONS sections
- * written by ml_lineprof_write and read back by the profile reader. */
+ * written by ml_lp_write_sections and read back by the profile reader. */
 #include "lineprof/internal.h"
-#include "lineprof/lineprof.h"
+#include "core/core.h"
 #include "common/writer.h"
 #include "report/profile.h"
 
@@ -92,9 +92,9 @@ START_TEST(regions_form_a_tree)
 	ml_lp_regions_reset();
 	uint32_t base = ml_lp_regions_count();
 	ml_lp_region_push("ut_a", 0);
-	ml_lineprof_note_alloc(10);
+	ml_track_count_thread(10);
 	ml_lp_region_push("ut_b", 0);
-	ml_lineprof_note_alloc(100);
+	ml_track_count_thread(100);
 	usleep(2000);
 	ml_lp_region_pop();
 	ml_lp_region_pop();
@@ -185,7 +185,7 @@ static void write_profile(const char *path)
 	ml_writer_put(&w, &m, sizeof(m));
 	ml_writer_record(&w);
 	ml_writer_end(&w);
-	ml_lineprof_write(&w);
+	ml_lp_write_sections(&w);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 }
 

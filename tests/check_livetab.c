@@ -1,7 +1,7 @@
 /* tests/check_livetab.c - the live table: insert, remove, kinds, growth,
  * backward-shift deletion, reset, and 16 threads freeing each other's
  * blocks. */
-#include "alloc/internal.h"
+#include "core/internal.h"
 
 #include <check.h>
 #include <pthread.h>

@@ -1,11 +1,12 @@
-/* tests/check_peak.c - the exact peak (lazy snapshot in alloc/counters.c):
+/* tests/check_peak.c - the exact peak (lazy snapshot in core/counters.c):
  * sequences with known bytes per stack at the peak, a random sequence
  * against a brute-force model, a 16-thread stress, and the timeline. */
-#include "alloc/internal.h"
-#include "alloc/track.h"
+#include "core/internal.h"
+#include "core/core.h"
 
 #include <check.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,6 +246,16 @@ START_TEST(timeline_bounded)
 }
 END_TEST
 
+/* Debug builds (ML_DEBUG: CONFIG=debug, CONFIG=asan) check invariants:
+ * freeing more than a stack holds aborts instead of wrapping around. */
+START_TEST(debug_underflow_aborts)
+{
+	ml_counters_alloc(&ctr[0], 10);
+	ml_counters_free(&ctr[0], 10);
+	ml_counters_free(&ctr[0], 10);	/* one free too many */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("peak");
@@ -259,6 +270,8 @@ int main(void)
 	tcase_add_test(tc, peak_threads_sum_matches);
 	tcase_add_test(tc, timeline_holds_the_peak);
 	tcase_add_test(tc, timeline_bounded);
+	if (ML_DEBUG)
+		tcase_add_test_raise_signal(tc, debug_underflow_aborts, SIGABRT);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

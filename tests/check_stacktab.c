@@ -1,7 +1,7 @@
 /* tests/check_stacktab.c - stack capture (libunwind) and the stack table:
  * dedup, ids, truncation, concurrent interning, and the ml_track_* path. */
-#include "alloc/internal.h"
-#include "alloc/track.h"
+#include "core/internal.h"
+#include "core/core.h"
 
 #include <check.h>
 #define UNW_LOCAL_ONLY
@@ -88,7 +88,7 @@ START_TEST(capture_truncates)
 }
 END_TEST
 
-/* The cached walker (alloc/unwind.c) against libunwind from the same
+/* The cached walker (core/unwind.c) against libunwind from the same
  * function: past frame 0 (each call's own return address) they must agree
  * frame for frame, to the same outermost frame. */
 struct both { uint64_t fast[80], slow[80]; int n_fast, n_slow; };
@@ -251,6 +251,7 @@ static struct ml_counter *counter_of(void *p)
 
 START_TEST(track_path)
 {
+	ck_assert(ml_guard_enter_always());	/* ml_track_*'s contract */
 	void *a[2], *b1 = site_b(7);
 	for (volatile int i = 0; i < 2; i++)	/* one call site, so one stack */
 		a[i] = site_a(100);

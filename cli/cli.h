@@ -1,0 +1,41 @@
+/* cli/cli.h - the memline command line: `run` and `report` (internal to cli/). */
+#ifndef ML_CLI_CLI_H
+#define ML_CLI_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Exit codes besides the program's own. */
+#define ML_EXIT_FAIL 1		/* a report could not be made */
+#define ML_EXIT_USAGE 2		/* invalid command line */
+#define ML_EXIT_CANNOT_RUN 126	/* program not executable, or not preloadable */
+#define ML_EXIT_NOT_FOUND 127	/* program not found */
+
+/* `memline run [opts] [--] PROG ARGS`: argv[0] is "run".  Returns the
+ * program's exit status (128 + signal if it was killed), or an ML_EXIT_*
+ * code after one line on stderr. */
+int ml_cli_run(int argc, char **argv);
+
+/* `memline report [FILE...] VIEW [opts]`: argv[0] is "report".  Returns 0,
+ * ML_EXIT_FAIL or ML_EXIT_USAGE. */
+int ml_cli_report(int argc, char **argv);
+
+/* The full usage text. */
+void ml_cli_usage(FILE *out);
+
+/* Prints "memline: <message> (see `memline --help`)" on stderr and returns
+ * ML_EXIT_USAGE. */
+int ml_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Where PROG is: a name with a slash is taken as a path, otherwise PATH is
+ * searched like execvp does.  Writes the path to out.  Returns 0, -ENOENT
+ * (not found), -EACCES (found but not executable) or -EISDIR. */
+int ml_prog_resolve(const char *prog, char *out, size_t len);
+
+/* Checks that LD_PRELOAD can work for the program at path: a dynamically
+ * linked ELF (it has PT_INTERP), not setuid/setgid, or a #! script whose
+ * interpreter passes the same check.  Returns 0, or -1 after writing one
+ * reason line (without "memline: ") to why. */
+int ml_prog_check_preloadable(const char *path, const char *shown, char *why, size_t len);
+
+#endif

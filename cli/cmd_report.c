@@ -1,0 +1,241 @@
+/* cli/cmd_report.c - `memline report`: parses the view and options, finds
+ * and loads the profiles, and has the report library (report/report.h)
+ * show each. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "report/report.h"
+
+struct report_args {
+	char **files;
+	size_t n_files;
+	enum ml_report_view view;
+	bool json;
+	bool limit_set, sort_set, unit_set;
+	const char **functions;
+	struct ml_view_opts vo;
+};
+
+/* The value of an option: "--opt VALUE" or "--opt=VALUE".  NULL if absent. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *matched)
+{
+	size_t len = strlen(name);
+	*matched = false;
+	if (strncmp(argv[*i], name, len) != 0)
+		return NULL;
+	if (argv[*i][len] == '=') {
+		*matched = true;
+		return argv[*i] + len + 1;
+	}
+	if (argv[*i][len] != '\0')
+		return NULL;
+	*matched = true;
+	return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
+{
+	bool m;
+	const char *v;
+	if (strcmp(argv[*i], "--json") == 0) {
+		ra->json = true;
+	} else if (strcmp(argv[*i], "--native") == 0) {
+		ra->vo.native = true;
+	} else if ((v = opt_value(argc, argv, i, "--limit", &m)), m) {
+		char *end;
+		errno = 0;
+		long n = v ? strtol(v, &end, 10) : -1;
+		if (!v || errno || *end || end == v || n < 0)
+			return ml_cli_usage_error("report: --limit takes a number of rows (0 or more)");
+		ra->vo.limit = n;
+		ra->limit_set = true;
+	} else if ((v = opt_value(argc, argv, i, "--sort", &m)), m) {
+		int key = v ? ml_ops_key_parse(v) : -1;
+		if (key < 0)
+			return ml_cli_usage_error("report: unknown sort key '%s'; valid keys: %s",
+						  v ? v : "", ml_ops_key_list());
+		ra->vo.sort = (enum ml_ops_key)key;
+		ra->sort_set = true;
+	} else if ((v = opt_value(argc, argv, i, "--kind", &m)), m) {
+		int k = v ? ml_kind_parse(v) : -1;
+		if (k < 0)
+			return ml_cli_usage_error("report: unknown kind '%s'; valid kinds: %s",
+						  v ? v : "", ml_kind_list());
+		ra->vo.kind = (enum ml_kind)k;
+		ra->vo.kind_set = true;
+	} else if ((v = opt_value(argc, argv, i, "--top", &m)), m) {
+		char *end;
+		errno = 0;
+		long n = v ? strtol(v, &end, 10) : -1;
+		if (!v || errno || *end || end == v || n < 1)
+			return ml_cli_usage_error("report: --top takes a number of functions (1 or more)");
+		ra->vo.top = n;
+	} else if (((v = opt_value(argc, argv, i, "--unit", &m)), m) ||
+		   ((v = opt_value(argc, argv, i, "-u", &m)), m)) {
+		char *end;
+		errno = 0;
+		double u = v ? strtod(v, &end) : -1;
+		if (!v || errno || *end || end == v || !(u > 0) || u > 1e6)
+			return ml_cli_usage_error("report: --unit takes a time unit in seconds "
+						  "(e.g. 1e-6, 1e-3, 1)");
+		ra->vo.unit = u;
+		ra->unit_set = true;
+	} else if ((v = opt_value(argc, argv, i, "--function", &m)), m) {
+		if (!v || !*v)
+			return ml_cli_usage_error("report: --function needs a function name");
+		ra->functions[ra->vo.n_functions++] = v;
+	} else {
+		return ml_cli_usage_error("report: unknown option '%s'", argv[*i]);
+	}
+	return 0;
+}
+
+/* Checks the options fit the view. */
+static int check_args(const struct report_args *ra)
+{
+	if (ra->view == ML_VIEW_NONE && ra->n_files &&
+	    access(ra->files[ra->n_files - 1], F_OK) != 0)	/* a misspelt view, not a file */
+		return ml_cli_usage_error("report: unknown view '%s' (one of %s)",
+					  ra->files[ra->n_files - 1], ml_report_view_list());
+	if (ra->view == ML_VIEW_NONE)
+		return ml_cli_usage_error("report: no view given (one of %s)", ml_report_view_list());
+	if (ra->sort_set && ra->view != ML_VIEW_OPS)
+		return ml_cli_usage_error("report: --sort only applies to the ops view");
+	if (ra->vo.n_functions && ra->view != ML_VIEW_LINES)
+		return ml_cli_usage_error("report: --function only applies to the lines view");
+	if (ra->view == ML_VIEW_LINES && !ra->vo.n_functions && !ra->vo.top)
+		return ml_cli_usage_error("report: lines needs --function NAME or --top N");
+	if (ra->view == ML_VIEW_LINES && ra->vo.n_functions && ra->vo.top)
+		return ml_cli_usage_error("report: lines takes --function NAME or --top N, not both");
+	if ((ra->vo.top || ra->unit_set) && ra->view != ML_VIEW_LINES)
+		return ml_cli_usage_error("report: --top and --unit only apply to the lines view");
+	if (ra->limit_set && (ra->view == ML_VIEW_LINES || ra->view == ML_VIEW_REGIONS))
+		return ml_cli_usage_error("report: --limit does not apply to the %s view",
+					  ml_report_view_name(ra->view));
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct report_args *ra)
+{
+	ra->view = ML_VIEW_NONE;
+	ra->vo.kind = ML_KIND_HEAP;
+	ra->vo.limit = -1;
+	ra->vo.sort = ML_OPS_SELF_CPU_MEMORY_USAGE;
+	ra->files = calloc((size_t)argc + 1, sizeof(*ra->files));
+	ra->functions = calloc((size_t)argc + 1, sizeof(*ra->functions));
+	if (!ra->files || !ra->functions)
+		return ML_EXIT_FAIL;
+	ra->vo.functions = ra->functions;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (a[0] == '-' && a[1] != '\0') {
+			int rc = parse_option(argc, argv, &i, ra);
+			if (rc)
+				return rc;
+		} else if (ra->view == ML_VIEW_NONE && ml_report_view_parse(a) != ML_VIEW_NONE) {
+			ra->view = ml_report_view_parse(a);
+		} else if (ra->view == ML_VIEW_NONE) {
+			ra->files[ra->n_files++] = argv[i];
+		} else {
+			return ml_cli_usage_error("report: unexpected argument '%s' after the view "
+						  "(files come before it)", a);
+		}
+	}
+	return check_args(ra);
+}
+
+/* The newest memline.*.mlp in the current directory, in a malloc'd string. */
+static char *newest_profile(void)
+{
+	DIR *d = opendir(".");
+	if (!d)
+		return NULL;
+	char *best = NULL;
+	struct timespec best_t = { 0, 0 };
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		struct stat st;
+		if (strncmp(de->d_name, "memline.", 8) != 0 || len <= 12 ||
+		    strcmp(de->d_name + len - 4, ".mlp") != 0 || stat(de->d_name, &st) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		bool newer = !best || st.st_mtim.tv_sec > best_t.tv_sec ||
+			     (st.st_mtim.tv_sec == best_t.tv_sec &&
+			      (st.st_mtim.tv_nsec > best_t.tv_nsec ||
+			       (st.st_mtim.tv_nsec == best_t.tv_nsec && strcmp(de->d_name, best) > 0)));
+		if (newer) {
+			free(best);
+			best = strdup(de->d_name);
+			best_t = st.st_mtim;
+		}
+	}
+	closedir(d);
+	return best;
+}
+
+/* Loads every profile first, so a bad file fails before any output. */
+static int load_all(const struct report_args *ra, struct ml_profile **profiles)
+{
+	for (size_t i = 0; i < ra->n_files; i++) {
+		char err[256] = "";
+		int rc = ml_profile_load(ra->files[i], &profiles[i], err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "memline: %s: %s\n", ra->files[i], err[0] ? err : strerror(-rc));
+			return ML_EXIT_FAIL;
+		}
+	}
+	return 0;
+}
+
+int ml_cli_report(int argc, char **argv)
+{
+	struct report_args ra = { 0 };
+	struct ml_profile **profiles = NULL;
+	char *newest = NULL;
+	int rc = parse_args(argc, argv, &ra);
+	if (rc)
+		goto out;
+	if (ra.n_files == 0) {
+		newest = newest_profile();
+		if (!newest) {
+			fprintf(stderr, "memline: no memline.*.mlp profile in the current directory; "
+				"run `memline run -- PROG` first or name a profile file\n");
+			rc = ML_EXIT_FAIL;
+			goto out;
+		}
+		ra.files[ra.n_files++] = newest;
+	}
+	profiles = calloc(ra.n_files, sizeof(*profiles));
+	rc = profiles ? load_all(&ra, profiles) : ML_EXIT_FAIL;
+	if (rc)
+		goto out;
+	struct ml_json json, *j = NULL;
+	if (ra.json) {
+		j = &json;
+		ml_json_init(j, stdout);
+		if (ra.n_files > 1)
+			ml_json_array_begin(j);
+	}
+	for (size_t i = 0; i < ra.n_files; i++)
+		if (ml_report_show(profiles[i], ra.view, &ra.vo, ra.n_files > 1, i == 0, j) < 0)
+			rc = ML_EXIT_FAIL;
+	if (j && (rc == 0 || ra.n_files > 1)) {
+		if (ra.n_files > 1)
+			ml_json_array_end(j);
+		ml_json_finish(j);
+	}
+out:
+	for (size_t i = 0; profiles && i < ra.n_files; i++)
+		if (profiles[i])
+			ml_profile_free(profiles[i]);
+	free(profiles);
+	free(newest);
+	free(ra.files);
+	free(ra.functions);
+	return rc;
+}

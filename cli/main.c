@@ -1,0 +1,82 @@
+/* cli/main.c - the memline command: dispatches to `run` and `report`. */
+#include <stdarg.h>
+#include <string.h>
+#include "cli/cli.h"
+
+void ml_cli_usage(FILE *out)
+{
+	fputs(
+"usage: memline run [-o DIR] [--depth N] [--no-follow] [--no-torch-cache]\n"
+"                   [--lines [--clock cpu|wall] [--rate HZ]] [--] PROG [ARGS...]\n"
+"       memline report [FILE...] VIEW [--json] [options]\n"
+"       memline --help\n"
+"\n"
+"run: runs PROG with libmemline.so preloaded and writes one profile per\n"
+"process, memline.<prog>.<pid>.mlp.  Exits with PROG's exit status.\n"
+"  -o DIR        write profiles to DIR (default: the current directory)\n"
+"  --depth N     capture at most N frames per stack (1-256, default 64)\n"
+"  --no-follow   profile only PROG itself: not its fork children, not\n"
+"                programs it starts with exec\n"
+"  --no-torch-cache  set PYTORCH_NO_CUDA_MEMORY_CACHING=1: PyTorch then\n"
+"                allocates every tensor from the driver, so CUDA memory is\n"
+"                attributed per tensor rather than per caching-allocator segment\n"
+"  --lines       the line timer: sample every thread's stack (time per line)\n"
+"  --clock C     cpu (each thread's CPU time, default) or wall (blocked time too)\n"
+"  --rate HZ     samples per second per thread (1-100000, default 997)\n"
+"\n"
+"report: prints a view of FILE (default: the newest memline.*.mlp in the\n"
+"current directory); several FILEs are reported one after another.\n"
+"  leaks [--limit N]           blocks never freed, by stack, largest first\n"
+"  peak [--limit N]            what was live at the heap's peak, by stack and line\n"
+"  ops [--sort KEY] [--limit N]\n"
+"                              one row per function (PyTorch key_averages layout)\n"
+"  lines --function NAME       every line of NAME with its memory (repeatable)\n"
+"  lines --top N [-u UNIT]     with --lines profiles: the N functions with the most\n"
+"                              time, line_profiler's layout (UNIT in seconds, 1e-6)\n"
+"  regions                     the tree of memline.h / NVTX regions\n"
+"  --json                      one JSON document (schema memline.report, version 1)\n"
+"  --kind KIND                 the memory kind the views show (default heap; CUDA\n"
+"                              kinds: cuda_device, cuda_managed, cuda_pinned,\n"
+"                              cuda_pool, cuda_vmm, cuda_array, cuda_mapped,\n"
+"                              cuda_reserved, cuda_gpu = the GPU kinds together);\n"
+"                              with heap, CUDA columns and sections are added\n"
+"                              when the profile has CUDA memory\n"
+"  sort keys: self_cpu_memory_usage (default), cpu_memory_usage, count,\n"
+"             peak_cpu_memory, leaked_cpu_memory, self_peak_cpu_memory, allocs,\n"
+"             self_cuda_memory_usage, cuda_memory_usage,\n"
+"             self_cpu_time_total, cpu_time_total\n"
+"\n"
+"See docs/cli.md for details.\n", out);
+}
+
+int ml_cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("memline: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see `memline --help`)\n", stderr);
+	return ML_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return ml_cli_usage_error("no command given: use `memline run` or `memline report`");
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		ml_cli_usage(stdout);
+		return 0;
+	}
+	if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0) &&
+	    (strcmp(cmd, "run") == 0 || strcmp(cmd, "report") == 0)) {
+		ml_cli_usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "run") == 0)
+		return ml_cli_run(argc - 1, argv + 1);
+	if (strcmp(cmd, "report") == 0)
+		return ml_cli_report(argc - 1, argv + 1);
+	return ml_cli_usage_error("unknown command '%s'", cmd);
+}

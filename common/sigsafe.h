@@ -1,0 +1,19 @@
+/* common/sigsafe.h - string helpers for code that runs in signal handlers,
+ * at exit and before exec (the runtime's profile writer, its warnings):
+ * no malloc, no stdio, no locale, async-signal-safe. */
+#ifndef ML_COMMON_SIGSAFE_H
+#define ML_COMMON_SIGSAFE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Appends src to the NUL-terminated dst at *pos (cap bytes in all),
+ * keeping room for the NUL; advances *pos.  Returns false, dst unchanged,
+ * when it does not fit. */
+bool ml_sigsafe_append(char *dst, size_t cap, size_t *pos, const char *src);
+
+/* Writes v in decimal, NUL-terminated, to out (at most 21 bytes). */
+void ml_sigsafe_utoa(char out[24], uint64_t v);
+
+#endif

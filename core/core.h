@@ -1,0 +1,282 @@
+/* core/core.h - the recording core's one public header: everything a hook
+ * room (alloc/, cuda_hooks/, lineprof/, process/, rooms to come) may use.
+ * The core records raw events; it never symbolizes or formats.  What is
+ * not here is private to core/ (core/internal.h).  docs/layout.md says which
+ * room may touch what. */
+#ifndef ML_CORE_CORE_H
+#define ML_CORE_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <limits.h>
+#include "common/format.h"
+#include "common/writer.h"
+
+/* ================================================================ basics */
+
+/* Marks a symbol libmemline exports (the build hides everything else).
+ * Exported symbols live only in <room>/hooks.c files. */
+#define ML_EXPORT __attribute__((visibility("default")))
+
+/* Debug builds (CONFIG=debug and CONFIG=asan define ML_DEBUG=1) check the
+ * core's invariants; release builds compile ML_ASSERT to nothing, but its
+ * condition is still parsed, so it cannot rot.  A failed check prints one
+ * line (async-signal-safe) and aborts. */
+#ifndef ML_DEBUG
+#define ML_DEBUG 0
+#endif
+#define ML_ASSERT(cond) do { \
+	if (ML_DEBUG && !(cond)) \
+		ml_assert_fail(#cond, __FILE__, __LINE__); \
+} while (0)
+__attribute__((noreturn, cold)) void ml_assert_fail(const char *what, const char *file, int line);
+
+/* ============================================================ the guard */
+
+/* The per-thread reentrancy guard.  ml_guard_enter() returns true when the
+ * caller now holds the guard and may record; false when this thread is
+ * already inside memline (the runtime's own work, or a hook called from a
+ * hook), or recording is off: then the caller just passes the call through.
+ * Async-signal-safe. */
+bool ml_guard_enter(void);
+void ml_guard_exit(void);
+/* Takes the guard whether or not recording is on (for the runtime's own
+ * work: writing the profile, start-up).  False if already held. */
+bool ml_guard_enter_always(void);
+/* True while this thread holds the guard. */
+bool ml_guard_held(void);
+
+/* ============================================================ recording */
+
+/* Recording is on (the core started and the process may record). */
+extern volatile int ml_core_active;
+
+/* Starts recording on the first allocation hook call, before the runtime's
+ * constructor, once libc is up (environ set).  The caller makes sure the
+ * real allocator is known.  Idempotent, cheap once done; never recurses
+ * (takes the guard). */
+void ml_lifecycle_start(void);
+
+/* Records a successful allocation of size requested bytes at ptr, of the
+ * given kind, with the calling thread's stack.  Call with the guard held,
+ * after the real allocator returned ptr != NULL.  Never allocates through
+ * the hooked allocator; thread-safe; no global lock. */
+void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind);
+
+/* ml_track_alloc, and the same block counted a second time under the
+ * pseudo-kind also (one stack capture; its own live-table entry (ptr, also),
+ * released with ml_track_free(ptr, also) or detach/release).  For the CUDA
+ * hooks' combined GPU total (ML_KIND_CUDA_GPU); cold path. */
+void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also);
+
+/* Records the release of ptr.  Call with the guard held, BEFORE the real
+ * free: after it another thread may be given the same address.  Unknown
+ * pointers (allocated before start-up, or by an untracked path) are
+ * ignored.  Returns the size recorded at allocation, or 0 if unknown. */
+size_t ml_track_free(void *ptr, enum ml_kind kind);
+
+/* A block taken out of the live table while a realloc-like call runs.
+ * Sequence, guard held throughout:
+ *   ml_track_detach(old)            before the real call (old may be freed by it)
+ *   real call
+ *   success:        ml_track_moved(&held, new, size)   (one event for the peak)
+ *   failure:        ml_track_reattach(&held)           (old is still allocated)
+ *   old freed only: ml_track_release(&held)            (e.g. glibc realloc(p, 0))
+ * While detached the block still counts as live. */
+struct ml_counter;
+struct ml_track_held {
+	uint64_t addr;		/* 0: old was unknown (moved then records a plain alloc) */
+	uint64_t size;
+	struct ml_counter *counter;
+};
+bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held);
+void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
+		    enum ml_kind kind);
+void ml_track_reattach(const struct ml_track_held *held);
+void ml_track_release(const struct ml_track_held *held);
+
+/* Per thread: the allocations recorded so far (ml_track_alloc and
+ * ml_track_moved, every kind) and their requested bytes.  Rooms read
+ * differences (lineprof's regions).  initial-exec TLS, core/track.c. */
+extern __thread uint64_t ml_tl_alloc_bytes __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t ml_tl_allocs __attribute__((tls_model("initial-exec")));
+/* Counts one allocation of size bytes on this thread: two TLS adds,
+ * async-signal-safe.  Called by ml_track_*; tests call it directly. */
+static inline void ml_track_count_thread(uint64_t size)
+{
+	ml_tl_alloc_bytes += size;
+	ml_tl_allocs++;
+}
+
+/* The hook's own frame, where the next stack walk on this thread may start
+ * instead of walking the runtime's frames.  ML_UNWIND_MARK() goes in the
+ * hook itself (so inlined into it), just before ml_track_alloc/moved;
+ * ml_unwind_unmark() right after, so that the mark never outlives the
+ * hook's frame (core/unwind.c). */
+struct ml_unwind_mark { uint64_t pc, sp, bp; };
+extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
+#define ML_UNWIND_MARK() do { \
+	uint64_t pc_, sp_, bp_; \
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" \
+			 : "=&r"(pc_), "=&r"(sp_), "=&r"(bp_)); \
+	ml_tl_mark.pc = pc_; \
+	ml_tl_mark.bp = bp_; \
+	ml_tl_mark.sp = sp_; \
+} while (0)
+static inline void ml_unwind_unmark(void) { ml_tl_mark.sp = 0; }
+
+/* Lets every registered stack decorator (struct ml_room) rewrite a stack
+ * captured outside ml_track_* (lineprof's samples): frames[0..depth),
+ * innermost first, cap slots.  Returns the new depth.  Async-signal-safe;
+ * a no-op when no room decorates. */
+uint32_t ml_core_decorate_stack(uint64_t *frames, uint32_t depth, uint32_t cap,
+				uint32_t *flags);
+
+/* ======================================================== configuration */
+
+#define ML_DEPTH_DEFAULT 64u
+#define ML_DEPTH_MAX 256u
+
+/* The runtime's settings, read from the environment once at start-up
+ * (core/config.c).  Read-only outside core/. */
+struct ml_config {
+	char output_dir[PATH_MAX];	/* MEMLINE_OUTPUT_DIR, else cwd at start */
+	uint32_t max_depth;		/* MEMLINE_DEPTH, 1..ML_DEPTH_MAX */
+	bool follow;			/* MEMLINE_FOLLOW (default 1) */
+	bool quiet;			/* MEMLINE_QUIET */
+	bool fast_unwind;		/* not MEMLINE_LIBUNWIND_ONLY (unwind.c) */
+};
+extern struct ml_config ml_config;
+
+/* Rewrites an LD_PRELOAD value in place without its libmemline entries. */
+void ml_config_filter_preload(char *value);
+
+/* ========================================================== diagnostics */
+
+/* One-line diagnostics on stderr: write(2) only, async-signal-safe, never
+ * allocate.  ml_warn prints "memline: <msg>" unless MEMLINE_QUIET. */
+void ml_warn(const char *msg);
+/* Flags the run ML_META_DEGRADED and warns once, but keeps recording. */
+void ml_warn_once(const char *msg);
+
+/* ================================================= private memory, locks */
+
+/* The runtime's private heap (mmap, never the hooked malloc).  Returns
+ * zeroed memory aligned to 16 bytes, or NULL when the arena is exhausted
+ * (then the run is degraded).  Thread-safe, lock-free on the common path.
+ * Memory is never returned. */
+void *ml_arena_alloc(size_t size);
+
+/* A tiny spinlock, for short critical sections that may run in hooks. */
+typedef struct { volatile int locked; } ml_spin_t;
+/* sched_yield(2); async-signal-safe, never allocates. */
+void ml_spin_yield(void);
+/* Spins briefly, then yields: with more threads than CPUs the holder may
+ * be preempted, and spinning through a whole time slice would be waste. */
+static inline void ml_spin_lock(ml_spin_t *l)
+{
+	unsigned spins = 0;
+	while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
+			if (++spins < 64)
+				__builtin_ia32_pause();
+			else
+				ml_spin_yield();
+		}
+}
+static inline void ml_spin_unlock(ml_spin_t *l)
+{
+	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+}
+
+/* ====================================================== real functions */
+
+/* The next definition of sym after libmemline (dlsym RTLD_NEXT), looked up
+ * once into *cache (NULL stays NULL: looked up again next time).
+ * Thread-safe.  Not for signal handlers before the first lookup. */
+void *ml_next_sym(const char *sym, void **cache);
+/* ml_next_sym with a cache of its own at the call site. */
+#define ML_NEXT(type, sym) ({ static void *ml_cache_; (type)ml_next_sym(sym, &ml_cache_); })
+
+/* The real sigaction (not the program-facing one of process/hooks.c):
+ * found on first use, before any of memline's handlers can run.  Same
+ * results and errno as libc's; ENOSYS if it cannot be found. */
+struct sigaction;
+int ml_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* ============================================ the process's life (process/) */
+
+/* For process/hooks.c: each call is what the core does at that event. */
+/* main returned status: the exit status the profile records. */
+void ml_lifecycle_main_returned(int status);
+/* exit(status) was called (the first of main's return and exit wins). */
+void ml_lifecycle_exit_called(int status);
+/* _exit/_Exit: writes the profile now (atexit handlers will not run). */
+void ml_lifecycle_underscore_exit(int status);
+/* pthread_exit on this thread (the main thread may end the process so). */
+void ml_lifecycle_thread_exit(void);
+/* Just before an exec: writes the profile (if exec fails, recording goes
+ * on and the next write replaces the same file). */
+void ml_lifecycle_before_exec(void);
+/* Around the real dlclose: keeps the unloaded module in the module map
+ * and forgets cached unwind rules for its addresses. */
+void ml_lifecycle_dlclose_begin(void);
+void ml_lifecycle_dlclose_end(void);
+
+/* The program's sigaction and signal calls: memline's fatal-signal handler
+ * stays installed where the program sets SIG_DFL, and is never seen: the
+ * program reads back exactly the action it set.  Rooms' signal_taken
+ * callbacks run first.  Same results and errno as libc's (core/signals.c). */
+int ml_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+typedef void (*ml_sighandler_t)(int);
+ml_sighandler_t ml_signals_signal(int sig, ml_sighandler_t handler);
+
+/* ================================================================ rooms */
+
+/* How a hook room plugs into the core's life, in place of calling other
+ * rooms.  Every callback is optional (NULL).  Rooms register from a
+ * constructor (ML_ROOM below), before the core starts; callbacks then run
+ * in registration order, which is unspecified between rooms: a room must
+ * not depend on another room's callbacks. */
+struct ml_room {
+	const char *name;
+	/* At start-up, in the runtime's constructor on the main thread, after
+	 * the core started (never when it could not).  May read the
+	 * environment, install handlers, use the arena; must not fail: trouble
+	 * is one warning and the room stays off. */
+	void (*start)(void);
+	/* In a fork child (atfork), after the core reset its own state; also
+	 * when the child does not record (MEMLINE_FOLLOW=0). */
+	void (*fork_child)(void);
+	/* The program installs its own action for sig (sigaction with an
+	 * action, signal); before it is installed. */
+	void (*signal_taken)(int sig);
+	/* At every stack capture (allocations, and samples through
+	 * ml_core_decorate_stack): may rewrite frames[0..depth), innermost
+	 * first, in place within cap slots (e.g. the Python room puts Python
+	 * frames in place of the interpreter's), and set ML_STACK_* bits in
+	 * *flags.  Returns the new depth.  Runs with the guard held, maybe in a
+	 * signal handler: async-signal-safe, no malloc, no locks. */
+	uint32_t (*decorate_stack)(uint64_t *frames, uint32_t depth, uint32_t cap,
+				   uint32_t *flags);
+	/* Appends the room's sections to the profile being written (after the
+	 * core's own), with w's ml_writer_begin/put/record/end.  Runs at exit,
+	 * before exec and in fatal-signal handlers: async-signal-safe. */
+	void (*write_sections)(struct ml_writer *w);
+};
+
+/* Adds room (static storage, never freed) to the registry.  Call from a
+ * constructor (ML_ROOM).  At most ML_ROOMS_MAX rooms; more is a warning. */
+#define ML_ROOMS_MAX 8
+void ml_room_register(const struct ml_room *room);
+
+/* Registers the struct ml_room named var from a constructor that runs
+ * before the core's (constructor priority 101; the core starts at 102). */
+#define ML_ROOM(var) \
+	__attribute__((constructor(101))) static void ml_room_register_##var(void) \
+	{ \
+		ml_room_register(&(var)); \
+	}
+
+#endif

@@ -1,0 +1,514 @@
+/* core/dump.c - writes the profile file (common/format.h) through
+ * common/writer.h: META, MODULES, FRAMES, STACKS, COUNTERS, TOTALS, TIMELINE,
+ * then the rooms' own sections (rooms.c).
+ * No malloc, no stdio: it runs at exit, before exec and in signal handlers.
+ * File name: <dir>/memline.<prog>.<pid>.mlp, or .<pid>.<n>.mlp when an exec'd
+ * predecessor with the same pid already wrote that name. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/internal.h"
+#include "common/sigsafe.h"
+#include "common/writer.h"
+
+static struct ml_writer writer;
+static char cmdline[65536];
+static char exe[PATH_MAX];
+static char my_path[PATH_MAX];	/* the name this process wrote, if any */
+static pid_t my_path_pid;
+static int busy;
+static volatile pid_t writer_tid;	/* the thread writing, while busy */
+static uint32_t dump_gen;
+
+/* Reads a whole small file into buf; returns its length (0 on error). */
+static size_t read_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+	if (fd < 0)
+		return 0;
+	while (len < cap) {
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	return len;
+}
+
+/* The program name for the file name: the executable's base name, with
+ * anything but [A-Za-z0-9._+-] replaced by '_'. */
+static void prog_name(char *out, size_t cap)
+{
+	const char *base = strrchr(exe, '/');
+	base = base ? base + 1 : exe;
+	size_t n = 0;
+	for (; *base && n + 1 < cap; base++, n++) {
+		char c = *base;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			(c >= '0' && c <= '9') || c == '.' || c == '_' || c == '+' || c == '-';
+		out[n] = ok ? c : '_';
+	}
+	if (!n)
+		memcpy(out, "prog", (n = 4));
+	out[n] = '\0';
+}
+
+/* "<dir>/memline.<prog>.<pid>[.<n>].mlp"; false if too long. */
+static bool make_path(char *out, size_t cap, uint32_t n)
+{
+	char prog[256], num[24];
+	size_t pos = 0;
+	out[0] = '\0';
+	prog_name(prog, sizeof(prog));
+	ml_sigsafe_utoa(num, (uint64_t)getpid());
+	const char *parts[] = { ml_config.output_dir, "/memline.", prog, ".", num };
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (!ml_sigsafe_append(out, cap, &pos, parts[i]))
+			return false;
+	if (n) {
+		ml_sigsafe_utoa(num, n);
+		if (!ml_sigsafe_append(out, cap, &pos, ".") || !ml_sigsafe_append(out, cap, &pos, num))
+			return false;
+	}
+	return ml_sigsafe_append(out, cap, &pos, ".mlp");
+}
+
+/* ---- sections ---- */
+
+/* In a signal handler: map the modules of e's frames (dlopen'd ones may be
+ * missing since the last refresh). */
+static void add_stack_modules(struct ml_stack_entry *e, void *arg)
+{
+	ml_modules_add_missing(e->frames, e->depth);
+}
+
+static size_t cmdline_len;
+
+void ml_dump_init(void)
+{
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	cmdline_len = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
+}
+
+static void put_meta(uint32_t reason, int32_t status)
+{
+	size_t exe_len = strlen(exe);
+	/* Re-read (the program may have rewritten its argv); once the main
+	 * thread has exited /proc/self reads empty: keep the start-up copy. */
+	size_t argv_len = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
+	if (argv_len == 0)
+		argv_len = cmdline_len;
+	else
+		cmdline_len = argv_len;
+	uint32_t argc = 0;
+	if (argv_len == sizeof(cmdline))	/* cut: end on a whole argument */
+		while (argv_len && cmdline[argv_len - 1] != '\0')
+			argv_len--;
+	for (size_t i = 0; i < argv_len; i++)
+		argc += cmdline[i] == '\0';
+	struct ml_fmt_meta m = {
+		.pid = (uint64_t)getpid(),
+		.ppid = (uint64_t)getppid(),
+		.start_realtime_ns = ml_clock_start_realtime_ns(),
+		.duration_ns = ml_clock_elapsed_ns(),
+		.end_reason = reason,
+		.end_status = status,
+		.max_depth = ml_config.max_depth,
+		.flags = ml_core_flags,
+		.exe_len = (uint32_t)exe_len,
+		.argv_len = (uint32_t)argv_len,
+		.argc = argc,
+	};
+	ml_writer_begin(&writer, ML_SEC_META);
+	ml_writer_put(&writer, &m, sizeof(m));
+	ml_writer_put(&writer, exe, exe_len);
+	ml_writer_put(&writer, cmdline, argv_len);
+	ml_writer_record(&writer);
+	ml_writer_end(&writer);
+}
+
+static void put_module(const struct ml_module_rec *m, void *arg)
+{
+	struct ml_fmt_module r = {
+		.bias = m->bias, .lo = m->lo, .hi = m->hi,
+		.path_len = m->path_len, .build_id_len = m->build_id_len,
+		.flags = m->flags,
+	};
+	ml_writer_put(&writer, &r, sizeof(r));
+	ml_writer_put(&writer, m->path, m->path_len);
+	ml_writer_put(&writer, m->build_id, m->build_id_len);
+	ml_writer_record(&writer);
+}
+
+static bool counter_used(const struct ml_counter *c)
+{
+	return c && (c->allocs || c->frees || c->live_blocks);
+}
+
+static bool stack_used(const struct ml_stack_entry *e)
+{
+	bool used = false;
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
+		used |= counter_used(e->counter[k]);
+	return used;
+}
+
+/* ---- the call-site trie (ML_SEC_FRAMES) ----
+ * Built at write time from the stacks that are written, outermost frame
+ * first: a node per distinct (parent, address), found again through an
+ * open-addressing table of node numbers.  Its memory comes from the arena
+ * (no malloc: this may run in a signal handler) and is kept for the next
+ * dump (exec, fork child) when big enough. */
+struct trie {
+	struct ml_fmt_frame *nodes;	/* [1..n]; [0] unused */
+	uint32_t *slots;		/* node numbers, 0: empty */
+	uint32_t n, cap;		/* nodes made; room for cap */
+	uint64_t mask;			/* slots - 1, a power of two minus 1 */
+};
+
+static struct trie trie;
+static void *scratch;
+static size_t scratch_size;
+
+static void sum_depths(struct ml_stack_entry *e, void *arg)
+{
+	if (stack_used(e))
+		*(uint64_t *)arg += e->depth;
+}
+
+/* Room for frames nodes (every frame of every used stack, plus slack for
+ * stacks that become used while the trie is built).  False when there is
+ * no memory for it: the dump then writes unshared nodes (put_chain). */
+static bool trie_prepare(uint64_t frames)
+{
+	uint64_t cap = frames + frames / 8 + 1024, slots = 1;
+	if (cap > (1u << 30))
+		return false;
+	while (slots < cap * 2)
+		slots <<= 1;
+	size_t need = (size_t)(cap + 1) * sizeof(struct ml_fmt_frame) +
+		(size_t)slots * sizeof(uint32_t);
+	if (need > scratch_size) {
+		/* Past what is needed, so the next dump likely fits. */
+		void *p = ml_arena_alloc(need + need / 4);
+		if (!p)
+			return false;
+		scratch = p;
+		scratch_size = need + need / 4;
+	}
+	trie.nodes = scratch;
+	trie.slots = (uint32_t *)(trie.nodes + cap + 1);
+	memset(trie.slots, 0, (size_t)slots * sizeof(uint32_t));
+	trie.n = 0;
+	trie.cap = (uint32_t)cap;
+	trie.mask = slots - 1;
+	return true;
+}
+
+static uint64_t trie_hash(uint32_t parent, uint64_t address)
+{
+	uint64_t h = (address ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	return h ^ (h >> 31);
+}
+
+/* The node (parent, address), made if new; 0 when the trie is full. */
+static uint32_t trie_node(uint32_t parent, uint64_t address)
+{
+	for (uint64_t i = trie_hash(parent, address) & trie.mask;; i = (i + 1) & trie.mask) {
+		uint32_t id = trie.slots[i];
+		if (!id)
+			break;
+		if (trie.nodes[id].parent == parent && trie.nodes[id].address == address)
+			return id;
+	}
+	if (trie.n == trie.cap)
+		return 0;
+	uint32_t id = ++trie.n;
+	trie.nodes[id] = (struct ml_fmt_frame){ .parent = parent, .address = address };
+	for (uint64_t i = trie_hash(parent, address) & trie.mask;; i = (i + 1) & trie.mask)
+		if (!trie.slots[i]) {
+			trie.slots[i] = id;
+			break;
+		}
+	return id;
+}
+
+/* Adds e's frames, outermost first, and marks e as written with its leaf. */
+static void trie_add_stack(struct ml_stack_entry *e, void *arg)
+{
+	if (!stack_used(e))
+		return;
+	uint32_t leaf = 0;
+	for (uint32_t f = e->depth; f-- > 0;) {
+		leaf = trie_node(leaf, e->frames[f]);
+		if (!leaf)
+			return;	/* full (a stack used since sum_depths): not written */
+	}
+	e->dump_leaf = leaf;
+	e->dump_mark = dump_gen;
+}
+
+/* Without memory for the trie: each stack's frames as a chain of its own,
+ * written as they are made. */
+static void put_chain(struct ml_stack_entry *e, void *arg)
+{
+	uint32_t *n = arg, leaf = 0;
+	if (!stack_used(e))
+		return;
+	for (uint32_t f = e->depth; f-- > 0;) {
+		struct ml_fmt_frame r = { .parent = leaf, .address = e->frames[f] };
+		ml_writer_put(&writer, &r, sizeof(r));
+		ml_writer_record(&writer);
+		leaf = ++*n;
+	}
+	e->dump_leaf = leaf;
+	e->dump_mark = dump_gen;
+}
+
+/* ML_SEC_FRAMES: every used stack's frames; marks those stacks. */
+static void put_frames(void)
+{
+	uint64_t frames = 0;
+	ml_stacktab_foreach(sum_depths, &frames);
+	ml_writer_begin(&writer, ML_SEC_FRAMES);
+	if (trie_prepare(frames)) {
+		ml_stacktab_foreach(trie_add_stack, NULL);
+		for (uint32_t id = 1; id <= trie.n; id++) {
+			ml_writer_put(&writer, &trie.nodes[id], sizeof(trie.nodes[id]));
+			ml_writer_record(&writer);
+		}
+	} else {
+		uint32_t n = 0;
+		ml_stacktab_foreach(put_chain, &n);
+	}
+	ml_writer_end(&writer);
+}
+
+static void put_stack(struct ml_stack_entry *e, void *arg)
+{
+	if (e->dump_mark != dump_gen)
+		return;
+	struct ml_fmt_stack r = { .id = e->id, .depth = e->depth, .flags = e->flags,
+				  .leaf = e->dump_leaf };
+	ml_writer_put(&writer, &r, sizeof(r));
+	ml_writer_record(&writer);
+}
+
+static void put_counters(struct ml_stack_entry *e, void *arg)
+{
+	struct ml_fmt_total *totals = arg;
+	if (e->dump_mark != dump_gen)
+		return;		/* not in the STACKS section */
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
+		const struct ml_counter *c = e->counter[k];
+		if (!counter_used(c))
+			continue;
+		struct ml_fmt_counter r = {
+			.stack_id = e->id, .kind = k,
+			.allocs = c->allocs, .alloc_bytes = c->alloc_bytes,
+			.frees = c->frees, .freed_bytes = c->freed_bytes,
+			.live_blocks = c->live_blocks, .live_bytes = c->live_bytes,
+		};
+		ml_counters_at_peak(c, &r.peak_bytes, &r.peak_blocks);
+		ml_writer_put(&writer, &r, sizeof(r));
+		ml_writer_record(&writer);
+		struct ml_fmt_total *t = &totals[k];
+		t->reserved = 1;	/* seen; cleared before writing */
+		t->allocs += r.allocs;
+		t->alloc_bytes += r.alloc_bytes;
+		t->frees += r.frees;
+		t->freed_bytes += r.freed_bytes;
+		t->live_blocks += r.live_blocks;
+		t->live_bytes += r.live_bytes;
+	}
+}
+
+static void put_totals(struct ml_fmt_total *totals)
+{
+	ml_writer_begin(&writer, ML_SEC_TOTALS);
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
+		struct ml_fmt_total *t = &totals[k];
+		struct ml_kind_totals kt;
+		if (!t->reserved)
+			continue;
+		ml_counters_totals(k, &kt);
+		t->kind = k;
+		t->reserved = 0;
+		t->peak_bytes = kt.peak_bytes;
+		t->peak_time_ns = kt.peak_tsc > ml_clock_start_tsc() ?
+			ml_clock_tsc_to_ns(kt.peak_tsc - ml_clock_start_tsc()) : 0;
+		ml_writer_put(&writer, t, sizeof(*t));
+		ml_writer_record(&writer);
+		t->reserved = 1;
+	}
+	ml_writer_end(&writer);
+}
+
+static void put_point(uint32_t kind, uint64_t ns, uint64_t live, void *arg)
+{
+	struct ml_fmt_timepoint p = { .kind = kind, .time_ns = ns,
+				      .live_bytes = live };
+	ml_writer_put(&writer, &p, sizeof(p));
+	ml_writer_record(&writer);
+}
+
+static void put_timeline(const struct ml_fmt_total *totals)
+{
+	ml_writer_begin(&writer, ML_SEC_TIMELINE);
+	ml_timeline_foreach(put_point, NULL);
+	/* A last point per kind: the state when the profile was written (the
+	 * timeline of a kind others share the peak of is their sum). */
+	uint64_t now = ml_clock_elapsed_ns();
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
+		if (!totals[k].reserved || ml_kind_peak_of((enum ml_kind)k) != k)
+			continue;
+		uint64_t live = 0;
+		for (uint32_t m = 0; m < ML_KIND_COUNT; m++)
+			if (ml_kind_peak_of((enum ml_kind)m) == k && totals[m].reserved)
+				live += totals[m].live_bytes;
+		struct ml_fmt_timepoint p = { .kind = k, .time_ns = now, .live_bytes = live };
+		ml_writer_put(&writer, &p, sizeof(p));
+		ml_writer_record(&writer);
+	}
+	ml_writer_end(&writer);
+}
+
+/* Gives the file its final name; see the file comment. */
+static int commit(void)
+{
+	if (my_path[0] && my_path_pid == getpid())
+		return ml_writer_commit(&writer, my_path, true);
+	for (uint32_t n = 0; n < 1000; n++) {
+		char path[PATH_MAX];
+		if (!make_path(path, sizeof(path), n))
+			return -ENAMETOOLONG;
+		int rc = ml_writer_commit(&writer, path, false);
+		if (rc == -EEXIST)
+			continue;
+		if (rc == 0) {
+			memcpy(my_path, path, sizeof(path));
+			my_path_pid = getpid();
+		}
+		return rc;
+	}
+	return -EEXIST;
+}
+
+static int write_all_sections(uint32_t reason, int32_t status)
+{
+	struct ml_fmt_total totals[ML_KIND_COUNT];
+	char path[PATH_MAX];
+	memset(totals, 0, sizeof(totals));
+	if (!exe[0])
+		ml_dump_init();
+	if (!make_path(path, sizeof(path), 0))
+		return -ENAMETOOLONG;
+	int rc = ml_writer_open(&writer, path);
+	if (rc == -EEXIST) {
+		/* A temporary left by an exec'd predecessor (same pid) that died
+		 * while writing: it is ours to remove. */
+		char tmp[PATH_MAX + 32], num[24];
+		size_t pos = 0;
+		tmp[0] = '\0';
+		ml_sigsafe_utoa(num, (uint64_t)getpid());
+		if (ml_sigsafe_append(tmp, sizeof(tmp), &pos, path) &&
+		    ml_sigsafe_append(tmp, sizeof(tmp), &pos, ".tmp.") &&
+		    ml_sigsafe_append(tmp, sizeof(tmp), &pos, num))
+			unlink(tmp);
+		rc = ml_writer_open(&writer, path);
+	}
+	if (rc < 0)
+		return rc;
+	if (reason != ML_END_SIGNAL)	/* dl_iterate_phdr takes the loader lock */
+		ml_modules_refresh();
+	else	/* lock-free: only the modules our stacks point into */
+		ml_stacktab_foreach(add_stack_modules, NULL);
+	dump_gen++;
+	ml_stacktab_check_ids();	/* debug builds */
+	put_meta(reason, status);
+	ml_writer_begin(&writer, ML_SEC_MODULES);
+	ml_modules_foreach(put_module, NULL);
+	ml_writer_end(&writer);
+	put_frames();
+	ml_writer_begin(&writer, ML_SEC_STACKS);
+	ml_stacktab_foreach(put_stack, NULL);
+	ml_writer_end(&writer);
+	ml_writer_begin(&writer, ML_SEC_COUNTERS);
+	ml_stacktab_foreach(put_counters, totals);
+	ml_writer_end(&writer);
+	put_totals(totals);
+	put_timeline(totals);
+	ml_rooms_write_sections(&writer);	/* lineprof's samples and regions, ... */
+	rc = commit();
+	if (rc < 0)
+		ml_writer_abort(&writer);
+	return rc;
+}
+
+void ml_dump_after_fork(void)
+{
+	writer_tid = 0;
+	busy = 0;	/* another thread may have been writing at the fork */
+}
+
+void ml_dump_wait_other(void)
+{
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	struct timespec ms = { 0, 1000000 };
+	while (__atomic_load_n(&busy, __ATOMIC_ACQUIRE) && writer_tid != me)
+		nanosleep(&ms, NULL);
+}
+
+int ml_dump_write(uint32_t reason, int32_t status)
+{
+	/* The signals that end a process quietly wait until the file is
+	 * complete (SIGTERM as a process exits, say: Pool.terminate); our
+	 * handler then runs and the process still dies of them. */
+	sigset_t quiet, old;
+	sigemptyset(&quiet);
+	sigaddset(&quiet, SIGTERM);
+	sigaddset(&quiet, SIGINT);
+	sigaddset(&quiet, SIGHUP);
+	sigaddset(&quiet, SIGPIPE);
+	sigaddset(&quiet, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &quiet, &old);
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return -EBUSY;
+	}
+	writer_tid = (pid_t)syscall(SYS_gettid);
+	bool guarded = ml_guard_enter_always();
+	ML_ASSERT(ml_guard_held());	/* nothing the writer does is recorded */
+	int saved_errno = errno;
+	int rc = write_all_sections(reason, status);
+	if (rc < 0) {
+		/* strerror may allocate: print the number. */
+		char msg[PATH_MAX + 64], num[24];
+		size_t pos = 0;
+		msg[0] = '\0';
+		ml_sigsafe_utoa(num, (uint64_t)-rc);
+		ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
+		ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
+		ml_sigsafe_append(msg, sizeof(msg), &pos, " (errno ");
+		ml_sigsafe_append(msg, sizeof(msg), &pos, num);
+		ml_sigsafe_append(msg, sizeof(msg), &pos, ")");
+		ml_warn(msg);
+	}
+	errno = saved_errno;
+	if (guarded)
+		ml_guard_exit();
+	writer_tid = 0;
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}

@@ -1,0 +1,210 @@
+/* core/modules.c - the module map (dl_iterate_phdr): path, load bias,
+ * PT_LOAD range and GNU build-id of every object seen during the run.
+ * Modules that were dlclose'd stay in the map, flagged ML_MOD_UNLOADED. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/internal.h"
+
+#define MAX_MODULES 4096u
+
+static struct ml_module_rec *mods[MAX_MODULES];
+static uint32_t n_mods;
+static uint32_t generation;
+static uint64_t runtime_addr;
+static ml_spin_t lock;
+
+void ml_modules_set_runtime(uint64_t addr)
+{
+	runtime_addr = addr;
+}
+
+/* Copies the GNU build-id out of the object's PT_NOTE segments. */
+static uint32_t find_build_id(const struct dl_phdr_info *info, uint8_t *out, uint32_t max)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		const char *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+			const char *name = p + sizeof(*n);
+			const char *desc = name + ((n->n_namesz + 3) & ~3u);
+			if (desc + n->n_descsz > end)
+				break;
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0) {
+				uint32_t len = n->n_descsz < max ? n->n_descsz : max;
+				memcpy(out, desc, len);
+				return len;
+			}
+			p = desc + ((n->n_descsz + 3) & ~3u);
+		}
+	}
+	return 0;
+}
+
+static struct ml_module_rec *lookup(const char *path, uint64_t bias)
+{
+	for (uint32_t i = 0; i < n_mods; i++)
+		if (mods[i]->bias == bias && strcmp(mods[i]->path, path) == 0)
+			return mods[i];
+	return NULL;
+}
+
+static void load_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi)
+{
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uint64_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < *lo)
+			*lo = a;
+		if (a + ph->p_memsz > *hi)
+			*hi = a + ph->p_memsz;
+	}
+	if (*lo == UINT64_MAX)
+		*lo = 0;
+}
+
+static int visit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	bool *first = arg;
+	static char exe[PATH_MAX];	/* read once: unreadable after the main thread exits */
+	const char *path = info->dlpi_name;
+	uint32_t flags = 0;
+	if (*first) {
+		*first = false;
+		flags |= ML_MOD_MAIN;
+		if (!exe[0]) {
+			ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+			exe[n > 0 ? n : 0] = '\0';
+		}
+		path = exe;
+	}
+	if (!path)
+		path = "";
+	struct ml_module_rec *m = lookup(path, info->dlpi_addr);
+	if (!m && n_mods < MAX_MODULES) {
+		size_t len = strlen(path);
+		m = ml_arena_alloc(sizeof(*m) + len + 1);
+		if (!m)
+			return 0;
+		m->bias = info->dlpi_addr;
+		load_range(info, &m->lo, &m->hi);
+		m->path_len = (uint32_t)len;
+		memcpy(m->path, path, len + 1);
+		m->build_id_len = find_build_id(info, m->build_id, sizeof(m->build_id));
+		m->flags = flags;
+		mods[n_mods++] = m;
+	}
+	if (!m)
+		return 0;
+	m->seen = generation;
+	m->flags &= ~ML_MOD_UNLOADED;
+	if (runtime_addr >= m->lo && runtime_addr < m->hi)
+		m->flags |= ML_MOD_RUNTIME;
+	return 0;
+}
+
+void ml_modules_refresh(void)
+{
+	bool first = true;
+	ml_spin_lock(&lock);
+	generation++;
+	dl_iterate_phdr(visit, &first);
+	for (uint32_t i = 0; i < n_mods; i++)
+		if (mods[i]->seen != generation)
+			mods[i]->flags |= ML_MOD_UNLOADED;
+	ml_spin_unlock(&lock);
+}
+
+struct range_query {
+	uint64_t addr, lo, hi;
+};
+
+static int find_range(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct range_query *q = arg;
+	uint64_t lo, hi;
+	load_range(info, &lo, &hi);
+	if (q->addr >= lo && q->addr < hi) {
+		q->lo = lo;
+		q->hi = hi;
+		return 1;
+	}
+	return 0;
+}
+
+void ml_modules_range_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	struct range_query q = { addr, 0, 0 };
+	dl_iterate_phdr(find_range, &q);
+	*lo = q.lo;
+	*hi = q.hi;
+}
+
+void ml_modules_after_fork(void)
+{
+	lock.locked = 0;
+}
+
+void ml_modules_foreach(void (*fn)(const struct ml_module_rec *m, void *arg), void *arg)
+{
+	ml_spin_lock(&lock);
+	for (uint32_t i = 0; i < n_mods; i++)
+		fn(mods[i], arg);
+	ml_spin_unlock(&lock);
+}
+
+/* ---- for signal handlers: no loader lock ---- */
+
+/* True if addr lies in a module already in the map. */
+static bool known(uint64_t addr)
+{
+	for (uint32_t i = 0; i < n_mods; i++)
+		if (addr >= mods[i]->lo && addr < mods[i]->hi)
+			return true;
+	return false;
+}
+
+/* Adds the module holding addr, found with _dl_find_object (lock-free,
+ * async-signal-safe), its program headers read from its mapped ELF
+ * header.  Best effort: an object whose headers are not mapped where
+ * expected is skipped. */
+static void add_holder(uint64_t addr)
+{
+	struct dl_find_object fo;
+	if (_dl_find_object((void *)(uintptr_t)addr, &fo) != 0 || !fo.dlfo_link_map)
+		return;
+	const ElfW(Ehdr) *eh = fo.dlfo_map_start;
+	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 4096)
+		return;	/* headers beyond the first page: not trusted mapped */
+	struct dl_phdr_info info;
+	memset(&info, 0, sizeof(info));
+	info.dlpi_addr = fo.dlfo_link_map->l_addr;
+	info.dlpi_name = fo.dlfo_link_map->l_name;
+	info.dlpi_phdr = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+	info.dlpi_phnum = eh->e_phnum;
+	bool first = false;	/* never the main program: that one is known */
+	visit(&info, sizeof(info), &first);
+}
+
+void ml_modules_add_missing(const uint64_t *addrs, uint32_t n)
+{
+	if (__atomic_exchange_n(&lock.locked, 1, __ATOMIC_ACQUIRE))
+		return;	/* a refresh was interrupted: leave the map alone */
+	for (uint32_t i = 0; i < n; i++)
+		if (addrs[i] && !known(addrs[i]))
+			add_holder(addrs[i]);
+	ml_spin_unlock(&lock);
+}

@@ -1,0 +1,66 @@
+/* core/rooms.c - the registry through which hook rooms plug into the core
+ * (struct ml_room, core/core.h): start-up, fork children, signals the
+ * program takes, stack decorators and profile sections.  Rooms never call
+ * each other; the core calls them here, in registration order. */
+#include "core/internal.h"
+
+static const struct ml_room *rooms[ML_ROOMS_MAX];
+static uint32_t n_rooms;
+volatile int ml_rooms_decorating;
+
+/* Constructors run one at a time, before any thread: no lock needed. */
+void ml_room_register(const struct ml_room *room)
+{
+	if (n_rooms == ML_ROOMS_MAX) {
+		ml_warn("too many hook rooms; one is left out");
+		return;
+	}
+	rooms[n_rooms++] = room;
+	if (room->decorate_stack)
+		ml_rooms_decorating = 1;
+}
+
+void ml_rooms_start(void)
+{
+	for (uint32_t i = 0; i < n_rooms; i++)
+		if (rooms[i]->start)
+			rooms[i]->start();
+}
+
+void ml_rooms_fork_child(void)
+{
+	for (uint32_t i = 0; i < n_rooms; i++)
+		if (rooms[i]->fork_child)
+			rooms[i]->fork_child();
+}
+
+void ml_rooms_signal_taken(int sig)
+{
+	for (uint32_t i = 0; i < n_rooms; i++)
+		if (rooms[i]->signal_taken)
+			rooms[i]->signal_taken(sig);
+}
+
+void ml_rooms_write_sections(struct ml_writer *w)
+{
+	for (uint32_t i = 0; i < n_rooms; i++)
+		if (rooms[i]->write_sections)
+			rooms[i]->write_sections(w);
+}
+
+uint32_t ml_rooms_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags)
+{
+	ML_ASSERT(depth <= cap);
+	for (uint32_t i = 0; i < n_rooms; i++)
+		if (rooms[i]->decorate_stack) {
+			depth = rooms[i]->decorate_stack(frames, depth, cap, flags);
+			ML_ASSERT(depth <= cap);
+		}
+	return depth;
+}
+
+uint32_t ml_core_decorate_stack(uint64_t *frames, uint32_t depth, uint32_t cap,
+				uint32_t *flags)
+{
+	return ml_rooms_decorating ? ml_rooms_decorate(frames, depth, cap, flags) : depth;
+}

@@ -1,0 +1,44 @@
+/* report/report.h - the report library's API for its users (the memline
+ * command, cli/): load a profile, then show one view of it, as text or as
+ * a JSON document.  report/ reads, symbolizes, aggregates and renders; it
+ * never parses a command line. */
+#ifndef ML_REPORT_REPORT_H
+#define ML_REPORT_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "common/kinds.h"
+#include "report/json.h"
+#include "report/profile.h"	/* ml_profile_load, ml_profile_free */
+#include "report/views.h"	/* struct ml_view_opts, ops sort keys, ml_kind_list */
+
+enum ml_report_view {
+	ML_VIEW_NONE = -1,
+	ML_VIEW_LEAKS,
+	ML_VIEW_PEAK,
+	ML_VIEW_OPS,
+	ML_VIEW_LINES,
+	ML_VIEW_REGIONS,
+	ML_VIEW_COUNT,
+};
+
+/* The view called name, or ML_VIEW_NONE. */
+enum ml_report_view ml_report_view_parse(const char *name);
+/* A view's name ("leaks", ...). */
+const char *ml_report_view_name(enum ml_report_view view);
+/* Every view's name, separated by ", " (a static string). */
+const char *ml_report_view_list(void);
+
+/* The kind the views show of p when none is asked for: cpu (heap and
+ * Python objects) for a profile with Python objects, else heap. */
+enum ml_kind ml_report_default_kind(const struct ml_profile *p);
+
+/* Symbolizes and aggregates profile p, then shows view with options vo:
+ * as text on stdout when j is NULL (after a "==> file <==" header when
+ * header is set; first: no blank line before it), else as one JSON
+ * document appended to j (nothing appended when the view fails).
+ * Returns 0, or -1 after one error line on stderr. */
+int ml_report_show(const struct ml_profile *p, enum ml_report_view view,
+		   const struct ml_view_opts *vo, bool header, bool first, struct ml_json *j);
+
+#endif

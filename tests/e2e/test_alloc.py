@@ -1,0 +1,278 @@
+"""tests/e2e/test_alloc.py - end-to-end tests of the allocation entry points
+(malloc family, C++ new/delete, jemalloc API), exact bytes and counts
+against valgrind, peaks, threads."""
+
+from harness import *
+
+
+ENTRY_POINTS = [  # marker, requested bytes
+	("malloc", 101), ("calloc", 201), ("realloc", 901), ("reallocarray", 301),
+	("posix_memalign", 401), ("aligned_alloc", 512), ("memalign", 601),
+	("valloc", 701), ("pvalloc", 801),
+]
+
+
+def check_entry_points(r, skip=()):
+	prof = r.file("entry_points")
+	rows = lines_of(prof, "main")
+	want = [(m, s) for m, s in ENTRY_POINTS if m not in skip]
+	for marker, size in ENTRY_POINTS:
+		size = 0 if marker in skip else size
+		expect_line(rows, line_of("entry_points", marker), marker,
+			    self_bytes=size, allocs=int(size > 0), leaked_bytes=0)
+	eq(user_leaks(report(prof, "leaks"), "entry_points"), [], "entry_points leaks")
+	main = ops_rows(report(prof, "ops"))["main"]
+	eq(main["self_bytes"], sum(s for _, s in want), "main self bytes")
+	eq(main["self_allocs"], len(want), "main allocs")
+	eq((main["frees"], main["freed_bytes"]), (len(want), main["self_bytes"]), "main frees")
+
+
+@test
+def entry_points():
+	check_entry_points(Run("entry_points"))
+
+
+@test
+def entry_points_jemalloc_preloaded():
+	check(os.path.exists(JEMALLOC_SO), "libjemalloc2 is not installed")
+	env = dict(os.environ, LD_PRELOAD=JEMALLOC_SO)
+	check_entry_points(Run("entry_points", args=["jemalloc"], env=env),
+			   skip=("reallocarray", "pvalloc"))
+
+
+CXX_NEW = [("new", 110), ("new_array", 220), ("new_nothrow", 330),
+	   ("new_array_nothrow", 440), ("new_aligned", 550), ("new_array_aligned", 660),
+	   ("new_aligned_nothrow", 770), ("new_array_aligned_nothrow", 880),
+	   ("new_expr", 4), ("new_expr_aligned", 384), ("new_expr_array", 40)]
+
+
+@test
+def cxx_new_delete():
+	prof = Run("cxx_new").file("cxx_new")
+	rows = lines_of(prof, "main")
+	for marker, size in CXX_NEW:
+		expect_line(rows, line_of("cxx_new", marker), marker,
+			    self_bytes=size, allocs=1, leaked_bytes=0)
+	leaks = user_leaks(report(prof, "leaks"), "cxx_new")
+	eq([(b, n, f[0][2]) for b, n, f in leaks], [(99, 1, line_of("cxx_new", "cxx_leak"))],
+	   "cxx_new leaks (every delete variant must match its new)")
+
+
+@test
+def realloc_chain():
+	prof = Run("realloc_chain").file("realloc_chain")
+	rows = lines_of(prof, "main")
+	L = lambda m: line_of("realloc_chain", m)
+	expect_line(rows, L("r_null"), "realloc(NULL)", self_bytes=100, allocs=1, leaked_bytes=0)
+	expect_line(rows, L("r_grow"), "grow", self_bytes=1000, allocs=1, leaked_bytes=0)
+	expect_line(rows, L("r_shrink"), "shrink", self_bytes=10, allocs=1, leaked_bytes=0)
+	if L("r_zero") in rows:
+		expect_line(rows, L("r_zero"), "realloc(p, 0)", self_bytes=0, allocs=0)
+	expect_line(rows, L("r_base"), "base", self_bytes=50, allocs=1, leaked_bytes=0)
+	expect_line(rows, L("r_leak"), "leak", self_bytes=70, allocs=1, leaked_bytes=70)
+	leaks = user_leaks(report(prof, "leaks"), "realloc_chain")
+	eq([(b, n, f[0][2]) for b, n, f in leaks], [(70, 1, L("r_leak"))], "realloc leaks")
+
+
+@test
+def failed_allocations():
+	prof = Run("failed_alloc").file("failed_alloc")
+	main = ops_rows(report(prof, "ops"))["main"]
+	eq(main["self_bytes"], 33, "main self bytes")
+	eq(main["self_allocs"], 1, "main allocs")
+	rows = lines_of(prof, "main")
+	expect_line(rows, line_of("failed_alloc", "ok"), "malloc(33)", self_bytes=33, allocs=1,
+		    leaked_bytes=0)
+	eq(user_leaks(report(prof, "leaks"), "failed_alloc"), [], "leaks")
+
+
+@test
+def leaks_like_valgrind():
+	prof = Run("leak").file("leak")
+	doc = report(prof, "leaks")
+	L = lambda m: line_of("leak", m)
+	want = [(1000, 1, [("main", "leak.c", L("keep"))]),
+		(99, 3, [("make_name", "leak.c", L("make_name")),
+			 ("leak_some", "leak.c", L("leak_some")),
+			 ("main", "leak.c", L("main_leak_some"))])]
+	got = [(b, n, in_file(f, "leak.c")) for b, n, f in user_leaks(doc, "leak")]
+	eq(got, want, "leak stacks, largest first")
+	mine = leak_summary(doc)
+	eq(mine, (1099, 4, 5, 1, 5195), "summary (leaked bytes, blocks, allocs, frees, bytes)")
+	if shutil.which("valgrind"):
+		eq(mine, valgrind_numbers(fixture("leak")), "summary vs valgrind")
+
+
+@test
+def totals_like_valgrind():
+	"""Whole-process totals of single-threaded C fixtures equal valgrind's
+	(valgrind runs __libc_freeres at exit and preloads no TLS, so threaded
+	programs differ by design; C++ programs differ by libstdc++'s pool)."""
+	check(shutil.which("valgrind"), "valgrind is not installed")
+	for name, rc in (("realloc_chain", 0), ("failed_alloc", 0), ("peak", 0),
+			 ("recursive", 0), ("exit_status", 42), ("underscore_exit", 3)):
+		prof = Run(name, expect_rc=rc).file(name)
+		eq(leak_summary(report(prof, "leaks")), valgrind_numbers(fixture(name)),
+		   name + " (in use bytes, blocks, allocs, frees, bytes) vs valgrind")
+
+
+@test
+def peak_by_line():
+	prof = Run("peak").file("peak")
+	doc = report(prof, "peak")["peak"]
+	eq(doc["peak_bytes"], 12000, "peak bytes")
+	L = lambda m: line_of("peak", m)
+	by_line = {(os.path.basename(r["file"] or ""), r["line"]): r for r in doc["lines"]}
+	want = {("peak.c", L("p_a1")): 1000, ("peak.c", L("p_a2")): 2000,
+		("peak.c", L("p_grab")): 9000}
+	got = {k: r["bytes"] for k, r in by_line.items() if k[0] == "peak.c" and r["bytes"]}
+	# p_call_grab is an inclusive line; self lines at the peak are the three above.
+	got.pop(("peak.c", L("p_call_grab")), None)
+	eq(got, want, "bytes at peak by line")
+	stacks = [(s["bytes"], s["blocks"], in_file([frame_key(f) for f in s["frames"]], "peak.c"))
+		  for s in doc["stacks"]]
+	grab = [("grab", "peak.c", L("p_grab")), ("main", "peak.c", L("p_call_grab"))]
+	check((9000, 3, grab) in stacks, "no peak stack 9000 B in 3 blocks via grab: %s" % stacks[:5])
+	rows = lines_of(prof, "main")
+	expect_line(rows, L("p_after"), "after the peak", self_bytes=5000, peak_bytes=0, leaked_bytes=0)
+	expect_line(rows, L("p_call_grab"), "grab()", incl_bytes=9000, peak_bytes=9000, allocs=3)
+
+
+@test
+def cxx_before_constructor_like_valgrind():
+	"""Allocations made before libmemline's constructor are recorded: in
+	every C++ program libstdc++'s constructor allocates its emergency
+	exception pool first.  Allocation count and bytes equal valgrind's
+	(valgrind's __libc_freeres then frees the pool at exit; memline, like
+	the program, leaves it allocated, so in-use and frees differ by it)."""
+	check(shutil.which("valgrind"), "valgrind is not installed")
+	prof = Run("cxx_new").file("cxx_new")
+	mine = leak_summary(report(prof, "leaks"))
+	vg = valgrind_numbers(fixture("cxx_new"))
+	eq((mine[2], mine[4]), (vg[2], vg[4]), "cxx_new (allocs, bytes allocated) vs valgrind")
+	eq((mine[1], mine[3]), (vg[1] + 1, vg[3] - 1),
+	   "cxx_new (blocks in use, frees): valgrind's plus / minus the pool")
+
+
+ALLOC_ENTRY_NAMES = {"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
+		     "aligned_alloc", "memalign", "valloc", "pvalloc"}
+
+
+@test
+def no_allocator_entry_rows():
+	"""The dynamic loader allocates each thread's TLS vector through an
+	inline wrapper named calloc (glibc's rtld-malloc.h): the entry point,
+	seen as an inlined frame at allocate_dtv's return address, is not a row
+	of its own."""
+	prof = Run("threads16").file("threads16")
+	ops = ops_rows(report(prof, "ops"))
+	eq(sorted(n for n in ops if n in ALLOC_ENTRY_NAMES), [], "allocator entry points as rows")
+	leaks = report(prof, "leaks")
+	inner = [s["frames"][0]["function"] for s in leaks["leaks"]["records"] if s["frames"]]
+	eq(sorted(f for f in inner if f in ALLOC_ENTRY_NAMES), [],
+	   "allocator entry points as innermost leak frames")
+	if "allocate_dtv" in ops:	# the loader has debug info (libc6-dbg)
+		eq(ops["allocate_dtv"]["self_allocs"], 16, "allocate_dtv: one TLS calloc per thread")
+
+
+@test
+def threads16_exact():
+	prof = Run("threads16").file("threads16")
+	rows = lines_of(prof, "worker")
+	expect_line(rows, line_of("threads16", "t_alloc"), "16 threads", allocs=16000,
+		    self_bytes=1000 * 8 * sum(range(1, 17)), leaked_bytes=0)
+	eq(user_leaks(report(prof, "leaks"), "threads16"), [], "threads16 leaks")
+	w = ops_rows(report(prof, "ops"))["worker"]
+	total = 1000 * 8 * sum(range(1, 17))
+	eq((w["self_allocs"], w["self_bytes"], w["frees"], w["freed_bytes"], w["leaked_bytes"]),
+	   (16000, total, 16000, total, 0), "worker allocs, bytes, frees, freed bytes, leaked")
+
+
+@test
+def recursion_counted_once():
+	prof = Run("recursive").file("recursive")
+	ops = ops_rows(report(prof, "ops"))
+	L = lambda m: line_of("recursive", m)
+	eq((ops["rec"]["self_bytes"], ops["rec"]["incl_bytes"]), (320, 320),
+	   "rec self, inclusive bytes")
+	eq((ops["outer"]["self_bytes"], ops["outer"]["incl_bytes"]), (0, 320),
+	   "outer self, inclusive bytes")
+	eq(ops["main"]["incl_bytes"], 320, "main inclusive bytes")
+	rows = lines_of(prof, "rec")
+	expect_line(rows, L("rec_alloc"), "rec alloc", self_bytes=320, incl_bytes=320, allocs=5)
+	expect_line(rows, L("rec_call"), "recursive call", self_bytes=0, incl_bytes=256, allocs=4)
+
+
+@test
+def same_named_statics_apart():
+	"""Two static helper()s of two files: two ops rows, two lines tables."""
+	prof = Run("dup_static").file("dup_static")
+	A = lambda m: line_of("dup_static", m)
+	B = lambda m: line_of_file("dup_static_b.inc", m)
+	funcs = report(prof, "ops")["ops"]["functions"]
+	helpers = sorted((r["label"], os.path.basename(r["file"]), flat(r)["self_bytes"],
+			  flat(r)["allocs"], flat(r)["leaked_bytes"])
+			 for r in funcs if r["name"] == "helper")
+	eq(helpers, [("helper (dup_static.c)", "dup_static.c", 200, 2, 200),
+		     ("helper (dup_static_b.inc)", "dup_static_b.inc", 4000, 1, 4000)],
+	   "helper rows: label, file, self bytes, allocs, leaked")
+	labels = {r["label"]: flat(r) for r in funcs}
+	eq((labels["helper_b_entry"]["self_bytes"], labels["helper_b_entry"]["incl_bytes"]),
+	   (0, 4000), "helper_b_entry self, inclusive")
+	eq(labels["main"]["incl_bytes"], 4200, "main inclusive")
+	p = run([rcli(), "report", prof, "ops"])
+	eq(p.returncode, 0, "ops text exit status")
+	names = re.findall(r"^ +(helper.*?) {2,}\d", text(p.stdout), re.M)
+	eq(sorted(names), ["helper (dup_static.c)", "helper (dup_static_b.inc)", "helper_b_entry"],
+	   "ops text helper names")
+	fns = report(prof, "lines", "--function", "helper")["lines"]["functions"]
+	got = [(os.path.basename(f["file"]), f["first_line"],
+		[(r["line"], r["self_alloc_bytes"], r["allocs"], r["leaked_bytes"])
+		 for r in f["lines"] if r["allocs"]]) for f in fns]
+	eq(got, [("dup_static.c", A("helper_a") - 2, [(A("helper_a"), 200, 2, 200)]),
+		 ("dup_static_b.inc", B("helper_b") - 2, [(B("helper_b"), 4000, 1, 4000)])],
+	   "lines --function helper: one table per file")
+	p = run([rcli(), "report", prof, "lines", "--function", "helper"])
+	eq(p.returncode, 0, "lines text exit status")
+	eq([os.path.basename(f) for f in re.findall(r"^Filename: (\S+)$", text(p.stdout), re.M)],
+	   ["dup_static.c", "dup_static_b.inc"], "lines text Filename headers")
+	# the same with the line timer (line_profiler's layout)
+	prof = Run("dup_static", opts=["--lines"]).file("dup_static")
+	fns = report(prof, "lines", "--function", "helper")["lines"]["functions"]
+	got = [(os.path.basename(f["file"]), f["first_line"],
+		[(r["line"], r["self_alloc_bytes"], r["allocs"]) for r in f["lines"] if r["allocs"]])
+	       for f in fns]
+	eq(got, [("dup_static.c", A("helper_a") - 2, [(A("helper_a"), 200, 2)]),
+		 ("dup_static_b.inc", B("helper_b") - 2, [(B("helper_b"), 4000, 1)])],
+	   "timed lines --function helper: one table per file")
+
+
+@test
+def jemalloc_api():
+	r = Run("jemalloc_linked", rc_ok=(10, 11))
+	grown = r.proc.returncode == 10
+	prof = r.file("jemalloc_linked")
+	rows = lines_of(prof, "main")
+	L = lambda m: line_of("jemalloc_linked", m)
+	expect_line(rows, L("je_mallocx"), "mallocx", self_bytes=1001, allocs=1, leaked_bytes=0)
+	expect_line(rows, L("je_rallocx"), "rallocx", self_bytes=2002, allocs=1, leaked_bytes=0)
+	expect_line(rows, L("je_mallocx_aligned"), "aligned mallocx", self_bytes=4004, allocs=1,
+		    leaked_bytes=0)
+	expect_line(rows, L("je_malloc"), "malloc", self_bytes=5005, allocs=1, leaked_bytes=0)
+	expect_line(rows, L("je_leak"), "leak", self_bytes=6006, allocs=1, leaked_bytes=6006)
+	if not grown and L("je_xallocx") in rows:
+		expect_line(rows, L("je_xallocx"), "failed xallocx", self_bytes=0, allocs=0)
+	leaks = user_leaks(report(prof, "leaks"), "jemalloc_linked")
+	eq([(b, n, f[0][2]) for b, n, f in leaks], [(6006, 1, L("je_leak"))], "jemalloc leaks")
+
+
+@test
+def jemalloc_cxx():
+	prof = Run("jemalloc_cxx").file("jemalloc_cxx")
+	rows = lines_of(prof, "main")
+	L = lambda m: line_of("jemalloc_cxx", m)
+	expect_line(rows, L("jx_array"), "new[]", self_bytes=1111, allocs=1, leaked_bytes=0)
+	expect_line(rows, L("jx_scalar"), "new", self_bytes=8, allocs=1, leaked_bytes=0)
+	expect_line(rows, L("jx_nothrow"), "new nothrow", self_bytes=3333, allocs=1, leaked_bytes=0)
+	leaks = user_leaks(report(prof, "leaks"), "jemalloc_cxx")
+	eq([(b, n, f[0][2]) for b, n, f in leaks], [(2222, 1, L("jx_leak"))], "leaks")

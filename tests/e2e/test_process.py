@@ -1,0 +1,317 @@
+"""tests/e2e/test_process.py - end-to-end tests of the process's life: fork
+children, exec, vfork, posix_spawn, _exit, pthread_exit, fatal and
+terminating signals, the environment exec'd programs get, exit statuses."""
+
+from harness import *
+
+
+def leaked_lines(prof, name):
+	return sorted((f[0][2], b, n) for b, n, f in user_leaks(report(prof, "leaks"), name))
+
+
+@test
+def fork_child_separate():
+	r = Run("fork_prog")
+	fs = r.files("fork_prog")
+	eq(len(fs), 2, "profiles of fork_prog")
+	L = lambda m: line_of("fork_prog", m)
+	by_lines = {tuple(leaked_lines(f, "fork_prog")): f for f in fs}
+	parent = [(L("f_before"), 111, 1), (L("f_parent"), 333, 1)]
+	check(tuple(parent) in by_lines, "no parent profile with leaks %s: %s" % (parent, list(by_lines)))
+	child = [k for k in by_lines if k != tuple(parent)]
+	eq(len(child), 1, "child profiles")
+	child_rows = lines_of(by_lines[child[0]], "main")
+	expect_line(child_rows, L("f_child"), "child", self_bytes=222, allocs=1, leaked_bytes=222)
+	if L("f_before") in child_rows:
+		expect_line(child_rows, L("f_before"), "parent's malloc in child", allocs=0, self_bytes=0)
+	# Both files in one report: one document each, in order, the child's
+	# marked as a fork child.
+	docs = report(fs, "lines", "--function", "main")
+	forked = {os.path.basename(d["profile"]["path"]): d["profile"]["forked"] for d in docs}
+	eq(forked[os.path.basename(by_lines[tuple(parent)])], False, "parent forked flag")
+	eq(forked[os.path.basename(by_lines[child[0]])], True, "child forked flag")
+
+
+@test
+def fork_no_follow():
+	r = Run("fork_prog", opts=["--no-follow"])
+	eq([os.path.basename(f).split(".")[1] for f in r.files()], ["fork_prog"], "profiles")
+	L = lambda m: line_of("fork_prog", m)
+	eq(leaked_lines(r.files()[0], "fork_prog"), [(L("f_before"), 111, 1), (L("f_parent"), 333, 1)],
+	   "parent leaks")
+
+
+@test
+def exec_follows():
+	r = Run("exec_prog", args=[fixture("exec_target")])
+	L = lambda m: line_of("exec_prog", m)
+	eq(leaked_lines(r.file("exec_prog"), "exec_prog"),
+	   [(L("x_before"), 123, 1), (L("x_after_fail"), 456, 1)],
+	   "exec_prog leaks (a failed exec keeps profiling)")
+	eq(leaked_lines(r.file("exec_target"), "exec_target"),
+	   [(line_of("exec_target", "x_target"), 789, 1)], "exec_target leaks")
+	pid = lambda f: os.path.basename(f).split(".")[2]
+	eq(pid(r.file("exec_prog")), pid(r.file("exec_target")), "pid across exec")
+
+
+@test
+def exec_no_follow():
+	r = Run("exec_prog", args=[fixture("exec_target")], opts=["--no-follow"])
+	eq(r.files("exec_target"), [], "exec_target profiled despite --no-follow")
+	L = lambda m: line_of("exec_prog", m)
+	eq(leaked_lines(r.file("exec_prog"), "exec_prog"),
+	   [(L("x_before"), 123, 1), (L("x_after_fail"), 456, 1)], "exec_prog leaks")
+
+
+@test
+def vfork_exec_no_repeat():
+	r = Run("vfork_exec", args=[fixture("exec_target")])
+	L = lambda m: line_of("vfork_exec", m)
+	pid = lambda f: int(os.path.basename(f).split(".")[2])
+	target = r.file("exec_target")
+	parent = [f for f in r.files("vfork_exec") if pid(f) != pid(target)]
+	eq(len(parent), 1, "parent profiles")
+	eq(leaked_lines(parent[0], "vfork_exec"), [(L("v_before"), 100, 1), (L("v_after"), 200, 1)],
+	   "parent leaks")
+	eq(leaked_lines(target, "exec_target"), [(line_of("exec_target", "x_target"), 789, 1)],
+	   "exec_target leaks")
+	# The vfork child ran in the parent's memory until its exec: a profile
+	# of it must not repeat the parent's allocations.
+	for f in r.files("vfork_exec"):
+		if pid(f) == pid(target):
+			eq(leaked_lines(f, "vfork_exec"), [], "the vfork child's profile repeats the parent's leaks")
+
+
+def spawn_pid(f):
+	return int(os.path.basename(f).split(".")[2])
+
+
+@test
+def posix_spawn_follows():
+	r = Run("spawn_prog", args=["inherit", fixture("exec_target")])
+	eq(leaked_lines(r.file("spawn_prog"), "spawn_prog"),
+	   [(line_of("spawn_prog", "s_parent"), 321, 1)], "spawn_prog leaks")
+	target = r.file("exec_target")
+	eq(leaked_lines(target, "exec_target"), [(line_of("exec_target", "x_target"), 789, 1)],
+	   "spawned exec_target leaks")
+	check(spawn_pid(target) != spawn_pid(r.file("spawn_prog")), "the child has its own pid")
+
+
+@test
+def posix_spawn_no_follow():
+	r = Run("spawn_prog", args=["inherit", fixture("exec_target")], opts=["--no-follow"])
+	eq(r.files("exec_target"), [], "exec_target profiled despite --no-follow")
+	eq(leaked_lines(r.file("spawn_prog"), "spawn_prog"),
+	   [(line_of("spawn_prog", "s_parent"), 321, 1)], "spawn_prog leaks")
+
+
+@test
+def posix_spawn_env_replaces_preload():
+	"""posix_spawn with an environment whose LD_PRELOAD names another
+	library only: the child is still profiled (libmemline goes first)."""
+	check(os.path.exists(JEMALLOC_SO), "libjemalloc2 is not installed")
+	r = Run("spawn_prog", args=["replace", fixture("exec_target"), JEMALLOC_SO])
+	eq(leaked_lines(r.file("exec_target"), "exec_target"),
+	   [(line_of("exec_target", "x_target"), 789, 1)], "spawned exec_target leaks")
+	r = Run("spawn_prog", args=["replace", fixture("exec_target"), JEMALLOC_SO],
+		opts=["--no-follow"])
+	eq(r.files("exec_target"), [], "exec_target profiled despite --no-follow")
+
+
+@test
+def underscore_exit():
+	r = Run("underscore_exit", expect_rc=3)
+	eq(leaked_lines(r.file("underscore_exit"), "underscore_exit"),
+	   [(line_of("underscore_exit", "u_leak"), 555, 1)], "leaks")
+
+
+@test
+def pthread_exit_main():
+	r = Run("thread_exit")
+	L = lambda m: line_of("thread_exit", m)
+	eq(leaked_lines(r.file("thread_exit"), "thread_exit"),
+	   [(L("te_thread"), 666, 1), (L("te_main"), 777, 1)], "leaks")
+
+
+def check_fatal(arg, sig):
+	r = Run("fatal_signal", args=[arg], expect_rc=128 + sig)
+	eq(leaked_lines(r.file("fatal_signal"), "fatal_signal"),
+	   [(line_of("fatal_signal", "s_leak"), 888, 1)], "leaks at " + arg)
+	left = [f for f in os.listdir(r.dir) if ".tmp" in f]
+	eq(left, [], "temporary files left")
+
+
+@test
+def fatal_sigsegv():
+	check_fatal("segv", signal.SIGSEGV)
+
+
+@test
+def fatal_sigsegv_dlopened_module():
+	"""A module dlopen'd after start-up is in a profile written from a
+	fatal signal handler (where the loader's module list cannot be
+	walked): its leak symbolizes to its function and line."""
+	r = Run("dlopen_crash", args=[fixture("libdlmod.so")], expect_rc=128 + signal.SIGSEGV)
+	doc = report(r.file("dlopen_crash"), "leaks")
+	eq(doc["profile"]["end_reason"], "signal", "end of the profile")
+	mine = [s for s in doc["leaks"]["records"] if s["bytes"] == 555]
+	eq(len(mine), 1, "the 555-byte leak records")
+	fr = mine[0]["frames"][0]
+	eq((fr["function"], os.path.basename(fr.get("file") or ""), fr.get("line"),
+	    os.path.basename(fr.get("module") or "")),
+	   ("dlmod_leak", "dlmod.inc", line_of_file("dlmod.inc", "m_leak"), "libdlmod.so"),
+	   "innermost frame of the leak")
+
+
+@test
+def fatal_abort():
+	check_fatal("abort", signal.SIGABRT)
+
+
+# Signals whose default action ends the process without a core: Ctrl-C,
+# kill, a closed terminal, `prog | head -1`.  The profile must be written,
+# like for SIGSEGV (found profiling Debian programs: python's
+# multiprocessing.Pool workers, `yes | head`, Ctrl-C lost their profiles).
+def check_term_signal(arg, sig):
+	r = Run("term_signal", args=[arg], expect_rc=128 + sig)
+	prof = r.file("term_signal")
+	doc = report(prof, "leaks")
+	eq((doc["profile"]["end_reason"], doc["profile"]["end_status"]), ("signal", int(sig)),
+	   "end of the profile")
+	eq(leaked_lines(prof, "term_signal"), [(line_of("term_signal", "t_leak"), 444, 1)],
+	   "leaks at " + arg)
+
+
+@test
+def term_sigterm():
+	check_term_signal("term", signal.SIGTERM)
+
+
+@test
+def term_sigint():
+	check_term_signal("int", signal.SIGINT)
+
+
+@test
+def term_sighup():
+	check_term_signal("hup", signal.SIGHUP)
+
+
+@test
+def term_sigpipe():
+	check_term_signal("pipe", signal.SIGPIPE)
+
+
+@test
+def term_handlers_invisible():
+	"""memline's handlers for SIGINT, SIGTERM, ... must not show: a program
+	that finds them not SIG_DFL changes course (exit 10..20 here), and the
+	SIGTERM it then takes must still leave the profile."""
+	r = Run("sig_query", expect_rc=128 + signal.SIGTERM)
+	prof = r.file("sig_query")
+	eq(leaked_lines(prof, "sig_query"), [(line_of("sig_query", "sq_leak"), 333, 1)], "leaks")
+
+
+@test
+def term_handler_reinstalled():
+	"""bash takes the SIGINT handler it found at start and reinstalls it
+	with signal() (SA_RESTART, no SA_RESETHAND): `memline run -- bash -c
+	'kill -INT $$'` then looped forever, rewriting its profile.  The
+	fixture does the same; it must die of SIGINT, with its profile."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	p = run([memline(), "run", "-o", d, "--", fixture("sig_reinstall")], cwd=d, timeout=10)
+	eq(p.returncode, 128 + signal.SIGINT, "exit status")
+	eq([f for f in os.listdir(d) if not f.endswith(".mlp")], [], "files other than profiles")
+	prof = glob.glob(os.path.join(d, "memline.sig_reinstall.*.mlp"))
+	eq(len(prof), 1, "profiles of sig_reinstall")
+	eq(leaked_lines(prof[0], "sig_reinstall"), [(line_of("sig_reinstall", "sr_leak"), 111, 1)],
+	   "leaks")
+	sh = shutil.which("bash")
+	if sh:
+		p = run([memline(), "run", "-o", d, "--", sh, "-c", "kill -INT $$; echo not reached"],
+			cwd=d, timeout=10)
+		eq((p.returncode, text(p.stdout)), (128 + signal.SIGINT, ""), "bash -c 'kill -INT $$'")
+
+
+@test
+def python_keyboard_interrupt():
+	"""python installs its KeyboardInterrupt handler only where SIGINT is
+	SIG_DFL at start: under memline, Ctrl-C must still raise it."""
+	py = "/usr/bin/python3"
+	check(os.path.exists(py), "no /usr/bin/python3")
+	script = ("import os, signal, time\n"
+		  "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,"
+		  " signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)\n"
+		  "try:\n"
+		  "    os.kill(os.getpid(), signal.SIGINT)\n"
+		  "    time.sleep(5)\n"
+		  "except KeyboardInterrupt:\n"
+		  "    print('KeyboardInterrupt')\n")
+	plain = run([py, "-c", script])
+	r = Run(py, args=["-c", script], rc_ok=(0, 128 + signal.SIGINT))
+	eq(text(r.proc.stdout), text(plain.stdout), "python's output")
+	eq(r.proc.returncode, plain.returncode, "python's exit status")
+
+
+@test
+def term_during_exit_write():
+	"""SIGTERM while a process writes its exit profile (Pool.terminate on
+	python's workers) must neither lose the profile nor leave a temporary:
+	the Run checks that only profiles are left."""
+	kids = 40
+	r = Run("term_in_exit", args=[str(kids)])
+	fs = r.files("term_in_exit")
+	eq(len(fs), kids + 1, "profiles of term_in_exit (the parent and its children)")
+	# Reading all 41 takes seconds: the count and the Run's check carry the
+	# test; a few children are read to see that they are complete.
+	docs = report(fs[:4], "leaks")
+	want = [(line_of("term_in_exit", "ti_child"), 222, 1)]
+	children = 0
+	for d in docs:
+		if not d["profile"]["forked"]:
+			continue
+		children += 1
+		got = sorted((f[0][2], b, n) for b, n, f in user_leaks(d, "term_in_exit"))
+		eq(got, want, "leaks of child %d" % d["profile"]["pid"])
+	check(children >= 3, "fork children among the first 4 profiles: %d" % children)
+
+
+@test
+def exec_env_replaces_preload():
+	"""`memline run -- env LD_PRELOAD=libjemalloc.so.2 PROG`: env replaces
+	memline's LD_PRELOAD before its exec; following execs must still profile
+	PROG (valgrind --trace-children does)."""
+	check(os.path.exists(JEMALLOC_SO), "libjemalloc2 is not installed")
+	env_prog = shutil.which("env")
+	check(env_prog is not None, "no env program")
+	r = Run(env_prog, args=["LD_PRELOAD=" + JEMALLOC_SO, fixture("exec_target")])
+	eq(leaked_lines(r.file("exec_target"), "exec_target"),
+	   [(line_of("exec_target", "x_target"), 789, 1)], "exec_target leaks")
+
+
+@test
+def exec_env_cleared():
+	"""`memline run -o DIR -- env -i PROG`: PROG gets an empty environment;
+	its profile must still go to DIR (not PROG's working directory) and be
+	named by a `memline: wrote` line."""
+	env_prog = shutil.which("env")
+	check(env_prog is not None, "no env program")
+	out = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	cwd = tempfile.mkdtemp(prefix="ml-e2e-cwd-", dir=OPTS.tmp)
+	p = run([memline(), "run", "-o", out, "--", env_prog, "-i", fixture("exec_target")], cwd=cwd)
+	eq(p.returncode, 0, "exit status; stderr: %s" % text(p.stderr).strip()[-300:])
+	eq(sorted(os.listdir(cwd)), [], "files written in the program's working directory")
+	prof = glob.glob(os.path.join(out, "memline.exec_target.*.mlp"))
+	eq(len(prof), 1, "profiles of exec_target in -o DIR")
+	said = sorted(os.path.basename(m) for m in
+		      re.findall(r"^memline: wrote (\S+)$", text(p.stderr), re.M))
+	eq(said, sorted(os.listdir(out)), "profiles named by 'memline: wrote' lines")
+	eq(leaked_lines(prof[0], "exec_target"), [(line_of("exec_target", "x_target"), 789, 1)],
+	   "exec_target leaks")
+
+
+@test
+def exit_status_passed_on():
+	r = Run("exit_status", expect_rc=42)
+	rows = lines_of(r.file("exit_status"), "main")
+	expect_line(rows, line_of("exit_status", "es_alloc"), "malloc(42)", self_bytes=42, allocs=1)
