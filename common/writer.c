@@ -198,14 +198,24 @@ int ml_writer_record(struct ml_writer *w)
 static int patch_section_header(struct ml_writer *w, const struct ml_fmt_section *sh)
 {
 	uint64_t buf_start = w->offset - w->buf_len;
+	uint64_t in_file = 0;	/* the header's bytes already flushed */
 	int rc;
 
-	if (w->section_start >= buf_start) {
-		memcpy(w->buf + (w->section_start - buf_start), sh, sizeof(*sh));
-		return 0;
+	if (w->section_start < buf_start)
+		in_file = buf_start - w->section_start < sizeof(*sh) ?
+			buf_start - w->section_start : sizeof(*sh);
+	/* A header that straddles the last flush: its head is in the file, its
+	 * tail still in the buffer (a later flush would write the buffer's
+	 * placeholder bytes over a pwrite of them). */
+	if (in_file) {
+		rc = pwrite_all(w->fd, sh, (size_t)in_file, w->section_start);
+		if (rc)
+			return fail(w, rc);
 	}
-	rc = pwrite_all(w->fd, sh, sizeof(*sh), w->section_start);
-	return rc ? fail(w, rc) : 0;
+	if (in_file < sizeof(*sh))
+		memcpy(w->buf + (w->section_start + in_file - buf_start),
+		       (const unsigned char *)sh + in_file, sizeof(*sh) - (size_t)in_file);
+	return 0;
 }
 
 int ml_writer_end(struct ml_writer *w)

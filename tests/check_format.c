@@ -649,6 +649,43 @@ START_TEST(section_table)
 }
 END_TEST
 
+/* A section header that straddles the writer's buffer (16 KiB): its head
+ * is flushed to the file, its tail still buffered when the section ends.
+ * Every section's header must come out right, at every split. */
+START_TEST(header_straddles_buffer)
+{
+	const char *path = in_dir("straddle.prof");
+	static unsigned char filler[16384];
+	for (size_t split = 1; split < sizeof(struct ml_fmt_section); split++) {
+		struct ml_writer w;
+		struct ml_fmt_section sh;
+		unsigned char *raw;
+		size_t len;
+		ck_assert_int_eq(ml_writer_open(&w, path), 0);
+		/* 64 (file header) + 16 + payload + split = 16384: the second
+		 * header's first split bytes end the buffer. */
+		size_t payload = 16384 - 64 - 16 - split;
+		payload &= ~(size_t)7;
+		size_t at = 64 + 16 + payload;
+		ml_writer_begin(&w, 99);
+		ml_writer_put(&w, filler, payload);
+		ml_writer_record(&w);
+		ml_writer_end(&w);
+		ml_writer_begin(&w, 98);
+		ml_writer_put(&w, filler, 40);
+		ml_writer_record(&w);
+		ml_writer_end(&w);
+		ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+		raw = slurp(path, &len);
+		memcpy(&sh, raw + at, sizeof(sh));
+		ck_assert_uint_eq(sh.type, 98);
+		ck_assert_uint_eq(sh.count, 1);
+		ck_assert_uint_eq(sh.size, 40);
+		free(raw);
+	}
+}
+END_TEST
+
 /* ---- well-checksummed files with bad structure ---- */
 
 /* Writes the profile built by fn and returns the reader's error for it. */
@@ -1168,6 +1205,7 @@ int main(void)
 	tcase_add_test(tc, malformed_structure);
 	tcase_add_test(tc, trie_edge_cases);
 	tcase_add_test(tc, section_table);
+	tcase_add_test(tc, header_straddles_buffer);
 	tcase_add_test(tc, commit_no_replace);
 	tcase_add_test(tc, abort_removes_temp);
 	tcase_add_test(tc, writer_misuse);
