@@ -129,7 +129,11 @@ static inline void ml_unwind_unmark(void) { ml_tl_mark.sp = 0; }
 /* Lets every registered stack decorator (struct ml_room) rewrite a stack
  * captured outside ml_track_* (lineprof's samples): frames[0..depth),
  * innermost first, cap slots.  Returns the new depth.  Async-signal-safe;
- * a no-op when no room decorates. */
+ * a no-op when no room decorates.  With ML_STACK_NESTED in *flags the
+ * thread was interrupted inside memline itself (no native frames were
+ * taken): a decorator then must not allocate or wait for anything (it may
+ * still add what it can read). */
+#define ML_STACK_NESTED 0x80000000u	/* capture time only: never written */
 uint32_t ml_core_decorate_stack(uint64_t *frames, uint32_t depth, uint32_t cap,
 				uint32_t *flags);
 

@@ -75,9 +75,16 @@ static void on_sigprof(int sig, siginfo_t *si, void *ctx)
 		max = ML_LP_DEPTH_MAX;
 	if (!ml_guard_enter_always()) {
 		/* Interrupted inside memline (its hooks, maybe inside libunwind,
-		 * or writing the profile): not the program's time, and not safe
-		 * to unwind again.  Counted as dropped. */
-		ml_lp_sampletab_drop(weight);
+		 * or writing the profile): not safe to unwind again.  The time is
+		 * still the program's (memline works for the line that allocates):
+		 * what the rooms can add (Python frames) is kept, else dropped. */
+		flags |= ML_STACK_NESTED;
+		depth = ml_core_decorate_stack(frames, 0, ML_LP_DEPTH_MAX, &flags);
+		flags &= ~ML_STACK_NESTED;
+		if (depth == 0)
+			ml_lp_sampletab_drop(weight);
+		else
+			ml_lp_sampletab_add(gettid_cached(), frames, depth, flags, weight);
 		goto out;
 	}
 	depth = unwind_from(uc, frames, max, &flags);

@@ -5,8 +5,9 @@
  * interpreter fully initialised, before __main__ runs):
  *   1. checks that the frames read raw are the interpreter's frames;
  *   2. wraps the PyMem domains and the arena allocator (hooks.c);
- *   3. hides memline's variables from os.environ (not from the C
- *      environment: exec'd children must still be profiled);
+ *   3. hides memline's variables from os.environ (MEMLINE_*, its
+ *      LD_PRELOAD entry, NVTX_INJECTION64_PATH naming it) but not from the
+ *      C environment: exec'd children must still be profiled;
  *   4. runs the boot scripts (*.py of <libmemline's dir>/python, or of
  *      MEMLINE_PY_BOOT_DIR), each in a namespace of its own.
  * sys.path, sys.modules, __main__ and the environment the program reads
@@ -111,10 +112,10 @@ static int frames_match(void)
 {
 	uint64_t frames[4];
 	uint32_t flags = 0;
-	uint32_t n = ml_py_walk_unchecked(frames, 0, 4, &flags, false);
+	uint32_t n = ml_py_walk_unchecked(frames, 0, 4, &flags, 0);
 	if (n == 0 || ml_pyframe_hidden(frames[0]))
 		return -1;
-	struct ml_py_reader r = { .safe = false, .failed = false };
+	struct ml_py_reader r = { .safe = false, .lookup_only = false, .failed = false };
 	const struct ml_py_code *c = ml_py_code_get(&r, check_code);
 	if (!c || c->id != ml_pyframe_code(frames[0]))
 		return -1;
@@ -157,6 +158,9 @@ static const char hide_environ_src[] =
 	"if isinstance(data, dict):\n"
 	"    for key in [k for k in data if isinstance(k, bytes) and k.startswith(b'MEMLINE_')]:\n"
 	"        del data[key]\n"
+	"    for key in (b'NVTX_INJECTION64_PATH', b'NVTX_INJECTION32_PATH'):\n"
+	"        if b'libmemline' in data.get(key, b''):\n"
+	"            del data[key]\n"
 	"    pre = data.get(b'LD_PRELOAD')\n"
 	"    if isinstance(pre, bytes):\n"
 	"        kept = [p for p in pre.replace(b' ', b':').split(b':') if p and b'libmemline' not in p]\n"

@@ -270,7 +270,8 @@ const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code)
 			return c;
 		/* Empty, or the address now holds another code object: a new
 		 * entry in this slot (the old one stays listed: stacks use it). */
-		if (!c && __atomic_load_n(&n_codes, __ATOMIC_RELAXED) >= SLOT_LIMIT)
+		if (r->lookup_only ||
+		    (!c && __atomic_load_n(&n_codes, __ATOMIC_RELAXED) >= SLOT_LIMIT))
 			return NULL;
 		struct ml_py_code *fresh = make(r, code, &v);
 		if (!fresh)

@@ -142,6 +142,7 @@ struct ml_py_code {
  * process_vm_readv (the sampler: the thread may be anywhere, mid-update). */
 struct ml_py_reader {
 	bool safe;
+	bool lookup_only;		/* never add a code object (no allocation) */
 	bool failed;			/* a safe read failed: stop */
 };
 
@@ -171,15 +172,18 @@ void ml_py_codetab_after_fork(void);
  * depth; sets ML_STACK_PY_TRUNCATED in *flags when they did not all fit.
  * Reads only the calling thread's own frames; never calls the interpreter
  * except PyGILState_GetThisThreadState and _Py_IsFinalizing; never takes
- * the GIL; no malloc.  safe: see struct ml_py_reader. */
-uint32_t ml_py_walk(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags, bool safe);
+ * the GIL; no malloc.  mode: ML_PY_WALK_* (struct ml_py_reader). */
+#define ML_PY_WALK_SAFE 0x1u		/* read through process_vm_readv */
+#define ML_PY_WALK_LOOKUP_ONLY 0x2u	/* known code objects only: no allocation */
+uint32_t ml_py_walk(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags,
+		    unsigned mode);
 /* Set by the PyMem wrappers around recording a Python object: its stack
  * keeps native frames only up to the innermost eval-loop frame
  * (ML_STACK_PY_NATIVE_CUT).  initial-exec TLS, hooks.c. */
 extern __thread int ml_tl_py_object __attribute__((tls_model("initial-exec")));
 /* The same before the frames are known to be readable (boot.c's check). */
 uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags,
-			      bool safe);
+			      unsigned mode);
 
 /* ---- hooks.c: the PyMem domains and the arena allocator, wrapped ---- */
 

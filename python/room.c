@@ -51,8 +51,12 @@ static uint32_t decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_
 		return depth;
 	if (ml_tl_py_object && !(*flags & ML_STACK_EXACT_IP))
 		depth = cut_at_eval(frames, depth, flags);
-	/* A sample (exact IP) interrupted the thread anywhere: read safely. */
-	return ml_py_walk(frames, depth, cap, flags, (*flags & ML_STACK_EXACT_IP) != 0);
+	/* A sample (exact IP) interrupted the thread anywhere: read safely;
+	 * inside memline itself: take no lock, add no code object. */
+	unsigned mode = (*flags & ML_STACK_EXACT_IP) ? ML_PY_WALK_SAFE : 0;
+	if (*flags & ML_STACK_NESTED)
+		mode |= ML_PY_WALK_LOOKUP_ONLY;
+	return ml_py_walk(frames, depth, cap, flags, mode);
 }
 
 static void fork_child(void)

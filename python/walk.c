@@ -71,15 +71,16 @@ static int64_t lasti_of(const struct frame_view *v)
 	return bytes >= 0 ? bytes / 2 : -1;
 }
 
-uint32_t ml_py_walk(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags, bool safe)
+uint32_t ml_py_walk(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags,
+		    unsigned mode)
 {
 	if (!ml_py.walking)
 		return depth;
-	return ml_py_walk_unchecked(frames, depth, cap, flags, safe);
+	return ml_py_walk_unchecked(frames, depth, cap, flags, mode);
 }
 
 uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags,
-			      bool safe)
+			      unsigned mode)
 {
 	if (depth >= cap)
 		return depth;
@@ -88,7 +89,8 @@ uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, ui
 	if (!ts || (ml_py.api.is_finalizing && ml_py.api.is_finalizing()))
 		return depth;
 	const struct ml_py_layout *L = ml_py.layout;
-	struct ml_py_reader r = { .safe = safe, .failed = false };
+	struct ml_py_reader r = { .safe = (mode & ML_PY_WALK_SAFE) != 0,
+				  .lookup_only = (mode & ML_PY_WALK_LOOKUP_ONLY) != 0 };
 	uint64_t f = first_frame(&r, ts);
 	uint32_t run_start = depth;	/* the first frame of the current run */
 	uint64_t lost = 0;
