@@ -193,7 +193,7 @@ int ml_view_leaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE *ou
 	else
 		leaks_text(a, o, out, rows, n);
 	free(rows);
-	if (o->kind == ML_KIND_HEAP && ml_agg_has_cuda(a)) {
+	if (ml_view_main_kind(o->kind) && ml_agg_has_cuda(a)) {
 		if (j)
 			cuda_leaks_json(a, o, j);
 		else

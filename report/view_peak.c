@@ -248,7 +248,7 @@ int ml_view_peak(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out
 		peak_text(a, o, out, rows, n, lines, n_lines);
 	free(rows);
 	free(lines);
-	if (o->kind == ML_KIND_HEAP && ml_agg_has_cuda(a)) {
+	if (ml_view_main_kind(o->kind) && ml_agg_has_cuda(a)) {
 		int rc = gpu_peak(a, o, out, j);
 		return rc < 0 ? rc : cuda_peaks(a, o, out, j);
 	}

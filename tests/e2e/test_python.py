@@ -366,3 +366,31 @@ def python_boot_scripts():
 	eq(len(warns), 1, "warning lines about the failing boot script")
 	plain = json.loads(text(run([py, py_fixture("world.py")]).stdout))
 	eq(json.loads(text(r.proc.stdout))["modules"], plain["modules"], "sys.modules after boot")
+
+
+# ------------------------------------------------ GIL waits (wall clock)
+
+@per_version
+def python_gil_wait(py):
+	"""--clock wall: a thread that waits for the GIL (the main thread holds
+	it in C) has its line's samples counted as GIL wait, up to the part of
+	its wall time it did not run (its own clocks, measured in the run; on a
+	busy machine waiting for a CPU also keeps a thread from running, hence
+	the one-sided margin)."""
+	r = Run(py, [py_fixture("gil.py")], opts=["--clock", "wall"])
+	truth = json.loads(text(r.proc.stdout))["contender"]
+	waited = 100.0 * (1 - truth["cpu"] / truth["wall"])
+	doc = report(python_profile(r), "lines", "--function", "contender")
+	fn = [f for f in doc["lines"]["functions"] if f["name"] == "contender"][0]
+	check(fn["samples"] > 200, "contender has %d samples" % fn["samples"])
+	got = 100.0 * fn["gil_wait_samples"] / fn["samples"]
+	check(waited - 25 <= got <= waited + 2, "GIL wait %.1f%% of the contender's samples; it did "
+	      "not run %.1f%% of its wall time" % (got, waited))
+	# The waits happen in the loop (where the eval loop lets the GIL go):
+	# its two lines hold them all.
+	line = py_line("gil.py", "contend")
+	loop = sum(x["gil_wait_samples"] for x in fn["lines"] if x["line"] in (line - 1, line))
+	eq(loop, fn["gil_wait_samples"], "GIL wait samples on the loop's lines")
+	ops = report(python_profile(r), "ops", "--sort", "self_cpu_time_total")
+	names = [f["name"] for f in ops["ops"]["functions"][:3]]
+	check("[waiting for the GIL]" in names, "top rows by self time: %s" % names)
