@@ -394,3 +394,85 @@ def python_gil_wait(py):
 	ops = report(python_profile(r), "ops", "--sort", "self_cpu_time_total")
 	names = [f["name"] for f in ops["ops"]["functions"][:3]]
 	check("[waiting for the GIL]" in names, "top rows by self time: %s" % names)
+
+
+# ------------------------------------------------ every view in Python terms
+
+def view_doc(prof, view, *extra):
+	return report(prof, view, *extra)
+
+
+@per_version
+def python_views(py):
+	"""leaks, peak, ops and lines of a Python program speak Python: Python
+	functions are ops rows ranked by self memory under their qualified names
+	(3.10's rebuilt from the source), lines takes a plain or full name,
+	interpreter frames are left out unless --native, the default kind is cpu."""
+	r = Run(py, [py_fixture("views.py")])
+	prof = python_profile(r)
+	# The exact blocks: bytearray(200000)'s buffers (200,001 bytes) and
+	# objects (56, no free list), [0] * 200000's items (1,600,000); the lists'
+	# own objects and their temporaries may come from a free list: a few
+	# hundred bytes that depend on the interpreter's history.
+	forward = 3 * (200001 + 56)
+	inner = 3 * 200000 * 8
+	ops = view_doc(prof, "ops", "--limit", "100000")
+	eq(ops["kind"], "cpu", "the default kind of a Python profile")
+	rows = {x["name"]: x for x in ops["ops"]["functions"]}
+	for name in ("Model.forward", "Model.helper", "Model.helper.<locals>.inner", "step",
+		     "deco.<locals>.wrapper", "main", "<module>"):
+		check(name in rows, "no ops row %r" % name)
+	got = rows["Model.helper.<locals>.inner"]["self"]["alloc_bytes"]
+	check(inner <= got < inner + 1024, "inner's self bytes: %d" % got)
+	check(rows["main"]["total"]["alloc_bytes"] >= forward + inner, "main's total bytes")
+	order = [x["name"] for x in ops["ops"]["functions"]]
+	check(order.index("Model.helper.<locals>.inner") < order.index("Model.forward") < order.index("main"),
+	      "ranked by self memory: %s" % order[:12])
+	for name in ("forward", "Model.forward"):
+		lines = view_doc(prof, "lines", "--function", name)
+		fns = lines["lines"]["functions"]
+		eq([f["name"] for f in fns], ["Model.forward"], "functions for --function %s" % name)
+		row = {x["line"]: x for x in fns[0]["lines"]}[py_line("views.py", "forward")]
+		check(forward <= row["self_alloc_bytes"] < forward + 1024 and row["allocs"] >= 6,
+		      "the forward line: %d bytes in %d blocks" % (row["self_alloc_bytes"], row["allocs"]))
+		check("bytearray(n)" in (row["text"] or ""), "line text %r" % row["text"])
+	step = view_doc(prof, "lines", "--function", "step")["lines"]["functions"][0]
+	row = {x["line"]: x for x in step["lines"]}[py_line("views.py", "step")]
+	check(row["total_alloc_bytes"] >= forward + inner and row["self_alloc_bytes"] == 0,
+	      "the decorated function's line: %s" % row)
+	leaks = view_doc(prof, "leaks", "--limit", "100000")
+	recs = [s for s in leaks["leaks"]["records"] if s["bytes"] == inner]
+	eq(len(recs), 1, "records of the three lists' items")
+	bufs = [s for s in leaks["leaks"]["records"] if s["bytes"] == 3 * 200001]
+	eq(len(bufs), 1, "records of the three bytearrays' buffers")
+	eq(bufs[0]["frames"][0]["line"], py_line("views.py", "forward"), "the buffers' line")
+	check(all(is_py(f) for f in recs[0]["frames"]), "native frames shown by default")
+	native = view_doc(prof, "leaks", "--limit", "100000", "--native")
+	recs = [s for s in native["leaks"]["records"] if s["bytes"] == inner]
+	check(recs and any(not is_py(f) for f in recs[0]["frames"]),
+	      "--native shows no native frame")
+	peak = view_doc(prof, "peak", "--limit", "100000")
+	check(any(l["line"] == py_line("views.py", "inner") and l["bytes"] >= inner
+		  for l in peak["peak"]["lines"]), "the peak by line")
+
+
+@test
+def report_python_views_text():
+	"""The views' text of a Python profile (also under ASan): function
+	names, source lines, no interpreter frame by default."""
+	py = interpreter("/usr/bin/python3.11", "3.11")
+	r = Run(py, [py_fixture("views.py")])
+	prof = python_profile(r)
+	out = {}
+	for view, extra in (("leaks", ["--limit", "3"]), ("peak", ["--limit", "3"]),
+			    ("ops", ["--limit", "10"]), ("lines", ["--function", "forward"]),
+			    ("leaks", ["--limit", "3", "--native"])):
+		p = run([rcli(), "report", prof, view] + extra)
+		eq(p.returncode, 0, "report %s %s: %s" % (view, extra, text(p.stderr)[-300:]))
+		out[view + " ".join(extra)] = text(p.stdout)
+	check("at Model.helper.<locals>.inner (views.py:%d)" % py_line("views.py", "inner")
+	      in out["leaks--limit 3"], out["leaks--limit 3"][:600])
+	check("_PyEval_EvalFrameDefault" not in out["leaks--limit 3"], "eval frames by default")
+	check("keep[at[0]] = bytearray(n)" in out["lines--function forward"],
+	      out["lines--function forward"][:600])
+	check("Model.forward" in out["ops--limit 10"], out["ops--limit 10"][:800])
