@@ -438,7 +438,8 @@ def python_views(py):
 		check("bytearray(n)" in (row["text"] or ""), "line text %r" % row["text"])
 	step = view_doc(prof, "lines", "--function", "step")["lines"]["functions"][0]
 	row = {x["line"]: x for x in step["lines"]}[py_line("views.py", "step")]
-	check(row["total_alloc_bytes"] >= forward + inner and row["self_alloc_bytes"] == 0,
+	# Self: nothing but 3.10's frame objects of the calls made from it.
+	check(row["total_alloc_bytes"] >= forward + inner and row["self_alloc_bytes"] < 1024,
 	      "the decorated function's line: %s" % row)
 	leaks = view_doc(prof, "leaks", "--limit", "100000")
 	recs = [s for s in leaks["leaks"]["records"] if s["bytes"] == inner]
