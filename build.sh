@@ -11,7 +11,11 @@ PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev check
 # (DWARF 5 symbolization, llvm-cov exact hits, the llvm-addr2line
 # comparison); libclang-rt-dev holds clang's profile runtime, which clang
 # only recommends (without it -fprofile-instr-generate cannot link).
-CHECK_PACKAGES=(clang llvm libclang-rt-dev)
+# python3-dev: CPython's internal headers and libpython, against which the
+# Python room's offsets are checked; python3-numpy: numpy arrays at their
+# exact size in the Python tests.  (python3-torch, for the slow torch test,
+# and python3-scalene, for bench/python_bench.py, are left to the user.)
+CHECK_PACKAGES=(clang llvm libclang-rt-dev python3-dev python3-numpy)
 
 usage() {
 	echo "usage: $0 demo|check" >&2

@@ -6,7 +6,7 @@
 void ml_cli_usage(FILE *out)
 {
 	fputs(
-"usage: memline run [-o DIR] [--depth N] [--no-follow] [--no-torch-cache]\n"
+"usage: memline run [-o DIR] [--depth N] [--no-follow] [--no-torch-cache] [--no-pymem]\n"
 "                   [--lines [--clock cpu|wall] [--rate HZ]] [--] PROG [ARGS...]\n"
 "       memline report [FILE...] VIEW [--json] [options]\n"
 "       memline --help\n"
@@ -20,6 +20,8 @@ void ml_cli_usage(FILE *out)
 "  --no-torch-cache  set PYTORCH_NO_CUDA_MEMORY_CACHING=1: PyTorch then\n"
 "                allocates every tensor from the driver, so CUDA memory is\n"
 "                attributed per tensor rather than per caching-allocator segment\n"
+"  --no-pymem    Python: leave the interpreter's PyMem allocators alone (Python\n"
+"                objects are then seen only as the malloc blocks pymalloc takes)\n"
 "  --lines       the line timer: sample every thread's stack (time per line)\n"
 "  --clock C     cpu (each thread's CPU time, default) or wall (blocked time too)\n"
 "  --rate HZ     samples per second per thread (1-100000, default 997)\n"
@@ -35,7 +37,11 @@ void ml_cli_usage(FILE *out)
 "                              time, line_profiler's layout (UNIT in seconds, 1e-6)\n"
 "  regions                     the tree of memline.h / NVTX regions\n"
 "  --json                      one JSON document (schema memline.report, version 1)\n"
-"  --kind KIND                 the memory kind the views show (default heap; CUDA\n"
+"  --native                    Python programs: every native frame of stacks with\n"
+"                              Python frames (the interpreter's own are left out)\n"
+"  --kind KIND                 the memory kind the views show (default heap, or cpu\n"
+"                              for a Python program: heap + python, its objects;\n"
+"                              pyarena: pymalloc's arenas; CUDA\n"
 "                              kinds: cuda_device, cuda_managed, cuda_pinned,\n"
 "                              cuda_pool, cuda_vmm, cuda_array, cuda_mapped,\n"
 "                              cuda_reserved, cuda_gpu = the GPU kinds together);\n"

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include "common/kinds.h"
+#include "common/pyformat.h"	/* Python frames, PYTHON and PYCODE records */
 
 /*
  * A profile is little-endian:

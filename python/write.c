@@ -3,8 +3,7 @@
  * report needs to name it and decode its lines).  Async-signal-safe: it
  * runs where the profile is written (exit, exec, fatal signals). */
 #include <string.h>
-#include "common/format.h"
-#include "common/writer.h"
+#include "core/core.h"
 #include "python/internal.h"
 
 static void put_code(const struct ml_py_code *c, void *arg)

@@ -192,6 +192,7 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 	const struct ml_resolver *r = a->resolver;
 	struct ml_sym_source all[ML_VIEW_MAX_DEFS];
 	int got = -ENOENT;
+	memset(all, 0, sizeof(all));
 	if (r->function_sources)
 		got = r->function_sources(r->ctx, name, all, ML_VIEW_MAX_DEFS);
 	else if (r->function_source &&
@@ -203,7 +204,9 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 		const struct ml_sym_source *d = &all[i];
 		bool dup = !d->file || d->first_line <= 0 || d->last_line < d->first_line;
 		for (size_t k = 0; k < n && !dup; k++)
-			dup = out[k].first_line == d->first_line && strcmp(out[k].file, d->file) == 0;
+			dup = out[k].first_line == d->first_line && strcmp(out[k].file, d->file) == 0 &&
+			      (out[k].name == d->name ||
+			       (out[k].name && d->name && strcmp(out[k].name, d->name) == 0));
 		if (!dup)
 			out[n++] = *d;
 	}

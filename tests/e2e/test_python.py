@@ -477,3 +477,24 @@ def report_python_views_text():
 	check("keep[at[0]] = bytearray(n)" in out["lines--function forward"],
 	      out["lines--function forward"][:600])
 	check("Model.forward" in out["ops--limit 10"], out["ops--limit 10"][:800])
+
+
+# ------------------------------------------------ the offsets memline reads
+
+@per_version
+def python_layout_matches_headers(py):
+	"""python/layout.c's offsets equal what the interpreter's own headers
+	say (tests/python/layout_check.c, built against them and its libpython)."""
+	info = run([py, "-c", "import sysconfig, sys; print(sysconfig.get_paths()['include']); "
+		    "print(sysconfig.get_config_var('LIBDIR')); print('%d.%d' % sys.version_info[:2])"])
+	inc, libdir, minor = text(info.stdout).split()
+	if not os.path.exists(os.path.join(inc, "internal", "pycore_runtime.h")):
+		raise Skip("no internal headers for %s (python3-dev)" % py)
+	exe = os.path.join(OPTS.tmp, "layout_check_" + minor)
+	cc = run(["cc", "-std=gnu11", "-I" + ROOT, "-I" + inc, "-I" + os.path.join(inc, "internal"),
+		  "-o", exe, os.path.join(ROOT, "tests", "python", "layout_check.c"),
+		  os.path.join(ROOT, "python", "layout.c"), "-L" + libdir, "-lpython" + minor,
+		  "-Wl,-rpath," + libdir, "-lm"], timeout=120)
+	eq(cc.returncode, 0, "building layout_check: %s" % text(cc.stderr)[-400:])
+	p = run([exe])
+	eq(text(p.stdout).strip().split(" (")[0], "layout: ok", "layout_check")
