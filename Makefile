@@ -87,13 +87,20 @@ FIX_CFLAGS_static_prog := -static
 -include tests/cuda_double/cuda.mk
 
 EXAMPLE := $(BUILD)/examples/leaky
+# Python boot scripts: run by the Python room at the interpreter's start,
+# from <the directory of libmemline.so>/python (docs/python.md).
+PY_BOOT := $(patsubst python/boot/%,$(BUILD)/python/%,$(wildcard python/boot/*.py))
 # Torture programs: each runs alone and under memline (tests/torture/run.py).
 TORTURE := $(patsubst tests/torture/%.c,$(BUILD)/torture/%,$(wildcard tests/torture/*.c))
 
 .PHONY: all check unit e2e torture torture-slow layout fixtures demo bench clean help asan
 # Everything: the runtime, the CLI, the example, every fixture (the CUDA
 # test double included) and every unit test binary.
-all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE)
+all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE) $(PY_BOOT)
+
+$(BUILD)/python/%.py: python/boot/%.py
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
 
 $(LIB): $(RT_OBJS)
 	@mkdir -p $(dir $@)
