@@ -25,6 +25,7 @@ PY = "/usr/bin/python3"
 WORKLOADS = [
 	("json build/dumps/loads", os.path.join(HERE, "python", "json_work.py"), ["3"]),
 	("numpy CPU", os.path.join(HERE, "python", "numpy_work.py"), ["60"]),
+	("bytes(1000) 20 Python frames deep", os.path.join(HERE, "python", "deep_alloc.py"), ["1000000"]),
 ]
 
 
@@ -114,10 +115,11 @@ def main():
 				m = statistics.median(times[name])
 				print("| %s | %.2f | %.2f |" % (name, m, m / plain))
 			med = {name: statistics.median(t) for name, t in times.items()}
-			if allocs:
+			# Per allocation only where allocations dominate (else it is noise).
+			if allocs and allocs >= 100000:
 				print("\nmemline: %d allocations (Python objects and heap), %.0f ns added "
 				      "per allocation" % (allocs, 1e9 * (med["memline"] - plain) / allocs))
-			if heap_allocs:
+			if heap_allocs and heap_allocs >= 100000:
 				walk = med["memline --no-pymem"] - med["memline --no-pymem, no Python frames"]
 				print("memline --no-pymem: %d heap allocations, %.0f ns added per allocation, "
 				      "of which reading the Python frames %.0f ns" %

@@ -24,6 +24,19 @@
 #define LINETABLE_MAX (1u << 20)
 
 static struct ml_py_code *volatile *slots;
+
+/* Per thread: the code objects of the frames its last walks read, by frame
+ * address.  A frame holds its code object alive, so a frame at the same
+ * address that points to the same code, with the same line table and
+ * first line, has the same entry; a loop that allocates under the same
+ * Python callers finds every outer frame here.  Plain reads only (never
+ * from a signal handler: the sampler's safe walks do not use it). */
+#define MEMO_SLOTS 64u
+struct code_memo {
+	uint64_t frame, code, linetable;
+	const struct ml_py_code *entry;
+};
+static __thread struct code_memo ml_tl_code_memo[MEMO_SLOTS] __attribute__((tls_model("initial-exec")));
 static struct ml_py_code *all;
 static uint32_t next_id = 1;
 static uint32_t n_codes;
@@ -288,6 +301,26 @@ const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code)
 		return fresh;
 	}
 	return NULL;
+}
+
+const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code)
+{
+	const struct ml_py_layout *L = ml_py.layout;
+	if (r->safe || !code || (code & 7))
+		return ml_py_code_get(r, code);
+	struct code_memo *m = &ml_tl_code_memo[(frame * 0x9e3779b97f4a7c15ull) >> 58];
+	if (m->frame == frame && m->code == code && m->entry) {
+		uint64_t lt;
+		int32_t first;
+		memcpy(&lt, (const void *)(uintptr_t)(code + L->co_linetable), 8);
+		memcpy(&first, (const void *)(uintptr_t)(code + L->co_firstlineno), 4);
+		if (lt == m->linetable && first == m->entry->firstlineno)
+			return m->entry;
+	}
+	const struct ml_py_code *c = ml_py_code_get(r, code);
+	if (c)
+		*m = (struct code_memo){ frame, code, c->linetable_obj, c };
+	return c;
 }
 
 void ml_py_codes_foreach(void (*fn)(const struct ml_py_code *c, void *arg), void *arg)

@@ -100,6 +100,7 @@ uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, ui
 			lost++;
 			break;
 		}
+		uint64_t here = f;
 		f = v.previous;
 		if (L->minor >= 12 && v.owner == ML_PY_OWNED_BY_CSTACK) {
 			/* A shim: the frame just inside it began an eval-loop call. */
@@ -108,7 +109,7 @@ uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, ui
 			run_start = depth;
 			continue;
 		}
-		const struct ml_py_code *c = ml_py_code_get(&r, v.code);
+		const struct ml_py_code *c = ml_py_code_at(&r, here, v.code);
 		int64_t lasti = lasti_of(&v);
 		if (!c || lasti < -1 || lasti > INT32_MAX) {
 			lost++;
