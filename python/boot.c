@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "core/core.h"
@@ -31,6 +32,10 @@
 struct ml_py_boot_config ml_py_boot_config = { .allocators = true, .frames = true };
 
 static volatile int check_result;	/* layout check: 0 not run, 1 good, -1 bad */
+/* The audit hook's list entry, and the runtime's pointer to it (see
+ * keep_entry_alive). */
+static uint64_t audit_entry;
+static uint64_t *audit_head;
 static volatile uint64_t check_code;	/* the code object the check runs */
 static volatile bool gave_up;		/* the layout check failed: no frames */
 
@@ -257,12 +262,29 @@ static bool is_run_event(const char *event)
 	return false;
 }
 
+/* At the interpreter's end (the cpython._PySys_ClearAuditHooks event, just
+ * before it frees the hooks' entries): our entry leaves the list, never to
+ * be freed.  It was allocated by PyMem_RawMalloc in our constructor, before
+ * the interpreter set up its allocators; under -X dev or PYTHONMALLOC=debug
+ * the RawFree at its end would be the debug allocator's, which aborts on a
+ * block it did not allocate. */
+static void keep_entry_alive(void)
+{
+	if (audit_head && *audit_head == audit_entry)
+		*audit_head = *(const uint64_t *)(uintptr_t)audit_entry;	/* ->next */
+	audit_head = NULL;
+}
+
 /* Called by the interpreter for every audit event, with the GIL held.
  * Never raises (returns 0). */
 static int audit(const char *event, void *args, void *data)
 {
 	(void)args;
 	(void)data;
+	if (event[0] == 'c' && strcmp(event, "cpython._PySys_ClearAuditHooks") == 0) {
+		keep_entry_alive();
+		return 0;
+	}
 	if (event[0] == 'm' && strcmp(event, "memline.layout_check") == 0) {
 		if (!check_result)
 			check_result = frames_match();
@@ -282,6 +304,49 @@ static int audit(const char *event, void *args, void *data)
 	return 0;
 }
 
+/* Registers the audit hook and finds where the runtime keeps our entry:
+ * the word of _PyRuntime that the registration turned from 0 into a
+ * pointer to an entry naming our hook ({next, hook, data}).  Read through
+ * the safe reader: no guess is dereferenced plainly. */
+static int add_hook(void)
+{
+	size_t size = ml_py.runtime_size & ~(size_t)7;
+	uint64_t *before = NULL;
+	if (ml_py.runtime && size && size <= (64u << 20)) {
+		before = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (before == MAP_FAILED)
+			before = NULL;
+		else
+			memcpy(before, ml_py.runtime, size);
+	}
+	if (ml_py.api.add_audit_hook(audit, NULL) != 0) {
+		if (before)
+			munmap(before, size);
+		return -ENOSYS;
+	}
+	if (!before)
+		return 0;
+	uint64_t *now = ml_py.runtime;
+	uint64_t *found = NULL, entry = 0;
+	for (size_t i = 0; i < size / 8; i++) {
+		uint64_t w = now[i], fields[2];
+		struct ml_py_reader r = { .safe = true };
+		if (before[i] || !w || (w & 7) || !ml_py_read(&r, fields, w, sizeof(fields)) ||
+		    fields[1] != (uint64_t)(uintptr_t)audit)
+			continue;
+		if (found) {	/* two candidates: touch neither */
+			found = NULL;
+			break;
+		}
+		found = &now[i];
+		entry = w;
+	}
+	munmap(before, size);
+	audit_head = found;
+	audit_entry = entry;
+	return 0;
+}
+
 int ml_py_boot_init(void)
 {
 	if (!ml_py_boot_config.boot_dir[0]) {
@@ -296,5 +361,5 @@ int ml_py_boot_init(void)
 			}
 		}
 	}
-	return ml_py.api.add_audit_hook(audit, NULL) == 0 ? 0 : -ENOSYS;
+	return add_hook();
 }

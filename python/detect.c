@@ -73,6 +73,18 @@ static bool find_api(void)
 }
 #undef LOOK
 
+/* Where a dynamic symbol lies and how big it is (0 if unknown). */
+static void *sym_sized(const char *name, size_t *size)
+{
+	void *p = sym(name);
+	Dl_info info;
+	const ElfW(Sym) *s = NULL;
+	*size = 0;
+	if (p && dladdr1(p, &info, (void **)&s, RTLD_DL_SYMENT) && s)
+		*size = s->st_size;
+	return p;
+}
+
 /* The eval loop's hot code, from its dynamic symbol's size. */
 static void find_eval(void)
 {
@@ -103,7 +115,8 @@ void ml_py_detect(void)
 		unsupported(v, "memline reads CPython 3.10 to 3.13");
 		return;
 	}
-	ml_py.layout = ml_py_layout_for(minor, sym("_PyRuntime"));
+	ml_py.runtime = sym_sized("_PyRuntime", &ml_py.runtime_size);
+	ml_py.layout = ml_py_layout_for(minor, ml_py.runtime);
 	if (!ml_py.layout) {
 		unsupported(v, "memline does not know this build's layout");
 		return;

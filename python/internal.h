@@ -109,6 +109,8 @@ struct ml_py_state {
 	const struct ml_py_layout *layout;
 	struct ml_py_api api;
 	uint64_t eval_lo, eval_hi;	/* _PyEval_EvalFrameDefault */
+	void *runtime;			/* &_PyRuntime */
+	size_t runtime_size;		/* its dynamic symbol's size */
 	uint32_t flags;			/* ML_PY_* (format) */
 	uint64_t frames_lost;		/* atomic */
 	char cwd[4096];			/* the working directory at boot */

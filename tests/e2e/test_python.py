@@ -498,3 +498,20 @@ def python_layout_matches_headers(py):
 	eq(cc.returncode, 0, "building layout_check: %s" % text(cc.stderr)[-400:])
 	p = run([exe])
 	eq(text(p.stdout).strip().split(" (")[0], "layout: ok", "layout_check")
+
+
+@per_version
+def python_debug_allocators(py):
+	"""-X dev and PYTHONMALLOC=debug (debug allocators that check each block
+	they free) with tracemalloc: the program runs to its end unchanged, and
+	the Python objects are still seen."""
+	for opts, env in ((["-X", "dev"], None), ([], dict(os.environ, PYTHONMALLOC="debug"))):
+		plain = run([py] + opts + [py_fixture("devmode.py")], env=env)
+		r = Run(py, opts + [py_fixture("devmode.py")], env=env)
+		eq(text(r.proc.stdout), text(plain.stdout), "output with %s" % (opts or "PYTHONMALLOC=debug"))
+		eq(text(plain.stdout), "ok True\n", "output without memline")
+		doc = report(python_profile(r), "lines", "--function", "<module>", "--kind", "python")
+		fn = [f for f in doc["lines"]["functions"] if f["file"].endswith("devmode.py")][0]
+		row = {x["line"]: x for x in fn["lines"]}[py_line("devmode.py", "alloc")]
+		check(row["total_alloc_bytes"] >= 10 * 1033,
+		      "Python objects on the allocating line: %s" % row)
