@@ -515,3 +515,21 @@ def python_debug_allocators(py):
 		row = {x["line"]: x for x in fn["lines"]}[py_line("devmode.py", "alloc")]
 		check(row["total_alloc_bytes"] >= 10 * 1033,
 		      "Python objects on the allocating line: %s" % row)
+
+
+@test
+def python_cuda_allocation_line():
+	"""A CUDA allocation made from Python (ctypes, on the driver's test
+	double) is on its Python line, with the Python caller's frames."""
+	py = interpreter("/usr/bin/python3.11", "3.11")
+	double = os.path.join(OPTS.build, "cuda")
+	if not os.path.exists(os.path.join(double, "libcuda.so.1")):
+		raise Skip("no CUDA driver test double (tests/cuda_double needs cuda.h)")
+	env = dict(os.environ, LD_LIBRARY_PATH=double)
+	r = Run(py, [py_fixture("cuda_ctypes.py")], env=env)
+	doc = report(python_profile(r), "leaks", "--kind", "cuda_device")
+	recs = [s for s in doc["leaks"]["records"] if s["bytes"] == 4444]
+	eq(len(recs), 1, "records of the 4444-byte device allocation")
+	pyf = [(f["function"], f["line"]) for f in recs[0]["frames"] if is_py(f)]
+	eq(pyf[:2], [("allocate", py_line("cuda_ctypes.py", "cuda")), ("<module>", pyf[1][1])],
+	   "the Python frames of the CUDA allocation")
