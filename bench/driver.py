@@ -84,7 +84,7 @@ def make_tools(args):
         tools.append(Tool(
             "memline",
             lambda argv, d: ([cli, "run", "-o", d, "--"] + argv, base_env),
-            lambda d: os.path.join(d, "memline.*.mlp"),
+            lambda d: os.path.join(d, "memline.*", "memline.*.mlp"),
             f"{cli} run -o DIR --"))
     elif os.path.exists(lib):
         def preload(argv, d):

@@ -47,9 +47,17 @@ enum ml_fmt_section_type {
 	ML_SEC_SAMPLES = 7,	/* line timer, reserved for lineprof/ */
 	ML_SEC_REGIONS = 8,	/* named regions, reserved for lineprof/ */
 	ML_SEC_FRAMES = 9,	/* count x ml_fmt_frame: the call-site trie */
-	/* 10 is taken by another branch's section. */
-	ML_SEC_PYTHON = 11,	/* one ml_fmt_python (common/pyformat.h) */
-	ML_SEC_PYCODE = 12,	/* count x ml_fmt_pycode + strings (common/pyformat.h) */
+	ML_SEC_SPANS = 10,	/* ml_fmt_spans_header, then count - 1 x ml_fmt_span */
+	ML_SEC_NOTES = 11,	/* count x (ml_fmt_note + text): what the report must say */
+	ML_SEC_PROCESS = 12,	/* one ml_fmt_process + hostname: the process in its run */
+	ML_SEC_WARNINGS = 13,	/* count x (ml_fmt_warning + text): the runtime's warnings */
+	/* Numbers given to sections of work in progress; use exactly these, and
+	 * take the next free number (22) for anything new:
+	 *   14 PYTHON, 15 PYCODE (the Python room), 16 TORCH (PyTorch's ops),
+	 *   17 PYFUNCS, 18 PYLINES (the @profile tracer),
+	 *   19 ADDRESSES, 20 RUNTIME, 21 SAMPLED (compact format, --sample). */
+	ML_SEC_PYTHON = 14,	/* one ml_fmt_python (common/pyformat.h) */
+	ML_SEC_PYCODE = 15,	/* count x ml_fmt_pycode + strings (common/pyformat.h) */
 };
 
 struct ml_fmt_section {
@@ -87,6 +95,8 @@ struct ml_fmt_meta {
 #define ML_META_FORKED 0x1u	/* this process is a fork child of a profiled one */
 #define ML_META_TRUNCATED_STACKS 0x2u	/* some stacks hit max_depth */
 #define ML_META_DEGRADED 0x4u	/* the runtime hit internal trouble and passed calls through */
+#define ML_META_ARGV_CUT 0x8u	/* argv did not fit: only its first whole arguments are stored */
+#define ML_META_ALLOC_SHADOWED 0x10u	/* another malloc came first in the symbol lookup */
 
 /* ML_SEC_MODULES record: this struct, then path_len bytes of path, then
  * build_id_len bytes of raw build-id, padded.  Frames of a stack belong to
@@ -216,5 +226,63 @@ struct ml_fmt_region {
 };
 
 #define ML_REGION_NVTX 0x1u	/* came from an NVTX range */
+
+/* ML_SEC_SPANS: each completed region (memline.h push/pop, NVTX range) on
+ * the time axis, for timelines and traces.  Record 0 is the header; then
+ * the first spans completed, at most ML_SPANS_MAX; later ones are only
+ * counted (dropped). */
+#define ML_SPANS_MAX 32768u
+struct ml_fmt_spans_header {
+	uint64_t dropped;	/* spans completed after the table was full */
+	uint64_t reserved[2];
+};
+
+struct ml_fmt_span {
+	uint32_t region;	/* the id of its REGIONS record */
+	uint32_t tid;		/* the thread that opened it */
+	uint64_t start_ns;	/* since start-up (CLOCK_MONOTONIC) */
+	uint64_t end_ns;	/* >= start_ns */
+};
+
+/* ML_SEC_NOTES record: this struct, then len bytes of text (no NUL, no
+ * newline), padded.  Sentences the runtime wants every report of the
+ * profile to show as warnings: why some calls could not be seen, say. */
+struct ml_fmt_note {
+	uint32_t len;
+	uint32_t reserved;
+};
+
+/* ML_SEC_PROCESS payload: this struct, then host_len bytes of the host name,
+ * padded.  Where the process stands in its run (`memline run` starts a run:
+ * its program and everything it starts) and in a distributed job. */
+struct ml_fmt_process {
+	uint64_t run_pid;	/* pid of the program `memline run` started; 0 if unknown */
+	uint64_t parent_pid;	/* the parent when this image started (META's ppid is
+				 * the parent at the end, maybe a reaper by then) */
+	int64_t rank;		/* the job's rank of this process, -1 if none */
+	int64_t local_rank;	/* its rank on this host, -1 if unknown */
+	int64_t world_size;	/* processes in the job, -1 if unknown */
+	uint32_t rank_source;	/* enum ml_fmt_rank_source */
+	uint32_t host_len;
+};
+
+/* Where the rank was read from (environment variables at start-up). */
+enum ml_fmt_rank_source {
+	ML_RANK_NONE = 0,
+	ML_RANK_TORCH = 1,	/* RANK, LOCAL_RANK, WORLD_SIZE (torchrun, torch.distributed) */
+	ML_RANK_OPENMPI = 2,	/* OMPI_COMM_WORLD_RANK, _LOCAL_RANK, _SIZE */
+	ML_RANK_PMI = 3,	/* PMI_RANK, MPI_LOCALRANKID, PMI_SIZE (MPICH, Intel MPI) */
+	ML_RANK_PMIX = 4,	/* PMIX_RANK */
+	ML_RANK_SLURM = 5,	/* SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS */
+};
+
+/* ML_SEC_WARNINGS record: this struct, then text_len bytes, padded: one of
+ * the runtime's one-line warnings in this process. */
+struct ml_fmt_warning {
+	uint32_t flags;		/* ML_WARNING_* */
+	uint32_t text_len;
+};
+
+#define ML_WARNING_SHOWN 0x1u	/* printed on the program's stderr when it happened */
 
 #endif

@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <stdio.h>		/* rename(), a plain syscall wrapper */
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -80,13 +82,21 @@ static int fail(struct ml_writer *w, int err)
 	return w->error;
 }
 
+/* -EFBIG when [off, off + len) reaches past the file size limit. */
+static int check_limit(const struct ml_writer *w, uint64_t off, size_t len)
+{
+	return off + len > w->size_limit ? -EFBIG : 0;
+}
+
 static int flush(struct ml_writer *w)
 {
 	int rc;
 
 	if (w->error)
 		return w->error;
-	rc = write_all(w->fd, w->buf, w->buf_len);
+	rc = check_limit(w, w->offset - w->buf_len, w->buf_len);
+	if (!rc)
+		rc = write_all(w->fd, w->buf, w->buf_len);
 	if (rc)
 		return fail(w, rc);
 	w->buf_len = 0;
@@ -123,13 +133,24 @@ static int pad8(struct ml_writer *w)
 	return rem ? append(w, zeros, ML_FMT_ALIGN - rem) : w->error;
 }
 
-int ml_writer_open(struct ml_writer *w, const char *final_path)
+/* RLIMIT_FSIZE now (UINT64_MAX: none). */
+static uint64_t file_size_limit(void)
+{
+	struct rlimit rl;
+	if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return UINT64_MAX;
+	return (uint64_t)rl.rlim_cur;
+}
+
+int ml_writer_open(struct ml_writer *w, const char *final_path, unsigned mode)
 {
 	static const unsigned char zero_header[sizeof(struct ml_fmt_header)];
 	char pid[24];
 	size_t pos = 0;
 
 	w->fd = -1;
+	w->mode = mode & 07777;
+	w->size_limit = file_size_limit();
 	w->offset = 0;
 	w->checksum = ML_FNV_INIT;
 	w->section_count = 0;
@@ -148,13 +169,14 @@ int ml_writer_open(struct ml_writer *w, const char *final_path)
 		return fail(w, -ENAMETOOLONG);
 	}
 	/* Read-write: the checksum is computed at commit by reading back. */
-	w->fd = open(w->tmp_path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
+	w->fd = open(w->tmp_path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		int err = -errno;
 
 		w->tmp_path[0] = '\0';
 		return fail(w, err);
 	}
+	w->fd = ml_sigsafe_fd_private(w->fd);
 	/* Placeholder; the real header is written by ml_writer_commit(). */
 	return append(w, zero_header, sizeof(zero_header));
 }
@@ -208,7 +230,9 @@ static int patch_section_header(struct ml_writer *w, const struct ml_fmt_section
 	 * tail still in the buffer (a later flush would write the buffer's
 	 * placeholder bytes over a pwrite of them). */
 	if (in_file) {
-		rc = pwrite_all(w->fd, sh, (size_t)in_file, w->section_start);
+		rc = check_limit(w, w->section_start, (size_t)in_file);
+		if (!rc)
+			rc = pwrite_all(w->fd, sh, (size_t)in_file, w->section_start);
 		if (rc)
 			return fail(w, rc);
 	}
@@ -279,6 +303,8 @@ static int write_header(struct ml_writer *w)
 	hdr.checksum = w->checksum;
 	hdr.section_count = w->section_count;
 	rc = pwrite_all(w->fd, &hdr, sizeof(hdr), 0);
+	if (!rc && fchmod(w->fd, w->mode) != 0)
+		rc = -errno;
 	return rc ? fail(w, rc) : 0;
 }
 

@@ -11,6 +11,8 @@
 
 struct ml_writer {
 	int fd;
+	unsigned mode;		/* the file's permission bits, set at commit */
+	uint64_t size_limit;	/* RLIMIT_FSIZE at open: never write past it */
 	uint64_t offset;	/* bytes written so far, header included */
 	uint64_t checksum;	/* running FNV-1a 64 of the bytes after the header */
 	uint32_t section_count;
@@ -23,9 +25,13 @@ struct ml_writer {
 	unsigned char buf[16384];
 };
 
-/* Opens a temporary file "<final_path>.tmp.<pid>" for writing.  Returns 0 or
- * -errno.  The final name is given later, to ml_writer_commit(). */
-int ml_writer_open(struct ml_writer *w, const char *final_path);
+/* Opens a temporary file "<final_path>.tmp.<pid>" for writing, on a high
+ * descriptor (common/sigsafe.h).  The file gets exactly the permission bits
+ * mode (the process's umask does not apply).  A file that would grow past
+ * the process's file size limit (RLIMIT_FSIZE) fails with -EFBIG before
+ * the kernel would send SIGXFSZ.  Returns 0 or -errno.  The final name is
+ * given later, to ml_writer_commit(). */
+int ml_writer_open(struct ml_writer *w, const char *final_path, unsigned mode);
 
 /* Starts a section of the given type (enum ml_fmt_section_type).  Returns 0
  * or -errno.  Only one section is open at a time. */

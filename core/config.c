@@ -11,6 +11,7 @@ struct ml_config ml_config = {
 	.follow = true,
 	.quiet = false,
 	.fast_unwind = true,
+	.file_mode = 0644,
 };
 
 /* "0", "no", "false", "off" are false; anything else non-empty is true. */
@@ -35,12 +36,26 @@ static uint32_t env_depth(void)
 	return d > ML_DEPTH_MAX ? ML_DEPTH_MAX : (uint32_t)d;
 }
 
+/* MEMLINE_FILE_MODE: the profiles' permission bits, in octal (`memline run`
+ * passes 0666 less its own umask); 0644 without it.  Never the program's
+ * umask, which it may change (to 0777, say) before a profile is written. */
+static unsigned env_mode(void)
+{
+	const char *v = getenv("MEMLINE_FILE_MODE");
+	if (!v || !*v)
+		return 0644;
+	char *end;
+	unsigned long m = strtoul(v, &end, 8);
+	return *end || m > 0777 ? 0644 : (unsigned)m;
+}
+
 void ml_config_load(void)
 {
 	ml_config.quiet = env_bool("MEMLINE_QUIET", false);
 	ml_config.follow = env_bool("MEMLINE_FOLLOW", true);
 	ml_config.max_depth = env_depth();
 	ml_config.fast_unwind = !env_bool("MEMLINE_LIBUNWIND_ONLY", false);
+	ml_config.file_mode = env_mode();
 	const char *dir = getenv("MEMLINE_OUTPUT_DIR");
 	if (dir && *dir && strlen(dir) < sizeof(ml_config.output_dir)) {
 		strcpy(ml_config.output_dir, dir);

@@ -1,6 +1,7 @@
 /* core/dump.c - writes the profile file (common/format.h) through
  * common/writer.h: META, MODULES, FRAMES, STACKS, COUNTERS, TOTALS, TIMELINE,
- * then the rooms' own sections (rooms.c).
+ * PROCESS, WARNINGS, then the rooms' own sections (rooms.c), on the
+ * runtime's own stack (ownstack.c).
  * No malloc, no stdio: it runs at exit, before exec and in signal handlers.
  * File name: <dir>/memline.<prog>.<pid>.mlp, or .<pid>.<n>.mlp when an exec'd
  * predecessor with the same pid already wrote that name. */
@@ -28,7 +29,7 @@ static uint32_t dump_gen;
 /* Reads a whole small file into buf; returns its length (0 on error). */
 static size_t read_file(const char *path, char *buf, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ml_sigsafe_fd_private(open(path, O_RDONLY | O_CLOEXEC));
 	size_t len = 0;
 	if (fd < 0)
 		return 0;
@@ -92,9 +93,13 @@ static void add_stack_modules(struct ml_stack_entry *e, void *arg)
 }
 
 static size_t cmdline_len;
+/* Signals that wait while the profile is written (ml_dump_write). */
+static sigset_t async_fatal;
 
 void ml_dump_init(void)
 {
+	sigemptyset(&async_fatal);
+	ml_signals_add_async(&async_fatal, ml_signals_line_timer());
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
 	cmdline_len = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
@@ -110,10 +115,12 @@ static void put_meta(uint32_t reason, int32_t status)
 		argv_len = cmdline_len;
 	else
 		cmdline_len = argv_len;
-	uint32_t argc = 0;
-	if (argv_len == sizeof(cmdline))	/* cut: end on a whole argument */
+	uint32_t argc = 0, flags = ml_core_flags;
+	if (argv_len == sizeof(cmdline)) {	/* cut: end on a whole argument */
+		flags |= ML_META_ARGV_CUT;
 		while (argv_len && cmdline[argv_len - 1] != '\0')
 			argv_len--;
+	}
 	for (size_t i = 0; i < argv_len; i++)
 		argc += cmdline[i] == '\0';
 	struct ml_fmt_meta m = {
@@ -124,7 +131,7 @@ static void put_meta(uint32_t reason, int32_t status)
 		.end_reason = reason,
 		.end_status = status,
 		.max_depth = ml_config.max_depth,
-		.flags = ml_core_flags,
+		.flags = flags,
 		.exe_len = (uint32_t)exe_len,
 		.argv_len = (uint32_t)argv_len,
 		.argc = argc,
@@ -413,7 +420,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 		ml_dump_init();
 	if (!make_path(path, sizeof(path), 0))
 		return -ENAMETOOLONG;
-	int rc = ml_writer_open(&writer, path);
+	int rc = ml_writer_open(&writer, path, ml_config.file_mode);
 	if (rc == -EEXIST) {
 		/* A temporary left by an exec'd predecessor (same pid) that died
 		 * while writing: it is ours to remove. */
@@ -425,7 +432,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 		    ml_sigsafe_append(tmp, sizeof(tmp), &pos, ".tmp.") &&
 		    ml_sigsafe_append(tmp, sizeof(tmp), &pos, num))
 			unlink(tmp);
-		rc = ml_writer_open(&writer, path);
+		rc = ml_writer_open(&writer, path, ml_config.file_mode);
 	}
 	if (rc < 0)
 		return rc;
@@ -448,7 +455,10 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	ml_writer_end(&writer);
 	put_totals(totals);
 	put_timeline(totals);
+	ml_procinfo_put_section(&writer);
+	ml_warn_put_section(&writer);
 	ml_rooms_write_sections(&writer);	/* lineprof's samples and regions, ... */
+	ml_notes_write(&writer);
 	rc = commit();
 	if (rc < 0)
 		ml_writer_abort(&writer);
@@ -469,14 +479,44 @@ void ml_dump_wait_other(void)
 		nanosleep(&ms, NULL);
 }
 
+/* What the writer reports back from the runtime's own stack. */
+struct write_job {
+	uint32_t reason;
+	int32_t status;
+};
+
+/* Says in one line why the profile could not be written. */
+static void warn_failed(int rc)
+{
+	char msg[PATH_MAX + 160];
+	size_t pos = 0;
+	msg[0] = '\0';
+	ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
+	ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
+	ml_sigsafe_append(msg, sizeof(msg), &pos, ": ");
+	ml_sigsafe_append_errno(msg, sizeof(msg), &pos, -rc);	/* in words, no malloc */
+	if (rc == -EFBIG)
+		ml_sigsafe_append(msg, sizeof(msg), &pos,
+				  " (it would pass the file size limit, RLIMIT_FSIZE)");
+	ml_warn(msg);
+}
+
+static int write_job_run(void *arg)
+{
+	const struct write_job *job = arg;
+	int rc = write_all_sections(job->reason, job->status);
+	if (rc < 0)
+		warn_failed(rc);
+	return rc;
+}
+
 int ml_dump_write(uint32_t reason, int32_t status)
 {
-	/* The signals that end a process quietly wait until the file is
-	 * complete (SIGTERM as a process exits, say: Pool.terminate); our
-	 * handler then runs and the process still dies of them. */
-	sigset_t quiet, old;
-	sigemptyset(&quiet);
-	sigaddset(&quiet, SIGTERM);
+	/* The signals that end a process from outside wait until the file is
+	 * complete (SIGTERM as a process exits, say: Pool.terminate; a
+	 * SIGALRM); our handler then runs and the process still dies of them. */
+	sigset_t quiet = async_fatal, old;
+	sigaddset(&quiet, SIGTERM);	/* even before ml_dump_init */
 	sigaddset(&quiet, SIGINT);
 	sigaddset(&quiet, SIGHUP);
 	sigaddset(&quiet, SIGPIPE);
@@ -490,20 +530,10 @@ int ml_dump_write(uint32_t reason, int32_t status)
 	bool guarded = ml_guard_enter_always();
 	ML_ASSERT(ml_guard_held());	/* nothing the writer does is recorded */
 	int saved_errno = errno;
-	int rc = write_all_sections(reason, status);
-	if (rc < 0) {
-		/* strerror may allocate: print the number. */
-		char msg[PATH_MAX + 64], num[24];
-		size_t pos = 0;
-		msg[0] = '\0';
-		ml_sigsafe_utoa(num, (uint64_t)-rc);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
-		ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, " (errno ");
-		ml_sigsafe_append(msg, sizeof(msg), &pos, num);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, ")");
-		ml_warn(msg);
-	}
+	/* On the runtime's own stack: the caller's may be a small alternate
+	 * signal stack or a coroutine's. */
+	struct write_job job = { reason, status };
+	int rc = ml_ownstack_run(write_job_run, &job);
 	errno = saved_errno;
 	if (guarded)
 		ml_guard_exit();

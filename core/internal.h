@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <limits.h>
 #include <time.h>
+#include <bits/types/sigset_t.h>	/* sigset_t, without all of signal.h */
 #include "core/core.h"
 
 /* ---- config.c: the environment, read once at start-up (struct ml_config:
@@ -23,6 +24,14 @@ void ml_config_load(void);
 void ml_config_unpreload(void);
 
 /* ---- warn.c (ml_warn, ml_warn_once: core.h) ---- */
+/* Notes what descriptor 2 is (start-up): warnings are printed only while
+ * it stays that stream. */
+void ml_warn_init(void);
+/* Writes the WARNINGS section (the warnings of this process, and whether
+ * each was printed).  Async-signal-safe. */
+void ml_warn_put_section(struct ml_writer *w);
+/* In a fork child: the parent's warnings are not the child's. */
+void ml_warn_after_fork(void);
 /* Marks the run degraded (ML_META_DEGRADED) and warns once per process;
  * allocations are no longer recorded. */
 void ml_degrade(const char *msg);
@@ -132,8 +141,21 @@ int ml_unwind_init(void);
 int ml_unwind_fast(uint64_t *buf, uint32_t limit);
 /* Forgets every cached rule (after dlclose: the address may be reused). */
 void ml_unwind_flush(void);
+/* The calling thread ends: its walk record goes back for another thread. */
+void ml_unwind_thread_end(void);
 /* In a fork child: release the insert lock. */
 void ml_unwind_after_fork(void);
+
+/* ---- libunwind.c: libunwind without descriptors or pthread keys ---- */
+/* Sets libunwind up: its memory accessor replaced, the pipe it opened
+ * closed, its per-thread cache on.  Call once, at start-up, before any
+ * other use of libunwind.  Returns 0 or -errno. */
+int ml_libunwind_init(void);
+/* Stores the calling thread's stack into frames[0..max), innermost first,
+ * with libunwind: frame 0 is inside ml_libunwind_capture, frame 1 the
+ * return into its caller.  Returns the count (0 on failure).  Never
+ * allocates through malloc. */
+uint32_t ml_libunwind_capture(uint64_t *frames, uint32_t max);
 
 /* ---- livetab.c: live blocks, address -> (size, counter). ---- */
 struct ml_live_block {
@@ -218,6 +240,23 @@ struct ml_module_rec {
 /* Calls fn for every module known. */
 void ml_modules_foreach(void (*fn)(const struct ml_module_rec *m, void *arg), void *arg);
 
+/* ---- ownstack.c: a stack of the runtime's own for writing the profile ---- */
+/* Maps it (start-up).  Returns 0 or -ENOMEM (then the caller's stack is
+ * used). */
+int ml_ownstack_init(void);
+/* Runs fn(arg) on the runtime's own stack and returns its result (on the
+ * caller's when there is none, or when already on it).  One caller at a
+ * time (the profile writer is serialised).  Async-signal-safe. */
+int ml_ownstack_run(int (*fn)(void *), void *arg);
+
+/* ---- procinfo.c: the process in its run and its job ---- */
+/* Reads MEMLINE_RUN_PID, the rank variables and the host name (start-up). */
+void ml_procinfo_init(void);
+/* Writes the PROCESS section.  Async-signal-safe. */
+void ml_procinfo_put_section(struct ml_writer *w);
+/* In a fork child: its parent is the process that forked it. */
+void ml_procinfo_after_fork(void);
+
 /* ---- dump.c ---- */
 /* Reads the executable's path and command line (start-up; the main thread
  * may be gone when the profile is written). */
@@ -235,17 +274,40 @@ void ml_dump_wait_other(void);
 int ml_lifecycle_write(uint32_t reason, int32_t status);
 /* The exit-time profile is out: nothing else is written. */
 bool ml_lifecycle_final_written(void);
+/* False in a vfork or clone(CLONE_VM) child that shares this memory: it
+ * must neither write the profile nor change what is written. */
+bool ml_lifecycle_is_profiled_process(void);
 
 /* ---- signals.c: the fatal-signal handler (the program-facing sigaction
  * and signal: core.h) ---- */
 /* Installs the handler where the program left the default action.  Call
  * once from the constructor. */
 void ml_signals_install(void);
+/* Whether sig's default action ends the process, so that memline's handler
+ * writes the profile (core/fatalsigs.c).  line_timer: SIGPROF is the line
+ * timer's (ml_signals_line_timer(), MEMLINE_LINES=1). */
+bool ml_signals_end_process(int sig, bool line_timer);
+bool ml_signals_line_timer(void);
+/* Adds to set the signals that end the process and arrive from outside
+ * the thread (SIGTERM, SIGINT, SIGALRM, SIGUSR1, real-time signals, ...;
+ * not faults, abort or SIGXFSZ).  Async-signal-safe. */
+void ml_signals_add_async(sigset_t *set, bool line_timer);
+
+/* ---- threads.c (ml_thread_watch, ml_thread_ended: core.h) ---- */
+/* Runs this thread's thread_end callbacks now (the main thread's
+ * pthread_exit, which glibc's thread-exit destructors do not see). */
+void ml_thread_end_now(void);
+
+/* ---- sigclaim.c (ml_signals_claim, ml_signals_release: core.h) ---- */
+/* True when a room has claimed sig; *view is then the action the program
+ * reads back. */
+bool ml_signals_claimed(int sig, struct sigaction *view);
 
 /* ---- rooms.c: the registry (struct ml_room: core.h) ---- */
 void ml_rooms_start(void);
 void ml_rooms_fork_child(void);
 void ml_rooms_signal_taken(int sig);
+void ml_rooms_thread_end(void);
 void ml_rooms_write_sections(struct ml_writer *w);
 /* Rooms' decorate_stack callbacks, in order (ml_core_decorate_stack). */
 uint32_t ml_rooms_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags);
@@ -254,6 +316,10 @@ extern volatile int ml_rooms_decorating;
 
 /* ---- track.c: state shared by the whole core (ml_core_active: core.h) ---- */
 extern volatile uint32_t ml_core_flags;	/* ML_META_* */
+/* The notes section (notes.c): written after the rooms' sections;
+ * async-signal-safe.  The lock is reset in a fork child. */
+void ml_notes_write(struct ml_writer *w);
+void ml_notes_after_fork(void);
 
 /* Initialises the core: reads the environment, starts the clocks, creates
  * the tables and turns recording on.  self_addr is an address inside

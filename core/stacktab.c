@@ -1,11 +1,9 @@
-/* core/stacktab.c - captures call stacks (libunwind) and deduplicates them
+/* core/stacktab.c - captures call stacks (unwind.c, libunwind.c) and deduplicates them
  * into stack ids in a lock-free open-addressing hash table.  Entries live in
  * the private arena and are never removed. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include "core/internal.h"
 
 #define TABLE_BITS 20u			/* 1M slots, 8 MiB of address space */
@@ -29,8 +27,7 @@ int ml_stacktab_init(void)
 	slots = p;
 	if (ml_unwind_init() < 0)
 		ml_config.fast_unwind = false;
-	/* libunwind keeps a per-thread cache of unwind info: much faster. */
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	ml_libunwind_init();
 	return 0;
 }
 
@@ -55,7 +52,7 @@ capture(uint64_t *buf, uint32_t max_depth, uint32_t *flags, uint32_t *skip)
 	if (ml_config.fast_unwind)
 		n = ml_unwind_fast(buf, (uint32_t)want);	/* cached; -1: declined */
 	if (n < 0)
-		n = unw_backtrace((void **)buf, want);
+		n = (int)ml_libunwind_capture(buf, (uint32_t)want);
 	uint32_t s = 0;
 	if (n <= 0) {
 		/* Keep counting (totals stay exact) with an empty stack. */
@@ -84,6 +81,17 @@ uint32_t ml_stacktab_capture(uint64_t *frames, uint32_t max_depth, uint32_t *fla
 	uint64_t buf[ML_CAPTURE_BUF];
 	uint32_t skip;
 	uint32_t depth = capture(buf, max_depth, flags, &skip);
+	memcpy(frames, buf + skip, depth * sizeof(uint64_t));
+	return depth;
+}
+
+uint32_t ml_stack_capture(uint64_t *frames, uint32_t max, uint32_t *flags)
+{
+	uint64_t buf[ML_CAPTURE_BUF];
+	uint32_t skip;
+	if (max > ML_DEPTH_MAX)
+		max = ML_DEPTH_MAX;
+	uint32_t depth = capture(buf, max, flags, &skip);
 	memcpy(frames, buf + skip, depth * sizeof(uint64_t));
 	return depth;
 }

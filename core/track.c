@@ -15,6 +15,9 @@ int ml_core_init(uint64_t self_addr)
 	if (done)
 		return 0;
 	ml_config_load();
+	ml_warn_init();
+	ml_procinfo_init();
+	ml_ownstack_init();
 	ml_clock_start();
 	ml_timeline_reset(ml_clock_coarse_ns());
 	int rc = ml_stacktab_init();
@@ -176,6 +179,9 @@ void ml_core_after_fork(void)
 	ml_modules_after_fork();
 	ml_unwind_after_fork();
 	ml_dump_after_fork();
+	ml_notes_after_fork();
+	ml_warn_after_fork();
+	ml_procinfo_after_fork();
 	ml_livetab_reset();
 	ml_counters_reset_totals();
 	ml_stacktab_foreach(reset_stack, NULL);

@@ -548,18 +548,15 @@ struct thread_walk {
 static __thread struct thread_walk *tl_walk __attribute__((tls_model("initial-exec")));
 static struct thread_walk *free_walks;
 static ml_spin_t free_lock;
-static pthread_key_t walk_key;
-static bool have_key;
 static volatile uint32_t flush_gen;
 
 /* Thread exit: the record goes back to a free list for the next thread. */
-static void walk_release(void *arg)
+void ml_unwind_thread_end(void)
 {
-	struct thread_walk *w = arg;
-	if (!w)
+	struct thread_walk *w = tl_walk;
+	if (!w || w->busy)
 		return;
-	if (tl_walk == w)
-		tl_walk = NULL;
+	tl_walk = NULL;
 	ml_spin_lock(&free_lock);
 	w->next_free = free_walks;
 	free_walks = w;
@@ -571,6 +568,10 @@ static struct thread_walk *walk_get(void)
 	struct thread_walk *w = tl_walk;
 	if (__builtin_expect(w != NULL, 1))
 		return w;
+	/* A record is kept only where the thread's end will give it back;
+	 * an ending thread's last walks go through libunwind. */
+	if (!ml_thread_watch())
+		return NULL;
 	ml_spin_lock(&free_lock);
 	w = free_walks;
 	if (w)
@@ -583,8 +584,6 @@ static struct thread_walk *walk_get(void)
 	w->declined = 0;
 	w->next_free = NULL;
 	tl_walk = w;
-	if (have_key)
-		pthread_setspecific(walk_key, w);
 	return w;
 }
 
@@ -789,7 +788,6 @@ int ml_unwind_init(void)
 	if (p == MAP_FAILED)
 		return -ENOMEM;
 	cache = p;
-	have_key = pthread_key_create(&walk_key, walk_release) == 0;
 	return 0;
 }
 

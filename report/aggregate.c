@@ -295,6 +295,19 @@ static bool inlined_alloc_entry(const struct ml_frame *fr)
 	return false;
 }
 
+/* True for a frame of the global operator new or new[] (any overload):
+ * the allocation entry point when the program carries its own copy of
+ * libstdc++'s (linked with -static-libstdc++, as GCC's cc1 is).  The
+ * runtime's operator new is then not the one called: the program's calls
+ * malloc, which memline records, with that copy as the innermost frame.
+ * A class's own operator new ("Foo::operator new") is the program's code
+ * and stays. */
+static bool global_operator_new(const struct ml_frame *fr)
+{
+	const char *f = fr->function;
+	return f && (strncmp(f, "operator new(", 13) == 0 || strncmp(f, "operator new[](", 15) == 0);
+}
+
 /* True for a frame of the CUDA runtime, the allocation entry point of a CUDA
  * allocation made through libcudart (docs/cuda.md, "Where the stack
  * starts"): a frame without a source line whose function is one of the
@@ -347,6 +360,8 @@ static int push_resolved(struct ml_agg *a, const struct ml_stack *ps, uint32_t i
 			continue;
 		if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
 			continue;	/* the entry point, not the program */
+		if (st->n_frames == 0 && global_operator_new(&frames[k]))
+			continue;	/* the program's own copy of operator new */
 		if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
 			continue;	/* the CUDA runtime: the entry point */
 		if (push_frame(st, cap, &frames[k]) < 0)
@@ -708,6 +723,21 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 		}
 	}
 	free(st.frames);
+	return err;
+}
+
+int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *out)
+{
+	const struct ml_sample *sm = &a->profile->samples[i];
+	const struct ml_stack ps = { .id = 0, .depth = sm->depth, .flags = sm->flags,
+				     .frames = sm->frames };
+	memset(out, 0, sizeof(*out));
+	int err = symbolize_stack((struct ml_agg *)a, &ps, out);
+	if (err < 0) {
+		free(out->frames);
+		out->frames = NULL;
+		out->n_frames = 0;
+	}
 	return err;
 }
 

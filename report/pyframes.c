@@ -196,7 +196,7 @@ static struct code_info *info_of(struct ml_pyframes *pf, const struct ml_pycode 
 	struct code_info *ci = &pf->codes[pc - pf->p->pycodes];
 	if (ci->file)
 		return ci;
-	const char *cwd = pf->p->python_cwd;
+	const char *cwd = pc->cwd;
 	if (pc->filename[0] == '/' || pc->filename[0] == '<' || !cwd || !cwd[0])
 		ci->file = strdup(pc->filename);
 	else if (asprintf(&ci->file, "%s/%s", cwd, pc->filename) < 0)
@@ -247,7 +247,7 @@ static struct ml_frame *make_frame(struct ml_pyframes *pf, uint64_t key)
 	struct ml_frame *fr = calloc(1, sizeof(*fr));
 	if (!fr)
 		return NULL;
-	int line = ml_pyline_at(pf->p->python.linetable, pc->linetable, pc->linetable_len,
+	int line = ml_pyline_at(pc->linetable_format, pc->linetable, pc->linetable_len,
 				pc->firstlineno, ml_pyframe_lasti(key));
 	*fr = (struct ml_frame){
 		.function = ci->qualname, .file = ci->file, .line = line > 0 ? line : 0,
@@ -296,7 +296,7 @@ int ml_pyframes_function_sources(struct ml_pyframes *pf, const char *name,
 		if (!ci || !name_matches(ci->qualname, name))
 			continue;
 		if (!ci->range_done) {
-			ml_pyline_range(pf->p->python.linetable, pc->linetable, pc->linetable_len,
+			ml_pyline_range(pc->linetable_format, pc->linetable, pc->linetable_len,
 					pc->firstlineno, &ci->lo, &ci->hi);
 			ci->range_done = true;
 		}

@@ -479,3 +479,80 @@ int ml_reader_parse_regions(struct parse *ps)
 	return 0;
 }
 
+
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* SPANS: a header, then spans of known regions, each start <= end. */
+int ml_reader_parse_spans(struct parse *ps)
+{
+	const struct span *s = &ps->sec[ML_SEC_SPANS];
+	struct ml_profile *p = ps->p;
+	struct ml_fmt_spans_header h;
+
+	if (!s->seen)
+		return 0;
+	if (s->count < 1 || s->size < sizeof(h) ||
+	    (s->size - sizeof(h)) / sizeof(struct ml_fmt_span) != s->count - 1 ||
+	    (s->size - sizeof(h)) % sizeof(struct ml_fmt_span))
+		return BAD(ps, "corrupt: SPANS section of %llu bytes for %u records",
+			   (unsigned long long)s->size, s->count);
+	memcpy(&h, s->payload, sizeof(h));
+	p->spans_dropped = h.dropped;
+	p->spans = (const struct ml_fmt_span *)(uintptr_t)(s->payload + sizeof(h));
+	p->n_spans = s->count - 1;
+	uint32_t *ids = calloc(p->n_regions + 1, sizeof(*ids));
+	if (!ids)
+		return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	for (size_t k = 0; k < p->n_regions; k++)
+		ids[k] = p->regions[k].id;
+	qsort(ids, p->n_regions, sizeof(*ids), cmp_u32);
+	int rc = 0;
+	for (size_t i = 0; i < p->n_spans && !rc; i++) {
+		const struct ml_fmt_span *sp = &p->spans[i];
+		if (!bsearch(&sp->region, ids, p->n_regions, sizeof(*ids), cmp_u32) ||
+		    sp->end_ns < sp->start_ns)
+			rc = BAD(ps, "corrupt: span %zu of region %u (%llu..%llu ns)", i, sp->region,
+				 (unsigned long long)sp->start_ns, (unsigned long long)sp->end_ns);
+	}
+	free(ids);
+	return rc;
+}
+
+/* NOTES: sentences for the report to show; no NUL or newline inside. */
+int ml_reader_parse_notes(struct parse *ps)
+{
+	const struct span *s = &ps->sec[ML_SEC_NOTES];
+	struct cursor c = { s->payload, s->size };
+	struct ml_profile *p = ps->p;
+
+	if (!s->seen || !s->count)
+		return s->seen && s->size ? BAD(ps, "corrupt: NOTES section has bytes but no records") : 0;
+	if (s->count > s->size / sizeof(struct ml_fmt_note))
+		return BAD(ps, "corrupt: NOTES section too small for %u records", s->count);
+	ps->o->notes = calloc(s->count, sizeof(*ps->o->notes));
+	if (!ps->o->notes)
+		return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	p->notes = ps->o->notes;
+	for (uint32_t i = 0; i < s->count; i++) {
+		struct ml_fmt_note fn;
+		const unsigned char *text;
+
+		if (!ml_reader_peek(&c, &fn, sizeof(fn)) ||
+		    !ml_reader_take_record(&c, &fn, sizeof(fn), fn.len, &text))
+			return BAD(ps, "corrupt: note %u does not fit in the NOTES section", i);
+		if (memchr(text, '\0', fn.len) || memchr(text, '\n', fn.len))
+			return BAD(ps, "corrupt: note %u holds a NUL or a newline", i);
+		ps->o->notes[i] = ml_reader_copy_string(ps->o, text, fn.len);
+		if (!ps->o->notes[i])
+			return BAD(ps, "corrupt: note %u does not fit", i);
+		p->n_notes++;
+	}
+	if (c.left)
+		return BAD(ps, "corrupt: %llu stray bytes after the last note",
+			   (unsigned long long)c.left);
+	return 0;
+}

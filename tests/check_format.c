@@ -242,7 +242,7 @@ static void write_full(const char *path)
 {
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_unknown(&w, 99);
 	put_modules(&w);
 	put_stacks(&w);
@@ -259,7 +259,7 @@ static void write_small(const char *path)
 {
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_meta(&w, 3, 64);
 	put_stacks(&w);
 	put_counters(&w);
@@ -448,7 +448,7 @@ START_TEST(round_trip_large)
 			frames[id - 1][f] = (uint64_t)(id >> (f / 8)) << 20 | f;
 		st[id - 1] = (struct tstack){ id, 40 - id % 40, 0, frames[id - 1] + id % 40 };
 	}
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_meta(&w, 3, 40);
 	put_stack_set(&w, st, 3000);
 	ck_assert_uint_lt(tn, 3000 * 40 / 2);	/* shared: less than half the frames */
@@ -571,6 +571,52 @@ START_TEST(empty_dir_missing)
 }
 END_TEST
 
+/* Notes round trip; a note with a NUL or a newline, or that does not fit,
+ * is corrupt.  A FIFO and a device are refused without waiting. */
+static void write_with_notes(const char *path, const char *const *notes, size_t n)
+{
+	struct ml_writer w;
+
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
+	put_meta(&w, 3, 64);
+	put_stacks(&w);
+	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_NOTES), 0);
+	for (size_t i = 0; i < n; i++) {
+		struct ml_fmt_note r = { .len = (uint32_t)strlen(notes[i]) };
+
+		ck_assert_int_eq(ml_writer_put(&w, &r, sizeof(r)), 0);
+		ck_assert_int_eq(ml_writer_put(&w, notes[i], r.len), 0);
+		ck_assert_int_eq(ml_writer_record(&w), 0);
+	}
+	ck_assert_int_eq(ml_writer_end(&w), 0);
+	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+}
+
+START_TEST(notes_and_file_kinds)
+{
+	static const char *const good[] = { "malloc is defined by /x ahead of memline", "", "two" };
+	static const char *const bad_nl[] = { "line one\nline two" };
+	struct ml_profile *p = NULL;
+
+	write_with_notes(in_dir("notes.prof"), good, 3);
+	ck_assert_int_eq(ml_profile_load(in_dir("notes.prof"), &p, errbuf, sizeof(errbuf)), 0);
+	ck_assert_uint_eq(p->n_notes, 3);
+	for (size_t i = 0; i < 3; i++)
+		ck_assert_str_eq(p->notes[i], good[i]);
+	ml_profile_free(p);
+	p = NULL;
+	write_with_notes(in_dir("notes.prof"), bad_nl, 1);
+	ck_assert_int_eq(ml_profile_load(in_dir("notes.prof"), &p, errbuf, sizeof(errbuf)), -EINVAL);
+	ck_assert_str_eq(errbuf, "corrupt: note 0 holds a NUL or a newline");
+	ck_assert_int_eq(mkfifo(in_dir("fifo.prof"), 0644), 0);
+	ck_assert_int_eq(ml_profile_load(in_dir("fifo.prof"), &p, errbuf, sizeof(errbuf)), -EINVAL);
+	ck_assert_str_eq(errbuf, "is a FIFO; memline reads profiles from regular files only");
+	ck_assert_int_eq(ml_profile_load("/dev/zero", &p, errbuf, sizeof(errbuf)), -EINVAL);
+	ck_assert_str_eq(errbuf, "is a character device; memline reads profiles from regular files only");
+	ck_assert_ptr_null(p);
+}
+END_TEST
+
 /* Sets a field of the small profile, repairs the checksum, returns the error. */
 static const char *patched_error(unsigned char *raw, size_t len, size_t off, uint64_t value,
 				 size_t width)
@@ -661,7 +707,7 @@ START_TEST(header_straddles_buffer)
 		struct ml_fmt_section sh;
 		unsigned char *raw;
 		size_t len;
-		ck_assert_int_eq(ml_writer_open(&w, path), 0);
+		ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 		/* 64 (file header) + 16 + payload + split = 16384: the second
 		 * header's first split bytes end the buffer. */
 		size_t payload = 16384 - 64 - 16 - split;
@@ -696,7 +742,7 @@ static const char *structure_error(void (*fn)(struct ml_writer *))
 	struct ml_writer w;
 	int rc;
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	fn(&w);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 	rc = ml_profile_load(path, &p, errbuf, sizeof(errbuf));
@@ -947,7 +993,7 @@ START_TEST(trie_edge_cases)
 					   { .id = 1, .depth = 0, .leaf = 0 } };
 	static const uint64_t want8[3] = { 0x30, 0x20, 0x10 }, want6[2] = { 0x40, 0x10 };
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_raw(&w, NULL, 0, &empty, 1);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
@@ -956,7 +1002,7 @@ START_TEST(trie_edge_cases)
 	ck_assert_ptr_nonnull(p->stacks[0].frames);
 	ml_profile_free(p);
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_raw(&w, chain, 4, s, 4);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
@@ -1047,7 +1093,7 @@ START_TEST(malformed_structure)
 		const char *path = in_dir("gpu_ok.prof");
 		struct ml_profile *p = NULL;
 		struct ml_writer w;
-		ck_assert_int_eq(ml_writer_open(&w, path), 0);
+		ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 		gpu_total_ok(&w);
 		ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 		ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
@@ -1102,7 +1148,7 @@ START_TEST(commit_no_replace)
 	unsigned char *raw;
 
 	spit(final, "occupied", 8);
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", final, (int)getpid());
 	ck_assert_str_eq(w.tmp_path, tmp);
 	ck_assert_int_eq(access(tmp, F_OK), 0);
@@ -1134,7 +1180,7 @@ START_TEST(abort_removes_temp)
 	const char *final = in_dir("aborted.prof");
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	put_meta(&w, 3, 64);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_STACKS), 0);
 	ck_assert_int_eq(count_files(), 1);
@@ -1142,8 +1188,8 @@ START_TEST(abort_removes_temp)
 	ck_assert_int_eq(count_files(), 0);
 	ck_assert_int_eq(access(final, F_OK), -1);
 	/* A second writer on the same name works: O_EXCL found nothing left. */
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
-	ck_assert_int_eq(ml_writer_open(&(struct ml_writer){ 0 }, final), -EEXIST);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
+	ck_assert_int_eq(ml_writer_open(&(struct ml_writer){ 0 }, final, 0644), -EEXIST);
 	ml_writer_abort(&w);
 	ck_assert_int_eq(count_files(), 0);
 }
@@ -1154,24 +1200,24 @@ START_TEST(writer_misuse)
 	const char *final = in_dir("misuse.prof");
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	ck_assert_int_eq(ml_writer_put(&w, "x", 1), -EINVAL);	/* no open section */
 	ml_writer_abort(&w);
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_META), 0);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_STACKS), -EINVAL);
 	ck_assert_int_eq(ml_writer_put(&w, "x", 1), -EINVAL);	/* sticky */
 	ck_assert_int_eq(ml_writer_commit(&w, final, true), -EINVAL);
 	ml_writer_abort(&w);
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_META), 0);
 	ck_assert_int_eq(ml_writer_commit(&w, final, true), -EINVAL);	/* section open */
 	ml_writer_abort(&w);
 	ck_assert_int_eq(count_files(), 0);
 
-	ck_assert_int_eq(ml_writer_open(&w, "/nonexistent-dir/x.prof"), -ENOENT);
+	ck_assert_int_eq(ml_writer_open(&w, "/nonexistent-dir/x.prof", 0644), -ENOENT);
 	ml_writer_abort(&w);
 }
 END_TEST
@@ -1202,6 +1248,7 @@ int main(void)
 	tcase_add_test(tc, corrupt_every_byte);
 	tcase_add_test(tc, wrong_magic_and_version);
 	tcase_add_test(tc, empty_dir_missing);
+	tcase_add_test(tc, notes_and_file_kinds);
 	tcase_add_test(tc, malformed_structure);
 	tcase_add_test(tc, trie_edge_cases);
 	tcase_add_test(tc, section_table);
