@@ -9,7 +9,8 @@ import glob
 import json
 
 from harness import *  # noqa: F401,F403
-from harness import ROOT, OPTS, Fail, Skip, check, eq, memline, rcli, report, run, test, text, Run
+from harness import (ROOT, OPTS, Fail, Skip, check, eq, memline, rcli, report, run, run_dir_of,
+		     test, text, Run)
 
 PYFIX = os.path.join(ROOT, "tests", "fixtures", "py")
 PYENV = "/root/.pyenv/versions"
@@ -264,7 +265,7 @@ def python_launch_module():
 	d = tempfile.mkdtemp(dir=OPTS.tmp)
 	p = run([memline(), "run", "-o", d, "--", py, "-m", "mlpkg"], cwd=PYFIX)
 	eq(p.returncode, 0, "exit status (stderr %r)" % text(p.stderr)[-300:])
-	profs = glob.glob(os.path.join(d, "memline.python3*.mlp"))
+	profs = glob.glob(os.path.join(run_dir_of(d, p.stderr), "memline.python3*.mlp"))
 	eq(len(profs), 1, "python profiles")
 	expect_bytes_on(profs[0], "__main__.py", py_line("mlpkg/__main__.py", "module"), 2345678 + 33)
 
@@ -305,6 +306,8 @@ def python_world_unchanged(py):
 	want, got = json.loads(text(plain.stdout)), json.loads(text(r.proc.stdout))
 	for key in sorted(want):
 		eq(got[key], want[key], key)
+	said = [l for l in text(r.proc.stderr).splitlines() if not l.startswith("memline: wrote ")]
+	eq(said, [], "memline's lines on the program's stderr besides the summary")
 
 
 # ------------------------------------------------ children
@@ -319,7 +322,7 @@ def python_children_fork_and_spawn(py):
 	eq(p.returncode, 0, "exit status (stderr %r)" % text(p.stderr)[-300:])
 	line = py_line("children.py", "child")
 	sizes = set()
-	for prof in sorted(glob.glob(os.path.join(d, "memline.*.mlp"))):
+	for prof in sorted(glob.glob(os.path.join(d, "memline.*", "memline.*.mlp"))):
 		doc = report(prof, "leaks", "--kind", "python", "--limit", "100000")
 		got = innermost_py_lines(doc, "leaks", "children.py")
 		if line in got:
