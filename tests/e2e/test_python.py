@@ -376,10 +376,11 @@ def python_boot_scripts():
 @per_version
 def python_gil_wait(py):
 	"""--clock wall: a thread that waits for the GIL (the main thread holds
-	it in C) has its line's samples counted as GIL wait, up to the part of
-	its wall time it did not run (its own clocks, measured in the run; on a
-	busy machine waiting for a CPU also keeps a thread from running, hence
-	the one-sided margin)."""
+	it in C) has its line's samples counted as GIL wait, about the part of
+	its wall time it did not run (its own clocks, measured in the run).  The
+	margins: on a busy machine waiting for a CPU also keeps a thread from
+	running (fewer GIL samples than that); taking the GIL over after the
+	wait costs CPU inside the wait's own frames (a few points more)."""
 	r = Run(py, [py_fixture("gil.py")], opts=["--clock", "wall"])
 	truth = json.loads(text(r.proc.stdout))["contender"]
 	waited = 100.0 * (1 - truth["cpu"] / truth["wall"])
@@ -387,7 +388,7 @@ def python_gil_wait(py):
 	fn = [f for f in doc["lines"]["functions"] if f["name"] == "contender"][0]
 	check(fn["samples"] > 200, "contender has %d samples" % fn["samples"])
 	got = 100.0 * fn["gil_wait_samples"] / fn["samples"]
-	check(waited - 25 <= got <= waited + 2, "GIL wait %.1f%% of the contender's samples; it did "
+	check(waited - 25 <= got <= waited + 10, "GIL wait %.1f%% of the contender's samples; it did "
 	      "not run %.1f%% of its wall time" % (got, waited))
 	# The waits happen in the loop (where the eval loop lets the GIL go):
 	# its two lines hold them all.
