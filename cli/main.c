@@ -6,8 +6,9 @@
 void ml_cli_usage(FILE *out)
 {
 	fputs(
-"usage: memline run [-o DIR] [--depth N] [--no-follow] [--no-torch-cache] [--no-pymem]\n"
-"                   [--lines [--clock cpu|wall] [--rate HZ]] [--] PROG [ARGS...]\n"
+"usage: memline run [-o DIR] [--depth N] [--sample BYTES] [--no-follow]\n"
+"                   [--no-torch-cache] [--no-pymem] [--lines [--clock cpu|wall]\n"
+"                   [--rate HZ]] [--] PROG [ARGS...]\n"
 "       memline report [RUN|FILE...] VIEW [--json] [options]\n"
 "       memline --help\n"
 "\n"
@@ -16,6 +17,10 @@ void ml_cli_usage(FILE *out)
 "says what was written.  Exits with PROG's exit status.\n"
 "  -o DIR        make the run's directory in DIR (default: the current directory)\n"
 "  --depth N     capture at most N frames per stack (1-256, default 64)\n"
+"  --sample BYTES  record allocations by sampling, one every BYTES bytes on\n"
+"                average (byte-based Poisson sampling, as tcmalloc does):\n"
+"                every amount is then an unbiased estimate, shown with its\n"
+"                standard deviation; a few percent overhead (default: exact)\n"
 "  --no-follow   profile only PROG itself: not its fork children, not\n"
 "                programs it starts with exec\n"
 "  --no-torch-cache  set PYTORCH_NO_CUDA_MEMORY_CACHING=1: PyTorch then\n"

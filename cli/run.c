@@ -24,6 +24,7 @@ struct run_opts {
 	bool lines;		/* --lines: the line timer */
 	const char *clock;	/* --clock cpu|wall, validated */
 	const char *rate;	/* --rate HZ, validated */
+	const char *sample;	/* --sample BYTES, validated */
 	char **prog_argv;	/* PROG ARGS, NULL-terminated */
 };
 
@@ -65,6 +66,17 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 				return ml_cli_usage_error("run: --depth takes a number of frames "
 							  "from 1 to 256, not '%s'", v);
 			o->depth = v;
+		} else if (strcmp(a, "--sample") == 0) {
+			if (i + 1 >= argc)
+				return ml_cli_usage_error("run: --sample needs a value");
+			const char *v = argv[++i];
+			char *end;
+			errno = 0;
+			unsigned long long n = strtoull(v, &end, 10);
+			if (errno || *end || end == v || v[0] == '-' || n < 1 || n > (1ull << 40))
+				return ml_cli_usage_error("run: --sample takes the mean bytes between "
+							  "samples, from 1 to 2^40, not '%s'", v);
+			o->sample = v;
 		} else if (strcmp(a, "--no-follow") == 0) {
 			o->no_follow = true;
 		} else if (strcmp(a, "--no-pymem") == 0) {
@@ -203,6 +215,8 @@ static void exec_child(const char *path, const struct run_opts *o, const char *r
 	setenv("MEMLINE_OUTPUT_DIR", out_abs, 1);	/* the run's directory */
 	if (o->depth)
 		setenv("MEMLINE_DEPTH", o->depth, 1);
+	if (o->sample)
+		setenv("MEMLINE_SAMPLE", o->sample, 1);
 	if (o->no_follow)
 		setenv("MEMLINE_FOLLOW", "0", 1);
 	/* PyTorch then asks the driver for every tensor (slower): memline sees

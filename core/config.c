@@ -24,6 +24,17 @@ static bool env_bool(const char *name, bool dflt)
 		 strcmp(v, "false") == 0 || strcmp(v, "off") == 0);
 }
 
+/* A decimal number, or dflt when unset or not a number. */
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	if (!v || !*v || *v == '-')
+		return dflt;
+	char *end;
+	unsigned long long n = strtoull(v, &end, 10);
+	return *end ? dflt : (uint64_t)n;
+}
+
 static uint32_t env_depth(void)
 {
 	const char *v = getenv("MEMLINE_DEPTH");
@@ -55,6 +66,9 @@ void ml_config_load(void)
 	ml_config.follow = env_bool("MEMLINE_FOLLOW", true);
 	ml_config.max_depth = env_depth();
 	ml_config.fast_unwind = !env_bool("MEMLINE_LIBUNWIND_ONLY", false);
+	ml_config.verify_unwind = env_bool("MEMLINE_VERIFY_UNWIND", false);
+	ml_config.sample_bytes = env_u64("MEMLINE_SAMPLE", 0);
+	ml_config.sample_seed = env_u64("MEMLINE_SAMPLE_SEED", 0);
 	ml_config.file_mode = env_mode();
 	const char *dir = getenv("MEMLINE_OUTPUT_DIR");
 	if (dir && *dir && strlen(dir) < sizeof(ml_config.output_dir)) {

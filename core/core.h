@@ -84,11 +84,11 @@ size_t ml_track_free(void *ptr, enum ml_kind kind);
  *   failure:        ml_track_reattach(&held)           (old is still allocated)
  *   old freed only: ml_track_release(&held)            (e.g. glibc realloc(p, 0))
  * While detached the block still counts as live. */
-struct ml_counter;
 struct ml_track_held {
 	uint64_t addr;		/* 0: old was unknown (moved then records a plain alloc) */
 	uint64_t size;
-	struct ml_counter *counter;
+	uint32_t stack;
+	uint32_t kind;
 };
 bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held);
 void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
@@ -125,6 +125,13 @@ extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initi
 	ml_tl_mark.sp = sp_; \
 } while (0)
 static inline void ml_unwind_unmark(void) { ml_tl_mark.sp = 0; }
+
+/* Runs fn(arg) on the calling thread's side stack, memline's own 64 KiB
+ * (the program's stack may be a coroutine's few KiB), and returns its
+ * result; right here when the thread has no side stack yet (none is made:
+ * this may run in a signal handler) or is on it already.  Call with the
+ * guard held.  Async-signal-safe. */
+long ml_core_on_side_stack(long (*fn)(void *), void *arg);
 
 /* Captures the calling thread's stack, without memline's own innermost
  * frames, into frames[0..max), innermost first (return addresses).  Sets
@@ -165,6 +172,11 @@ struct ml_config {
 	bool follow;			/* MEMLINE_FOLLOW (default 1) */
 	bool quiet;			/* MEMLINE_QUIET */
 	bool fast_unwind;		/* not MEMLINE_LIBUNWIND_ONLY (unwind.c) */
+	bool verify_unwind;		/* MEMLINE_VERIFY_UNWIND: check every fast stack
+					 * against libunwind (tests; slow) */
+	uint64_t sample_bytes;		/* MEMLINE_SAMPLE: mean bytes between samples;
+					 * 0: every allocation (exact) */
+	uint64_t sample_seed;		/* MEMLINE_SAMPLE_SEED (0: from the clock) */
 	unsigned file_mode;		/* MEMLINE_FILE_MODE: profiles' permission bits */
 };
 extern struct ml_config ml_config;
@@ -346,6 +358,10 @@ struct ml_room {
 	 * signal handler: async-signal-safe, no malloc, no locks. */
 	uint32_t (*decorate_stack)(uint64_t *frames, uint32_t depth, uint32_t cap,
 				   uint32_t *flags);
+	/* Asked once after start: whether this process needs decorate_stack
+	 * (NULL: yes).  While no room does, captures take the core's fast
+	 * unwinder (e.g. the Python room: only in a Python interpreter). */
+	bool (*decorates)(void);
 	/* Appends the room's sections to the profile being written (after the
 	 * core's own), with w's ml_writer_begin/put/record/end.  Runs at exit,
 	 * before exec and in fatal-signal handlers: async-signal-safe. */

@@ -1,7 +1,7 @@
 /* core/threads.c - the end of a thread, seen without a pthread key: the
  * program has 1024 keys and they are all its own.  A thread that needs to
- * release something of memline's when it ends (core/unwind.c's walk
- * record, a room's per-thread state) calls ml_thread_watch once; its end
+ * release something of memline's when it ends (core/thread.c's state,
+ * a room's per-thread state) calls ml_thread_watch once; its end
  * then runs the core's and every room's thread_end, through glibc's
  * thread-exit destructor list (the one C++ thread_local destructors use),
  * and, for the main thread, through pthread_exit (see lifecycle.c). */
@@ -24,7 +24,7 @@ static void thread_ended(void *arg)
 		return;
 	tl_state = WATCH_ENDED;
 	bool guarded = ml_guard_enter_always();
-	ml_unwind_thread_end();
+	ml_thread_state_ending();
 	ml_rooms_thread_end();
 	if (guarded)
 		ml_guard_exit();

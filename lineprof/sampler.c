@@ -111,6 +111,24 @@ static uint32_t max_depth(void)
 	return max > ML_LP_DEPTH_MAX ? ML_LP_DEPTH_MAX : max;
 }
 
+/* One sample of the interrupted context; on the thread's side stack (the
+ * frames and libunwind's cursor take kilobytes: the program's stack may be
+ * a coroutine's few). */
+struct sample_job {
+	void *uc;
+	uint64_t weight;
+};
+
+static long take_sample(void *arg)
+{
+	const struct sample_job *job = arg;
+	uint64_t frames[ML_LP_DEPTH_MAX];
+	uint32_t flags = ML_STACK_EXACT_IP, max = max_depth();
+	uint32_t depth = ml_stack_capture_context(job->uc, frames, max, &flags);
+	record(frames, depth, max, flags, job->weight);
+	return 0;
+}
+
 static void on_sigprof(int sig, siginfo_t *si, void *ctx)
 {
 	int saved = errno;
@@ -129,10 +147,8 @@ static void on_sigprof(int sig, siginfo_t *si, void *ctx)
 		record(frames, 0, ML_LP_DEPTH_MAX, ML_STACK_EXACT_IP | ML_STACK_NESTED, weight);
 		goto rearm;
 	}
-	uint64_t frames[ML_LP_DEPTH_MAX];
-	uint32_t flags = ML_STACK_EXACT_IP, max = max_depth();
-	uint32_t depth = ml_stack_capture_context(ctx, frames, max, &flags);
-	record(frames, depth, max, flags, weight);
+	struct sample_job job = { ctx, weight };
+	ml_core_on_side_stack(take_sample, &job);
 	ml_guard_exit();
 rearm:
 	arm();

@@ -76,7 +76,7 @@ static void *py_realloc(void *ctx, void *old, size_t size)
 	if (!ml_guard_enter())
 		return o->realloc(o->ctx, old, size);
 	int saved = errno;
-	struct ml_track_held py = { 0, 0, 0 }, heap = { 0, 0, 0 };
+	struct ml_track_held py = { 0 }, heap = { 0 };
 	if (old && !ml_track_detach(old, ML_KIND_PYTHON, &py))
 		ml_track_detach(old, ML_KIND_HEAP, &heap);
 	errno = saved;

@@ -59,6 +59,12 @@ static uint32_t decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_
 	return ml_py_walk(frames, depth, cap, flags, mode);
 }
 
+/* Only a Python interpreter's stacks are decorated. */
+static bool decorates(void)
+{
+	return ml_py.found;
+}
+
 static void fork_child(void)
 {
 	if (ml_py.found)
@@ -76,6 +82,7 @@ static const struct ml_room python_room = {
 	.start = start,
 	.fork_child = fork_child,
 	.decorate_stack = decorate,
+	.decorates = decorates,
 	.write_sections = write_sections,
 };
 ML_ROOM(python_room)

@@ -75,6 +75,30 @@ static const char *end_reason_name(uint32_t r)
 	}
 }
 
+/* memline's own memory when the profile was written (RUNTIME section). */
+static void runtime_json(struct ml_json *j, const struct ml_fmt_runtime *r)
+{
+	ml_json_key(j, "runtime");
+	ml_json_object_begin(j);
+	ml_json_key(j, "live_table_bytes");
+	ml_json_u64(j, r->live_table_bytes);
+	ml_json_key(j, "live_blocks");
+	ml_json_u64(j, r->live_blocks);
+	ml_json_key(j, "stack_bytes");
+	ml_json_u64(j, r->stack_bytes);
+	ml_json_key(j, "stack_nodes");
+	ml_json_u64(j, r->stack_nodes);
+	ml_json_key(j, "counter_bytes");
+	ml_json_u64(j, r->counter_bytes);
+	ml_json_key(j, "counters");
+	ml_json_u64(j, r->counters);
+	ml_json_key(j, "arena_bytes");
+	ml_json_u64(j, r->arena_bytes);
+	ml_json_key(j, "threads");
+	ml_json_u64(j, r->threads);
+	ml_json_object_end(j);
+}
+
 static void profile_json(struct ml_json *j, const struct ml_profile *p)
 {
 	ml_json_key(j, "profile");
@@ -113,6 +137,23 @@ static void profile_json(struct ml_json *j, const struct ml_profile *p)
 	for (size_t i = 0; i < p->n_notes; i++)
 		ml_json_string(j, p->notes[i]);
 	ml_json_array_end(j);
+	if (p->has_runtime)
+		runtime_json(j, &p->runtime);
+	if (p->sampled) {
+		ml_json_key(j, "sampled");
+		ml_json_object_begin(j);
+		ml_json_key(j, "rate_bytes");
+		ml_json_u64(j, p->alloc_sampling.rate_bytes);
+		ml_json_key(j, "seed");
+		ml_json_u64(j, p->alloc_sampling.seed);
+		ml_json_key(j, "samples");
+		ml_json_u64(j, p->alloc_sampling.samples);
+		ml_json_key(j, "allocs");
+		ml_json_u64(j, p->alloc_sampling.allocs);
+		ml_json_key(j, "alloc_bytes");
+		ml_json_u64(j, p->alloc_sampling.alloc_bytes);
+		ml_json_object_end(j);
+	}
 	ml_json_key(j, "rank");
 	ml_json_i64(j, p->process.rank);
 	ml_json_key(j, "world_size");
@@ -134,6 +175,18 @@ static void profile_json(struct ml_json *j, const struct ml_profile *p)
 		ml_json_array_end(j);
 	}
 	ml_json_object_end(j);
+}
+
+/* The notice every text view of a sampled profile starts with. */
+static void sampled_text(FILE *out, const struct ml_profile *p)
+{
+	const struct ml_fmt_sampled *s = &p->alloc_sampling;
+	fprintf(out, "SAMPLED (memline run --sample %llu): amounts marked ~ are estimates from "
+		"%llu sampled allocations of %llu (one every %llu bytes on average);\n"
+		"+- is one standard deviation.  Exact: %llu allocations, %llu bytes.\n\n",
+		(unsigned long long)s->rate_bytes, (unsigned long long)s->samples,
+		(unsigned long long)s->allocs, (unsigned long long)s->rate_bytes,
+		(unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes);
 }
 
 /* What the profile itself says the report must not hide, on stderr. */
@@ -308,6 +361,8 @@ int ml_report_show(const struct ml_profile *p, enum ml_report_view view,
 		vo.kind = ml_report_default_kind(p);
 	if (!j && header)
 		header_text(stdout, p, first);
+	if (!j && p->sampled)
+		sampled_text(stdout, p);
 	int err = j ? show_json(view, &vo, l->agg, j) : view_for(view, &vo)(l->agg, &vo, stdout, NULL);
 	/* -ENOENT: the view has said what it could not find. */
 	if (err < 0 && err != -ENOENT)

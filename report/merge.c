@@ -283,6 +283,11 @@ static int merge_counters(struct merger *mg, struct ml_fmt_counter **out, size_t
 			d->live_bytes += c[r].live_bytes;
 			d->peak_blocks += c[r].peak_blocks;
 			d->peak_bytes += c[r].peak_bytes;
+			/* Sampled inputs: independent estimates, variances add. */
+			d->samples += c[r].samples;
+			d->var_alloc_bytes += c[r].var_alloc_bytes;
+			d->var_live_bytes += c[r].var_live_bytes;
+			d->var_peak_bytes += c[r].var_peak_bytes;
 		} else {
 			c[w++] = c[r];
 		}
@@ -472,7 +477,19 @@ static int merge_meta(struct merger *mg, struct ml_profile *out)
 		uint64_t s = p->meta.start_realtime_ns;
 		t0 = s < t0 ? s : t0;
 		t1 = s + p->meta.duration_ns > t1 ? s + p->meta.duration_ns : t1;
-		out->meta.flags |= p->meta.flags & (ML_META_DEGRADED | ML_META_TRUNCATED_STACKS);
+		out->meta.flags |= p->meta.flags & (ML_META_DEGRADED | ML_META_TRUNCATED_STACKS |
+						    ML_META_SAMPLED);
+		if (p->sampled) {
+			/* The first sampled one's settings; the counts summed. */
+			if (!out->sampled)
+				out->alloc_sampling = p->alloc_sampling;
+			else {
+				out->alloc_sampling.samples += p->alloc_sampling.samples;
+				out->alloc_sampling.allocs += p->alloc_sampling.allocs;
+				out->alloc_sampling.alloc_bytes += p->alloc_sampling.alloc_bytes;
+			}
+			out->sampled = true;
+		}
 		if (p->meta.max_depth > out->meta.max_depth)
 			out->meta.max_depth = p->meta.max_depth;
 		if (p->process.rank != out->process.rank)

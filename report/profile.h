@@ -91,6 +91,13 @@ struct ml_profile {
 	size_t n_samples;
 	struct ml_region *regions;	/* in file order: parents first */
 	size_t n_regions;
+	bool has_runtime;		/* a RUNTIME section: memline's own memory */
+	struct ml_fmt_runtime runtime;
+	/* memline run --sample: the counters are estimates (their block counts
+	 * already in blocks), with variances; these are its settings and the
+	 * exact totals of every allocation. */
+	bool sampled;
+	struct ml_fmt_sampled alloc_sampling;
 	const struct ml_fmt_span *spans;	/* regions on the time axis, in the order they ended */
 	size_t n_spans;
 	uint64_t spans_dropped;		/* spans the runtime had no room for */

@@ -35,6 +35,10 @@ extern const char ml_view_torch_note[];
 
 /* Prints "N bytes", with " (1.50 KiB)" added from 1 KiB up. */
 void ml_view_bytes(FILE *out, uint64_t bytes);
+/* ml_view_bytes for an amount that may be an estimate (memline run
+ * --sample): then "~N bytes (X MiB) +- S" with S one standard deviation
+ * (var: its variance, bytes^2). */
+void ml_view_bytes_est(FILE *out, uint64_t bytes, bool estimated, uint64_t var);
 
 /* The last path component of path. */
 const char *ml_view_base_name(const char *path);
@@ -48,6 +52,8 @@ bool ml_view_same_file(const char *a, const char *b);
 struct ml_view_line_mem {
 	uint64_t self_bytes, total_bytes, peak_bytes, leaked_bytes, allocs;
 	uint64_t cuda_self, cuda_total, cuda_peak, cuda_leaked;
+	bool estimated;			/* memline run --sample: estimates, with */
+	uint64_t var_self, var_total, var_peak, var_leaked;	/* their variances */
 };
 
 /* Adds line l's numbers of kind (and the GPU kinds) into m.  Returns true

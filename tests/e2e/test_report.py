@@ -366,7 +366,7 @@ def report_debug_file_fifo():
 def build_ids(prof):
 	"""The build-ids of the program's module in a profile, as hex."""
 	import struct
-	data = open(prof, "rb").read()
+	data = profile_plain(open(prof, "rb").read())
 	off, nsec = 64, struct.unpack_from("<I", data, 32)[0]
 	out = []
 	for _ in range(nsec):

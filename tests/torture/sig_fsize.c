@@ -1,5 +1,6 @@
-/* tests/torture/sig_fsize.c - a file size limit (RLIMIT_FSIZE, 1 KiB) below
- * the size of the profile: at exit, writing the profile must neither kill
+/* tests/torture/sig_fsize.c - a file size limit (RLIMIT_FSIZE, 128 bytes)
+ * below the size of the profile (a compressed profile of this program is
+ * under 1 KiB): at exit, writing the profile must neither kill
  * the program with SIGXFSZ nor lose its buffered stdout.  No profile can be
  * written; memline says so in one line.
  *
@@ -13,7 +14,7 @@ void *kept[64];
 
 int main(void)
 {
-	struct rlimit rl = { 1024, 1024 };
+	struct rlimit rl = { 128, 128 };
 	if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
 		return 1;
 	printf("a buffered line\n");
