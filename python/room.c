@@ -59,10 +59,11 @@ static uint32_t decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_
 	return ml_py_walk(frames, depth, cap, flags, mode);
 }
 
-/* Only a Python interpreter's stacks are decorated. */
+/* Only a Python interpreter's stacks are decorated, and only when its
+ * frames are read (MEMLINE_PY_FRAMES=0: the core's fast unwinder). */
 static bool decorates(void)
 {
-	return ml_py.found;
+	return ml_py.found && ml_py_boot_config.frames;
 }
 
 static void fork_child(void)
