@@ -10,6 +10,7 @@ Scalene import only there).  A benchmark: nothing fails on a miss.
     bench/python_bench.py [--build DIR] [--reps N] [--only NAME]"""
 
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -61,7 +62,9 @@ def timed(argv, env):
 
 def allocations(build, tmp, kinds):
 	"""Allocations of these kinds the last memline run recorded."""
-	profs = [os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith("memline.python")]
+	# memline run -o DIR: one run directory per run, its profiles inside.
+	profs = sorted(glob.glob(os.path.join(tmp, "memline.python*", "*.mlp")) +
+		       glob.glob(os.path.join(tmp, "memline.python*.mlp")))
 	n = 0
 	for kind in kinds:
 		p = subprocess.run([os.path.join(build, "memline"), "report", profs[-1], "leaks",
@@ -72,7 +75,11 @@ def allocations(build, tmp, kinds):
 
 def clean(tmp):
 	for f in os.listdir(tmp):
-		os.remove(os.path.join(tmp, f))
+		path = os.path.join(tmp, f)
+		if os.path.isdir(path):
+			shutil.rmtree(path)
+		else:
+			os.remove(path)
 
 
 def main():
