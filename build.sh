@@ -11,9 +11,13 @@ PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev libzstd-
 # (DWARF 5 symbolization, llvm-cov exact hits, the llvm-addr2line
 # comparison); libclang-rt-dev holds clang's profile runtime, which clang
 # only recommends (without it -fprofile-instr-generate cannot link).
+# python3-dev: CPython's internal headers and libpython, against which the
+# Python room's offsets are checked; python3-numpy: numpy arrays at their
+# exact size in the Python tests.  (python3-torch, for the slow torch test,
+# and python3-scalene, for bench/python_bench.py, are left to the user.)
 # golang-go reads the pprof output back (go tool pprof); chromium renders
 # the HTML report headless (numbers, console errors, screenshots).
-CHECK_PACKAGES=(clang llvm libclang-rt-dev golang-go chromium)
+CHECK_PACKAGES=(clang llvm libclang-rt-dev golang-go chromium python3-dev python3-numpy)
 
 usage() {
 	echo "usage: $0 demo|check" >&2

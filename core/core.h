@@ -174,7 +174,11 @@ uint32_t ml_stack_capture_context(void *ucontext, uint64_t *frames, uint32_t max
 /* Lets every registered stack decorator (struct ml_room) rewrite a stack
  * captured outside ml_track_* (lineprof's samples): frames[0..depth),
  * innermost first, cap slots.  Returns the new depth.  Async-signal-safe;
- * a no-op when no room decorates. */
+ * a no-op when no room decorates.  With ML_STACK_NESTED in *flags the
+ * thread was interrupted inside memline itself (no native frames were
+ * taken): a decorator then must not allocate or wait for anything (it may
+ * still add what it can read). */
+#define ML_STACK_NESTED 0x80000000u	/* capture time only: never written */
 uint32_t ml_core_decorate_stack(uint64_t *frames, uint32_t depth, uint32_t cap,
 				uint32_t *flags);
 
@@ -377,6 +381,10 @@ struct ml_room {
 	 * signal handler: async-signal-safe, no malloc, no locks. */
 	uint32_t (*decorate_stack)(uint64_t *frames, uint32_t depth, uint32_t cap,
 				   uint32_t *flags);
+	/* Asked once after start: whether this process needs decorate_stack
+	 * (NULL: yes).  While no room does, captures take the core's fast
+	 * unwinder (e.g. the Python room: only in a Python interpreter). */
+	bool (*decorates)(void);
 	/* Appends the room's sections to the profile being written (after the
 	 * core's own), with w's ml_writer_begin/put/record/end.  Runs at exit,
 	 * before exec and in fatal-signal handlers: async-signal-safe. */

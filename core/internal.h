@@ -204,7 +204,8 @@ void ml_counters_free_sampled(struct ml_counter *c, struct ml_counter *v,
 			      const struct ml_sample_weight *w);
 /* Folds c (an ended thread's) into into (same stack and kind). */
 void ml_counters_fold(struct ml_counter *into, struct ml_counter *c);
-/* A snapshot of the kind's totals. */
+/* A snapshot of the kind's totals: of its peak group (ml_kind_peak_of) for
+ * a kind that shares another's peak. */
 void ml_counters_totals(uint32_t kind, struct ml_kind_totals *out);
 /* Zeroes the kind totals (start-up, fork child). */
 void ml_counters_reset_totals(void);
@@ -751,12 +752,14 @@ int ml_dump_write(uint32_t reason, int32_t status);
 
 /* ---- counters.c's hot paths, inline (here: they use the thread and
  * timeline declarations above) ---- */
-/* Adds delta to the kind's live total (plain stores while one thread
- * records, else cmpxchg16b); returns the peak after it, the peak before it
+/* Adds delta to the kind's live total, its peak group's (ml_kind_peak_of:
+ * python shares the heap's) (plain stores while one thread records, else
+ * cmpxchg16b); returns the peak after it, the peak before it
  * in *before. */
 static inline uint64_t ml_counters_apply(uint32_t kind, int64_t delta, uint64_t *before)
 {
 	union ml_kind_word old, new;
+	kind = ml_kind_peak_of((enum ml_kind)kind);	/* python: the heap's total */
 	if (__builtin_expect(ml_tl_plain, 1)) {	/* the one recording thread */
 		old.live = ml_kinds[kind].total.live;
 		old.peak = ml_kinds[kind].total.peak;

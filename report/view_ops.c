@@ -200,8 +200,9 @@ static void ops_text(const struct layout *l, const struct ml_agg *a,
 	char u[ML_UNITS_LEN];
 	fprintf(out, "Self CPU Mem total: %s%s%s%s%s\n\n", l->estimated ? "~" : "",
 		ml_units_bytes(a->totals[o->kind].alloc_bytes, u, sizeof(u)),
-		o->kind == ML_KIND_HEAP ? "" : " (", o->kind == ML_KIND_HEAP ? "" : ml_kind_name(o->kind),
-		o->kind == ML_KIND_HEAP ? "" : ")");
+		o->kind == ML_KIND_HEAP ? "" : " (",
+		o->kind == ML_KIND_HEAP ? "" : o->kind == ML_KIND_CPU ? "heap + Python objects" :
+		ml_kind_name(o->kind), o->kind == ML_KIND_HEAP ? "" : ")");
 	ml_ops_time_footer(&l->time, out);
 	if (l->cuda)
 		fprintf(out, "Self CUDA Mem total: %s (device, managed, pool, VMM physical, arrays)\n\n",
@@ -268,7 +269,7 @@ int ml_view_ops(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
 		return -ENOMEM;
 	size_t n = 0;
 	struct layout l;
-	l.cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
+	l.cuda = ml_agg_has_cuda(a) && ml_view_main_kind(o->kind);	/* --kind X: plain layout */
 	l.estimated = a->profile->sampled;
 	bool show_time = ml_ops_time_begin(&l.time, a, o);
 	for (size_t i = 0; i < a->n_funcs; i++) {

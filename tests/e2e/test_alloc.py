@@ -317,15 +317,25 @@ def fast_stacks_match_libunwind():
 	walks) is checked against a full libunwind walk from the same point
 	(MEMLINE_VERIFY_UNWIND): a large program (Debian's python3 running a
 	json/regex workload: ~100k allocations through the interpreter) and 16
-	threads allocating at once."""
+	threads allocating at once.  Python frames are off in python3
+	(MEMLINE_PY_FRAMES=0): stacks the Python room decorates take the
+	full walk, not the fast path.  The json/regex run leaves the PyMem
+	allocators alone (--no-pymem: its ~3.4 M Python objects would take
+	libunwind ~80 s here); a smaller script checks the stacks of Python
+	objects (the PyMem hooks' entry) too."""
 	py = "/usr/bin/python3"
 	check(os.path.exists(py), "no /usr/bin/python3")
-	env = dict(os.environ, MEMLINE_VERIFY_UNWIND="1")
+	env = dict(os.environ, MEMLINE_VERIFY_UNWIND="1", MEMLINE_PY_FRAMES="0")
 	script = os.path.join(ROOT, "bench", "programs", "py_json_regex.py")
-	r = Run(py, args=[script, "1"], env=env)
+	r = Run(py, args=[script, "1"], opts=["--no-pymem"], env=env)
 	n, bad = verified(r, "python3")
 	check(n > 50000, "python3: only %d stacks checked" % n)
 	eq(bad, 0, "python3: stacks that differ from libunwind's (of %d)" % n)
+	objs = os.path.join(ROOT, "tests", "fixtures", "py", "objects.py")
+	r = Run(py, args=[objs], env=env)
+	n, bad = verified(r, "python3 objects.py")
+	check(n > 10000, "python3 objects.py: only %d stacks checked" % n)
+	eq(bad, 0, "python3 objects.py: stacks that differ from libunwind's (of %d)" % n)
 	r = Run("threads16", env=env)
 	n, bad = verified(r, "threads16")
 	check(n >= 16, "threads16: only %d stacks checked" % n)
