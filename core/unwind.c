@@ -172,6 +172,12 @@ HOT bool same_state(const struct frame *old, uint64_t rule, uint64_t bp, uint32_
  * depth while their paths agree. */
 HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 {
+	if (n == 0) {	/* the same frames as last time from here out */
+		if (w->nodes > keep)
+			w->nodes = keep;
+		w->n = keep;
+		return;
+	}
 	struct frame *dst = w->o + keep, *src = w->y + n;
 	const struct frame *with_node = w->o + (w->nodes < w->n ? w->nodes : w->n);
 	bool same = dst <= with_node;
