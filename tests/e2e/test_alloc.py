@@ -232,6 +232,12 @@ def same_named_statics_apart():
 	eq(got, [("dup_static.c", A("helper_a") - 2, [(A("helper_a"), 200, 2, 200)]),
 		 ("dup_static_b.inc", B("helper_b") - 2, [(B("helper_b"), 4000, 1, 4000)])],
 	   "lines --function helper: one table per file")
+	for label, want in (("helper (dup_static.c)", got[:1]), ("helper (dup_static_b.inc)", got[1:])):
+		fns = report(prof, "lines", "--function", label)["lines"]["functions"]
+		eq([(os.path.basename(f["file"]), f["first_line"],
+		     [(r["line"], r["self_alloc_bytes"], r["allocs"], r["leaked_bytes"])
+		      for r in f["lines"] if r["allocs"]]) for f in fns], want,
+		   "lines --function %r (the ops table's label): that file's table" % label)
 	p = run([rcli(), "report", prof, "lines", "--function", "helper"])
 	eq(p.returncode, 0, "lines text exit status")
 	eq([os.path.basename(f) for f in re.findall(r"^Filename: (\S+)$", text(p.stdout), re.M)],
