@@ -287,9 +287,15 @@ extern __thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
 extern __thread int ml_tl_owner __attribute__((tls_model("initial-exec")));
 struct ml_thread *ml_thread_owner_state(void);
 /* Around one recording event of the calling thread: plain mode when it is
- * the owner and the process has one recording thread. */
+ * the owner and the process has one recording thread.  A thread's first
+ * event makes its state first: that is what switches the process to
+ * atomics when another thread recorded before, and it must happen before
+ * this event touches a shared table (a first event may be a free, which
+ * takes the block out of the live table before it looks for a counter). */
 static inline void ml_event_begin(void)
 {
+	if (__builtin_expect(!ml_tl_thread, 0))
+		(void)ml_thread_make();
 	if (__builtin_expect(ml_tl_owner, 1)) {
 		struct ml_thread *t = ml_tl_thread;
 		t->in_event = 1;

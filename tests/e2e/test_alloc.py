@@ -176,6 +176,25 @@ def no_allocator_entry_rows():
 
 
 @test
+def first_event_a_free():
+	"""A thread whose first call into memline is a free (of blocks another
+	thread allocated) while that thread, until then the only one recording
+	(plain mode, no atomics), keeps allocating in the same arena: the new
+	thread's state, and so the switch to atomics, comes before its free
+	touches the live table.  Every block is counted and freed.  (The race
+	this closes, a locked remove beside the owner's unlocked inserts in one
+	shard, is rare: the test checks this path's counts; it cannot force the
+	interleaving.)"""
+	prof = Run("first_free").file("first_free")
+	rows = lines_of(prof, "main")
+	expect_line(rows, line_of("first_free", "given"), "given", allocs=20000,
+		    self_bytes=20000 * 24, leaked_bytes=0)
+	expect_line(rows, line_of("first_free", "churn"), "churn", allocs=200000,
+		    self_bytes=200000 * 40, leaked_bytes=0)
+	eq(user_leaks(report(prof, "leaks"), "first_free"), [], "first_free leaks")
+
+
+@test
 def threads16_exact():
 	prof = Run("threads16").file("threads16")
 	rows = lines_of(prof, "worker")
