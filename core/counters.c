@@ -184,3 +184,11 @@ void ml_counter_reset(struct ml_counter *c)
 	c->stack_id = stack_id;
 	c->kind = kind;
 }
+
+uint64_t ml_core_live_bytes(enum ml_kind kind)
+{
+	if ((unsigned)kind >= ML_KIND_COUNT)
+		return 0;
+	/* The 8-byte half of the word is read whole (aligned), never torn. */
+	return __atomic_load_n(&kinds[kind].total.live, __ATOMIC_RELAXED);
+}

@@ -148,6 +148,23 @@ bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
 	return found;
 }
 
+uint64_t ml_livetab_size(uint64_t addr, uint32_t kind)
+{
+	uint64_t h = hash_key(addr, kind), size = 0;
+	struct shard *s = &shards[h & (SHARDS - 1)];
+	ml_spin_lock(&s->lock);
+	int64_t i = find(s, addr, kind, h);
+	if (i >= 0)
+		size = s->slots[i].size_kind & SIZE_MASK;
+	ml_spin_unlock(&s->lock);
+	return size;
+}
+
+uint64_t ml_core_live_block_size(const void *ptr, enum ml_kind kind)
+{
+	return ptr ? ml_livetab_size((uint64_t)(uintptr_t)ptr, kind) : 0;
+}
+
 /* Sums the shards (no global counter: it would be one more cache line
  * that every thread writes). */
 uint64_t ml_livetab_count(void)
