@@ -6,6 +6,7 @@
  * script (python/boot/profile.py) gets them as the dict `_memline`. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "core/core.h"
 #include "common/pyprof.h"
@@ -118,10 +119,14 @@ static void *py_disable(void *self, void *unused)
 	return ml_pyt_none();
 }
 
-static void *py_probe(void *self, void *frame)
+/* probe(frame, untraced): frame is the caller's; untraced: sys.gettrace()
+ * is None. */
+static void *py_probe(void *self, void *const *args, ssize_t nargs)
 {
 	(void)self;
-	bool ok = ml_pyt_legacy_probe(frame);
+	if (nargs != 2)
+		return ml_pyt_type_error("probe(frame, untraced)");
+	bool ok = ml_pyt_legacy_probe(args[0], args[1] == ml_pyt_api.true_obj);
 	ml_pyt_api.incref(ok ? ml_pyt_api.true_obj : ml_pyt_api.false_obj);
 	return ok ? ml_pyt_api.true_obj : ml_pyt_api.false_obj;
 }
@@ -145,7 +150,7 @@ static struct ml_pyt_methoddef methods[] = {
 	{ "register", (void *)py_register, ML_PY_METH_FASTCALL, NULL },
 	{ "enable", (void *)py_enable, ML_PY_METH_NOARGS, NULL },
 	{ "disable", (void *)py_disable, ML_PY_METH_NOARGS, NULL },
-	{ "probe", (void *)py_probe, ML_PY_METH_O, NULL },
+	{ "probe", (void *)py_probe, ML_PY_METH_FASTCALL, NULL },
 	{ "monitoring", (void *)py_monitoring, ML_PY_METH_FASTCALL, NULL },
 	{ "mon_line", (void *)ml_pyt_mon_line, ML_PY_METH_FASTCALL, NULL },
 	{ "mon_jump", (void *)ml_pyt_mon_jump, ML_PY_METH_FASTCALL, NULL },
@@ -183,16 +188,27 @@ static void *make_namespace(void)
 		ml_py.api.decref(ns);
 		ns = NULL;
 	}
-	if (!ns && ml_pyt_api.err_occurred)
+	if (!ns && ml_pyt_api.err_occurred && ml_pyt_api.err_clear && ml_pyt_api.err_occurred())
 		ml_pyt_api.err_clear();
 	return ns;
+}
+
+/* MEMLINE_PYTRACE=0 turns the tracer off (the boot script's profile then
+ * decorates nothing): for benchmarks, and a way out. */
+static bool tracer_off(void)
+{
+	const char *v = getenv("MEMLINE_PYTRACE");
+	return v && (strcmp(v, "0") == 0 || strcmp(v, "off") == 0 || strcmp(v, "no") == 0 ||
+		     strcmp(v, "false") == 0);
 }
 
 void *ml_pyt_namespace(void)
 {
 	static void *ns;
 	static bool tried;
-	if (!tried) {
+	if (!tried && tracer_off()) {
+		tried = true;
+	} else if (!tried) {
 		tried = true;
 		ns = make_namespace();
 		if (!ns)

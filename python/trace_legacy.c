@@ -110,26 +110,22 @@ static bool trace_lines_byte_is(void *frame, void *value, char want)
 	return ((const char *)frame)[L->trace_lines] == want;
 }
 
+/* Sets a trace function of ours and finds it, and its argument, where the
+ * offsets say.  Only on a thread without a trace function (nothing read
+ * there is ever used as an object before it checks out). */
 static void probe_tstate(void)
 {
-	void *ts = ml_pyt_api.thread_state();
-	ml_pyt_tracefunc fn0;
-	void *obj0, *marker = ml_pyt_api.true_obj;
-	tstate_ok = true;	/* for current_trace; confirmed below */
-	current_trace(ts, &fn0, &obj0);
-	if (obj0)
-		ml_pyt_api.incref(obj0);	/* setting another drops the thread's reference */
+	void *ts = ml_pyt_api.thread_state(), *marker = ml_pyt_api.true_obj;
 	ml_pyt_api.set_trace(probe_trace, marker);
-	ml_pyt_tracefunc fn;
-	void *obj;
+	ml_pyt_tracefunc fn = NULL;
+	void *obj = NULL;
+	tstate_ok = true;	/* for current_trace; confirmed below */
 	current_trace(ts, &fn, &obj);
 	tstate_ok = fn == probe_trace && obj == marker;
-	ml_pyt_api.set_trace(tstate_ok ? fn0 : NULL, tstate_ok ? obj0 : NULL);
-	if (obj0)
-		ml_py.api.decref(obj0);
+	ml_pyt_api.set_trace(NULL, NULL);
 }
 
-bool ml_pyt_legacy_probe(void *frame)
+bool ml_pyt_legacy_probe(void *frame, bool untraced)
 {
 	if (!L || !frame)
 		return false;
@@ -144,8 +140,10 @@ bool ml_pyt_legacy_probe(void *frame)
 	bool lines_ok = trace_lines_byte_is(frame, ml_pyt_api.false_obj, 0) &&
 			trace_lines_byte_is(frame, ml_pyt_api.true_obj, 1);
 	ml_pyt_frame_trace_lines_offset = lines_ok ? L->trace_lines : -1;
-	probe_tstate();
-	return frame_code_ok && lines_ok && tstate_ok;
+	tstate_ok = false;
+	if (untraced)
+		probe_tstate();
+	return tstate_ok;
 }
 
 /* ---- enable, disable ---- */
@@ -168,8 +166,8 @@ static void install(struct legacy_thread *t)
 
 static bool ours_now(void)
 {
-	ml_pyt_tracefunc fn;
-	void *obj;
+	ml_pyt_tracefunc fn = NULL;
+	void *obj = NULL;
 	return !current_trace(ml_pyt_api.thread_state(), &fn, &obj) || fn == tracefunc;
 }
 

@@ -90,10 +90,12 @@ static int32_t line_at(const struct ml_pyt_code *c, long off)
 void *ml_pyt_mon_jump(void *self, void *const *args, ssize_t nargs)
 {
 	(void)self;
-	struct ml_pyt_code *c = nargs == 3 ? ml_pyt_find((uint64_t)(uintptr_t)args[0]) : NULL;
+	if (nargs != 3)
+		return result(ml_pyt_api.none);
+	struct ml_pyt_code *c = ml_pyt_find((uint64_t)(uintptr_t)args[0]);
 	uint64_t extra = 0;
-	long from = int_arg(args[nargs > 1 ? 1 : 0], &extra);
-	long to = int_arg(args[nargs > 2 ? 2 : 0], &extra);
+	long from = int_arg(args[1], &extra);
+	long to = int_arg(args[2], &extra);
 	if (!c || !c->unit_lines || to > from)
 		return result(disable_obj);
 	int32_t line = line_at(c, to);

@@ -147,9 +147,12 @@ extern int ml_pyt_frame_trace_lines_offset;
 /* The offset memline expects for this version, or -1 (no legacy tracer). */
 int ml_pyt_legacy_expected_offset(void);
 /* Checks the offsets the tracer reads on frame (a live frame object of the
- * caller) and on the thread state; true when all held what they should.
- * Those that did not are not used (slower paths, same events). */
-bool ml_pyt_legacy_probe(void *frame);
+ * caller) and, when the thread has no trace function (untraced), on the
+ * thread state.  A frame offset that does not hold what it should is not
+ * used (a slower path, the same events).  Returns false when the thread
+ * state could not be checked: the tracer must then stay off, as it could
+ * not keep a trace function the program sets. */
+bool ml_pyt_legacy_probe(void *frame, bool untraced);
 
 /* ---- trace_monitor.c: 3.12+ ---- */
 

@@ -19,10 +19,6 @@ _MONITORING = 2                 # common/pyprof.h ML_PYPROF_MONITORING
 _LOCAL_EVENTS = ("LINE", "JUMP", "PY_START", "PY_RETURN", "PY_YIELD")
 
 
-def _setting_off(name):
-    return os.environ.get(name, "").lower() in ("0", "no", "off", "false")
-
-
 class _Tracer:
     """The C side, and the decorated code objects it knows."""
 
@@ -283,10 +279,12 @@ class _PackageFinder:
 def _boot():
     tracer = None
     c = globals().get("_memline")
-    if c is not None and not _setting_off("MEMLINE_PYTRACE"):
+    if c is not None:       # absent: no tracer (MEMLINE_PYTRACE=0, an unknown layout)
         tracer = _Tracer(c)
-        if not tracer.monitoring:
-            c["probe"](sys._getframe())
+        if not tracer.monitoring and not c["probe"](sys._getframe(), sys.gettrace() is None):
+            sys.stderr.write("memline: cannot check this interpreter's thread state; "
+                             "@profile decorates nothing\n")
+            tracer = None
     profile = _Profile(tracer)
     if "profile" not in builtins.__dict__:
         builtins.profile = profile
