@@ -7,9 +7,8 @@
 
 #include <stdint.h>
 
-/* Section types (enum ml_fmt_section_type). */
-#define ML_SEC_PYFUNCS 20u	/* one ml_fmt_pyprof, then count-1 x ml_fmt_pyfunc */
-#define ML_SEC_PYLINES 21u	/* count x ml_fmt_pyline */
+/* Sections ML_SEC_PYFUNCS (one ml_fmt_pyprof, then count-1 x ml_fmt_pyfunc)
+ * and ML_SEC_PYLINES (count x ml_fmt_pyline): common/format.h. */
 
 /* How the line events were caught. */
 enum ml_pyprof_mechanism {

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/core.h"
-#include "common/pyprof.h"
 #include "python/internal.h"
 #include "python/tracer.h"
 

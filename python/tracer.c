@@ -16,8 +16,6 @@
 #include <string.h>
 #include <time.h>
 #include "core/core.h"
-#include "common/pyformat.h"
-#include "common/pyprof.h"
 #include "python/internal.h"
 #include "python/tracer.h"
 
@@ -146,8 +144,10 @@ static int grow_frames(void)
 	for (uint32_t i = 0; i < frames_cap; i++)
 		if (frames[i].frame)
 			frame_place(fresh, cap, &frames[i]);
+	/* The pointer first, then the size: a reader that loads the size,
+	 * then the pointer (the writer, below) never reads past a table. */
 	__atomic_store_n(&frames, fresh, __ATOMIC_RELEASE);
-	frames_cap = cap;
+	__atomic_store_n(&frames_cap, cap, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -289,8 +289,9 @@ void ml_pyt_fork_child(void)
 static uint64_t running_ns(const struct ml_pyt_code *c, int32_t line, uint64_t at)
 {
 	uint64_t extra = 0;
+	uint32_t cap = __atomic_load_n(&frames_cap, __ATOMIC_ACQUIRE);
 	struct frame_state *tab = __atomic_load_n(&frames, __ATOMIC_ACQUIRE);
-	for (uint32_t i = 0; tab && i < frames_cap; i++)
+	for (uint32_t i = 0; tab && i < cap; i++)
 		if (tab[i].frame && tab[i].code == c && tab[i].line == line && at > tab[i].t0)
 			extra += at - tab[i].t0;
 	return extra;
