@@ -18,12 +18,17 @@ else
 Q := @
 endif
 
-PKGS := libunwind libdw
+PKGS := libunwind libdw libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 UNWIND_LIBS := $(shell pkg-config --libs libunwind 2>/dev/null)
 DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null)
+# Profiles are zstd-compressed: the runtime writes, the report reads them.
+ZSTD_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 JEMALLOC_LIBS := $(shell pkg-config --libs jemalloc 2>/dev/null)
+# The pprof view: profile.proto encoded by protobuf-c, gzipped by zlib.
+PB_LIBS := $(shell pkg-config --libs libprotobuf-c zlib 2>/dev/null || echo -lprotobuf-c -lz)
+PROTOC_C ?= protoc-c
 
 WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 BASE_CFLAGS := -std=gnu11 -g $(WARN) -I. -D_GNU_SOURCE $(PKG_CFLAGS) -MMD -MP
@@ -55,7 +60,7 @@ SAN_LDFLAGS := -fsanitize=address,undefined
 LDFLAGS_PLAIN := $(if $(filter asan,$(CONFIG)),$(SAN_LDFLAGS))
 
 # The runtime: the recording core, the hook rooms and what common/ has for it.
-ROOMS := alloc cuda_hooks lineprof process
+ROOMS := alloc cuda_hooks lineprof process python
 RT_SRCS := $(wildcard core/*.c $(ROOMS:%=%/*.c)) $(wildcard common/*.c)
 # The recording core and the rooms' insides, without the exported hooks,
 # the rooms' registrations and the runtime's constructor: what unit tests link.
@@ -64,10 +69,15 @@ CORE_SRCS := $(filter-out %/hooks.c %/room.c core/lifecycle.c,$(RT_SRCS))
 # command line on top of it.
 REPORT_SRCS := $(wildcard report/*.c) $(wildcard common/*.c)
 CLI_SRCS := $(wildcard cli/*.c)
+# Generated from report/pprof/profile.proto.
+PB_GEN := $(BUILD)/gen/report/pprof/profile.pb-c
+# The HTML report's page, script and style, embedded by report/html_assets.S.
+HTML_ASSETS := $(wildcard report/html/*)
 
 RT_OBJS := $(RT_SRCS:%.c=$(BUILD)/rt/%.o)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
-REPORT_OBJS := $(REPORT_SRCS:%.c=$(BUILD)/obj/%.o)
+REPORT_OBJS := $(REPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/profile.pb-c.o \
+	$(BUILD)/obj/report/html_assets.o
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 
 LIB := $(BUILD)/libmemline.so
@@ -87,23 +97,42 @@ FIX_CFLAGS_static_prog := -static
 -include tests/cuda_double/cuda.mk
 
 EXAMPLE := $(BUILD)/examples/leaky
+# Python boot scripts: run by the Python room at the interpreter's start,
+# from <the directory of libmemline.so>/python (docs/python.md).
+PY_BOOT := $(patsubst python/boot/%,$(BUILD)/python/%,$(wildcard python/boot/*.py)) \
+	$(patsubst python/%,$(BUILD)/python/%,$(wildcard python/memline/*.py))
 # Torture programs: each runs alone and under memline (tests/torture/run.py).
-TORTURE := $(patsubst tests/torture/%.c,$(BUILD)/torture/%,$(wildcard tests/torture/*.c))
+# A program's companion library, tests/torture/NAME.lib.c, is built as
+# libNAME.so next to it (the program dlopens it).
+TORTURE_LIB_SRCS := $(wildcard tests/torture/*.lib.c)
+TORTURE := $(patsubst tests/torture/%.c,$(BUILD)/torture/%,$(filter-out $(TORTURE_LIB_SRCS),$(wildcard tests/torture/*.c))) \
+	$(patsubst tests/torture/%.lib.c,$(BUILD)/torture/lib%.so,$(TORTURE_LIB_SRCS))
 
-.PHONY: all check unit e2e torture torture-slow layout fixtures demo bench clean help asan
+.PHONY: all check unit e2e torture torture-slow layout fixtures demo bench clean help asan peers
 # Everything: the runtime, the CLI, the example, every fixture (the CUDA
 # test double included) and every unit test binary.
-all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE)
+all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE) $(PY_BOOT)
+
+$(BUILD)/python/%.py: python/boot/%.py
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+
+# The `memline` package (memline.profile), served to profiled programs by
+# the boot script profile.py and importable without memline as a no-op.
+$(BUILD)/python/memline/%.py: python/memline/%.py
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
 
 $(LIB): $(RT_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) -ldl -lpthread
+	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) $(ZSTD_LIBS) -lm \
+		-ldl -lpthread
 
 $(CLI): $(CLI_OBJS) $(BUILD)/libmlreport.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf -lstdc++
+	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf $(ZSTD_LIBS) -lm -lstdc++ $(PB_LIBS)
 
 $(BUILD)/libmlreport.a: $(REPORT_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -119,13 +148,30 @@ $(BUILD)/rt/%.o: %.c
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS_PLAIN) -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS_PLAIN) -I$(BUILD)/gen -c -o $@ $<
+
+$(PB_GEN).c $(PB_GEN).h: report/pprof/profile.proto
+	@mkdir -p $(BUILD)/gen
+	@echo "  PROTOC  $<"
+	$(Q)$(PROTOC_C) --c_out=$(BUILD)/gen $<
+
+# The generated code needs the header first (the pprof view includes it).
+$(BUILD)/obj/report/view_pprof.o: $(PB_GEN).h
+$(BUILD)/obj/gen/profile.pb-c.o: $(PB_GEN).c $(PB_GEN).h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(filter-out -Wshadow,$(CFLAGS_PLAIN)) -I$(BUILD)/gen -c -o $@ $<
+
+$(BUILD)/obj/report/html_assets.o: report/html_assets.S $(HTML_ASSETS)
+	@mkdir -p $(dir $@)
+	@echo "  AS      $<"
+	$(Q)$(CC) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS_PLAIN) $(LDFLAGS_PLAIN) -o $@ $< $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a \
-		$(CHECK_LIBS) $(DW_LIBS) -lelf -lstdc++ $(UNWIND_LIBS) -ldl -lpthread
+		$(CHECK_LIBS) $(DW_LIBS) -lelf $(ZSTD_LIBS) -lstdc++ $(UNWIND_LIBS) -lm -ldl -lpthread $(PB_LIBS)
 
 # Fixtures are tiny, -g, -O0 unless they say otherwise, and never sanitized.
 $(BUILD)/fixtures/%: tests/fixtures/%.c
@@ -142,7 +188,12 @@ $(BUILD)/fixtures/%: tests/fixtures/%.cc
 $(BUILD)/torture/%: tests/torture/%.c
 	@mkdir -p $(dir $@)
 	@echo "  TORTURE $@"
-	$(Q)$(CC) -g -O0 -fno-omit-frame-pointer -pthread -o $@ $<
+	$(Q)$(CC) -g -O0 -fno-omit-frame-pointer -pthread -o $@ $< -ldl
+
+$(BUILD)/torture/lib%.so: tests/torture/%.lib.c
+	@mkdir -p $(dir $@)
+	@echo "  TORTURE $@"
+	$(Q)$(CC) -g -O0 -fno-omit-frame-pointer -shared -fPIC -o $@ $<
 
 $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
@@ -178,6 +229,11 @@ check: all
 asan:
 	$(Q)$(MAKE) CONFIG=asan unit
 
+# memline against valgrind on programs modelled on the peers' tests
+# (tests/peers/compare.py; skipped without valgrind).
+peers: $(LIB) $(CLI)
+	$(Q)/usr/bin/python3 tests/peers/compare.py --build $(BUILD)
+
 demo: all
 	$(Q)./examples/demo.sh $(BUILD)
 
@@ -198,6 +254,7 @@ help:
 	@echo "  torture  each tests/torture program alone and under memline"
 	@echo "           (torture-slow: with the programs marked @slow)"
 	@echo "  layout   the layout rules (docs/layout.md)"
+	@echo "  peers    memline against valgrind on the peers' test programs (tests/peers/)"
 	@echo "  demo     profile the bundled example and print its reports"
 	@echo "  bench    overhead benchmark against heaptrack and valgrind"
 	@echo "  clean    remove build outputs"

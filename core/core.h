@@ -84,11 +84,11 @@ size_t ml_track_free(void *ptr, enum ml_kind kind);
  *   failure:        ml_track_reattach(&held)           (old is still allocated)
  *   old freed only: ml_track_release(&held)            (e.g. glibc realloc(p, 0))
  * While detached the block still counts as live. */
-struct ml_counter;
 struct ml_track_held {
 	uint64_t addr;		/* 0: old was unknown (moved then records a plain alloc) */
 	uint64_t size;
-	struct ml_counter *counter;
+	uint32_t stack;
+	uint32_t kind;
 };
 bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held);
 void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
@@ -126,6 +126,28 @@ extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initi
 } while (0)
 static inline void ml_unwind_unmark(void) { ml_tl_mark.sp = 0; }
 
+/* Runs fn(arg) on the calling thread's side stack, memline's own 64 KiB
+ * (the program's stack may be a coroutine's few KiB), and returns its
+ * result; right here when the thread has no side stack yet (none is made:
+ * this may run in a signal handler) or is on it already.  Call with the
+ * guard held.  Async-signal-safe. */
+long ml_core_on_side_stack(long (*fn)(void *), void *arg);
+
+/* Captures the calling thread's stack, without memline's own innermost
+ * frames, into frames[0..max), innermost first (return addresses).  Sets
+ * ML_STACK_TRUNCATED in *flags when cut at max (at most ML_DEPTH_MAX).
+ * Returns the depth.  Call with the guard held; not in a signal handler
+ * that may have interrupted a capture on this thread. */
+uint32_t ml_stack_capture(uint64_t *frames, uint32_t max, uint32_t *flags);
+
+/* Captures the stack of the context a signal interrupted (ucontext is the
+ * handler's third argument) into frames[0..max), innermost first: frame 0
+ * is the exact interrupted instruction.  Sets ML_STACK_TRUNCATED in *flags
+ * when cut at max.  Returns the depth, 0 on failure.  Async-signal-safe; no
+ * descriptor, no malloc (core/libunwind.c). */
+uint32_t ml_stack_capture_context(void *ucontext, uint64_t *frames, uint32_t max,
+				  uint32_t *flags);
+
 /* The live bytes of kind's running total now (for a kind that shares
  * another's total, that total).  One relaxed load: lock-free,
  * async-signal-safe, callable with or without the guard. */
@@ -140,7 +162,11 @@ uint64_t ml_core_live_block_size(const void *ptr, enum ml_kind kind);
 /* Lets every registered stack decorator (struct ml_room) rewrite a stack
  * captured outside ml_track_* (lineprof's samples): frames[0..depth),
  * innermost first, cap slots.  Returns the new depth.  Async-signal-safe;
- * a no-op when no room decorates. */
+ * a no-op when no room decorates.  With ML_STACK_NESTED in *flags the
+ * thread was interrupted inside memline itself (no native frames were
+ * taken): a decorator then must not allocate or wait for anything (it may
+ * still add what it can read). */
+#define ML_STACK_NESTED 0x80000000u	/* capture time only: never written */
 uint32_t ml_core_decorate_stack(uint64_t *frames, uint32_t depth, uint32_t cap,
 				uint32_t *flags);
 
@@ -157,17 +183,55 @@ struct ml_config {
 	bool follow;			/* MEMLINE_FOLLOW (default 1) */
 	bool quiet;			/* MEMLINE_QUIET */
 	bool fast_unwind;		/* not MEMLINE_LIBUNWIND_ONLY (unwind.c) */
+	bool verify_unwind;		/* MEMLINE_VERIFY_UNWIND: check every fast stack
+					 * against libunwind (tests; slow) */
+	uint64_t sample_bytes;		/* MEMLINE_SAMPLE: mean bytes between samples;
+					 * 0: every allocation (exact) */
+	uint64_t sample_seed;		/* MEMLINE_SAMPLE_SEED (0: from the clock) */
+	unsigned file_mode;		/* MEMLINE_FILE_MODE: profiles' permission bits */
 };
 extern struct ml_config ml_config;
 
 /* Rewrites an LD_PRELOAD value in place without its libmemline entries. */
 void ml_config_filter_preload(char *value);
 
+/* ================================================================ clock */
+
+/* CLOCK_MONOTONIC at start-up, ns: what "since start-up" in the profile
+ * counts from (a room turns its own monotonic times into profile times). */
+uint64_t ml_clock_start_mono_ns(void);
+
 /* ========================================================== diagnostics */
 
-/* One-line diagnostics on stderr: write(2) only, async-signal-safe, never
- * allocate.  ml_warn prints "memline: <msg>" unless MEMLINE_QUIET. */
+/* Adds a sentence (at most 1 KiB, no newline) that every report of this
+ * profile shows as a warning: why some calls could not be seen, say.  The
+ * profile keeps at most 16 of them (4 KiB).  Thread-safe; not for signal
+ * handlers. */
+void ml_core_note(const char *note);
+/* Flags the profile (ML_META_*: META flags the report explains). */
+void ml_core_flag(uint32_t flag);
+
+/* An address read from a loaded module's dynamic section (DT_SYMTAB, ...):
+ * glibc has relocated most of them in place, some loaders do not. */
+static inline uintptr_t ml_dyn_addr(uintptr_t base, uint64_t v)
+{
+	return v < base ? base + v : v;
+}
+
+/* The address of the function libmemline itself exports as name, or NULL
+ * (whatever the symbol lookup finds first: the program's own, an earlier
+ * preload's).  Reads libmemline's dynamic symbol table; thread-safe. */
+void *ml_self_export(const char *name);
+
+/* One-line diagnostics: write(2) only, async-signal-safe, never allocate.
+ * ml_warn prints "memline: <msg>" on stderr unless MEMLINE_QUIET or
+ * descriptor 2 is no longer the stream it was at start-up, and keeps the
+ * message for the profile either way (core/warn.c). */
 void ml_warn(const char *msg);
+/* True while descriptor 2 is the stream it was at start-up (a program may
+ * close stderr and open a file of its own there): write nothing to it
+ * otherwise.  Async-signal-safe (fstat). */
+bool ml_stderr_is_ours(void);
 /* Flags the run ML_META_DEGRADED and warns once, but keeps recording. */
 void ml_warn_once(const char *msg);
 
@@ -225,8 +289,16 @@ void ml_lifecycle_main_returned(int status);
 void ml_lifecycle_exit_called(int status);
 /* _exit/_Exit: writes the profile now (atexit handlers will not run). */
 void ml_lifecycle_underscore_exit(int status);
+/* quick_exit(status) was called; its at_quick_exit handlers run next. */
+void ml_lifecycle_quick_exit(int status);
+/* The program's at_quick_exit handlers have run (memline's handler,
+ * registered first, runs last): writes the profile, as at _exit. */
+void ml_lifecycle_quick_exit_handlers_done(void);
 /* pthread_exit on this thread (the main thread may end the process so). */
 void ml_lifecycle_thread_exit(void);
+/* abort() was called: writes the profile (as for SIGABRT) when memline's
+ * handler would catch SIGABRT, and gives SIGABRT its default action back. */
+void ml_signals_before_abort(void);
 /* Just before an exec: writes the profile (if exec fails, recording goes
  * on and the next write replaces the same file). */
 void ml_lifecycle_before_exec(void);
@@ -242,6 +314,27 @@ void ml_lifecycle_dlclose_end(void);
 int ml_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 typedef void (*ml_sighandler_t)(int);
 ml_sighandler_t ml_signals_signal(int sig, ml_sighandler_t handler);
+
+/* A room takes sig for itself (lineprof: SIGPROF) and installs act.  The
+ * program keeps reading back the action sig had before; when it sets an
+ * action of its own, the room's signal_taken runs first and must let go
+ * (ml_signals_release, then restore what it wants).  Not for the fatal
+ * signals the core manages.  Returns 0 or -errno; call at start-up
+ * (core/sigclaim.c). */
+int ml_signals_claim(int sig, const struct sigaction *act);
+void ml_signals_release(int sig);
+
+/* ============================================================= threads */
+
+/* Makes sure the core's and every room's thread_end run when the calling
+ * thread ends (its start routine returns, pthread_exit, cancellation; the
+ * main thread's pthread_exit).  Takes no pthread key.  Idempotent and
+ * cheap once done; may allocate through libc with the guard held.  Returns
+ * false when the thread's end cannot be seen (it is already ending): then
+ * the caller keeps no per-thread resource. */
+bool ml_thread_watch(void);
+/* True once this thread's thread_end callbacks have run. */
+bool ml_thread_ended(void);
 
 /* ================================================================ rooms */
 
@@ -260,6 +353,11 @@ struct ml_room {
 	/* In a fork child (atfork), after the core reset its own state; also
 	 * when the child does not record (MEMLINE_FOLLOW=0). */
 	void (*fork_child)(void);
+	/* The calling thread is ending, after ml_thread_watch: release what
+	 * the room keeps for it (a timer, a record).  Runs on that thread,
+	 * guard held; a thread that never called ml_thread_watch may end
+	 * without it. */
+	void (*thread_end)(void);
 	/* The program installs its own action for sig (sigaction with an
 	 * action, signal); before it is installed. */
 	void (*signal_taken)(int sig);
@@ -271,6 +369,10 @@ struct ml_room {
 	 * signal handler: async-signal-safe, no malloc, no locks. */
 	uint32_t (*decorate_stack)(uint64_t *frames, uint32_t depth, uint32_t cap,
 				   uint32_t *flags);
+	/* Asked once after start: whether this process needs decorate_stack
+	 * (NULL: yes).  While no room does, captures take the core's fast
+	 * unwinder (e.g. the Python room: only in a Python interpreter). */
+	bool (*decorates)(void);
 	/* Appends the room's sections to the profile being written (after the
 	 * core's own), with w's ml_writer_begin/put/record/end.  Runs at exit,
 	 * before exec and in fatal-signal handlers: async-signal-safe. */

@@ -3,8 +3,8 @@
  * sigaction and signal that keeps it invisible (the exported wrappers are
  * in process/hooks.c).
  *
- * Our handler is installed for each signal of fatal_signals whose action
- * the program leaves (or sets back) at SIG_DFL, and is invisible to it:
+ * Our handler is installed for each signal whose default action ends the
+ * process (ends_process) where the program leaves (or sets back) SIG_DFL, and is invisible to it:
  * its sigaction and signal calls see and get back exactly the action it
  * set (CPython, for one, installs its SIGINT handler, KeyboardInterrupt,
  * only over SIG_DFL; bash sets SIG_DFL at start and later reinstalls the
@@ -15,13 +15,7 @@
 #include <string.h>
 #include "core/internal.h"
 
-/* Faults and abort, and the signals whose default action ends the process
- * quietly (kill, Ctrl-C, a closed terminal, `prog | head`).  Only where
- * the program left the default action. */
-static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
-				     SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT };
-
-/* Signals of fatal_signals, once start-up has looked at them. */
+/* Signals that end the process, once start-up has looked at them. */
 static volatile sig_atomic_t managed[NSIG];
 /* Signals whose action is our handler. */
 static volatile sig_atomic_t ours[NSIG];
@@ -41,8 +35,15 @@ static void on_fatal(int sig, siginfo_t *info, void *uctx)
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
-	ours[sig] = 0;
 	ml_real_sigaction(sig, &dfl, NULL);
+	if (!ml_lifecycle_is_profiled_process()) {
+		/* A vfork child shares our memory (not our actions): it dies
+		 * of the signal and changes nothing of ours. */
+		raise(sig);
+		errno = saved;
+		return;
+	}
+	ours[sig] = 0;
 	/* One profile: the first fatal signal writes it, others wait for it. */
 	if (__atomic_exchange_n(&fatal_taken, 1, __ATOMIC_ACQ_REL) ||
 	    ml_lifecycle_final_written() || ml_lifecycle_write(ML_END_SIGNAL, sig) == -EBUSY)
@@ -51,6 +52,24 @@ static void on_fatal(int sig, siginfo_t *info, void *uctx)
 	 * also repeat by itself). */
 	raise(sig);
 	errno = saved;
+}
+
+void ml_signals_before_abort(void)
+{
+	if (!ours[SIGABRT] || !ml_lifecycle_is_profiled_process())
+		return;
+	/* The profile now, and SIGABRT back to its default action: abort's
+	 * signal then needs no handler frame, which a stack-overflow catcher
+	 * calling abort on a small alternate stack has no room for. */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	ours[SIGABRT] = 0;
+	ml_real_sigaction(SIGABRT, &dfl, NULL);
+	if (!__atomic_exchange_n(&fatal_taken, 1, __ATOMIC_ACQ_REL) &&
+	    !ml_lifecycle_final_written())
+		ml_lifecycle_write(ML_END_SIGNAL, SIGABRT);
 }
 
 static bool is_ours(const struct sigaction *sa)
@@ -69,10 +88,10 @@ static void our_action(struct sigaction *sa)
 
 void ml_signals_install(void)
 {
-	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
-		int sig = fatal_signals[i];
+	bool line_timer = ml_signals_line_timer();
+	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction old, sa;
-		if (ml_real_sigaction(sig, NULL, &old) < 0)
+		if (!ml_signals_end_process(sig, line_timer) || ml_real_sigaction(sig, NULL, &old) < 0)
 			continue;
 		managed[sig] = 1;
 		if (old.sa_handler != SIG_DFL)
@@ -118,6 +137,17 @@ static int program_sigaction(int sig, const struct sigaction *act, struct sigact
 
 int ml_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	struct sigaction seen;
+	if (ml_signals_claimed(sig, &seen)) {
+		int rc = 0;
+		if (act) {
+			ml_rooms_signal_taken(sig);	/* the room lets go */
+			rc = program_sigaction(sig, act, NULL);
+		}
+		if (rc == 0 && old)
+			*old = seen;
+		return rc;
+	}
 	if (act)
 		ml_rooms_signal_taken(sig);
 	return program_sigaction(sig, act, old);
@@ -126,6 +156,12 @@ int ml_signals_sigaction(int sig, const struct sigaction *act, struct sigaction 
 ml_sighandler_t ml_signals_signal(int sig, ml_sighandler_t handler)
 {
 	typedef ml_sighandler_t (*signal_fn)(int, ml_sighandler_t);
+	struct sigaction seen;
+	if (ml_signals_claimed(sig, &seen)) {
+		ml_rooms_signal_taken(sig);	/* the room lets go */
+		ml_sighandler_t got = ML_NEXT(signal_fn, "signal")(sig, handler);
+		return got == SIG_ERR ? got : seen.sa_handler;
+	}
 	ml_rooms_signal_taken(sig);
 	if (sig <= 0 || sig >= NSIG || !managed[sig] || handler != SIG_DFL) {
 		signal_fn real = ML_NEXT(signal_fn, "signal");

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/aggregate.h"
+#include "report/pystack.h"
 
 /* Open-addressing index: slots hold entry index + 1, 0 is empty. */
 struct index {
@@ -26,10 +27,13 @@ struct agg_priv {
 	struct frame_memo *memo;	/* open addressing on the frame pointer */
 	size_t memo_cap, memo_used;	/* memo_cap a power of two */
 	size_t cap_funcs, cap_lines;
+	struct ml_amount *amounts;	/* every stack's amounts (ml_agg_stack.amounts) */
 	char **names;		/* function names made here (offsets cut off) */
 	const char *scratch_name;	/* a name in a caller's buffer, to copy */
 	size_t n_names, cap_names;
 };
+
+const struct ml_amount ml_amount_zero;
 
 const char *ml_kind_list(void)
 {
@@ -60,10 +64,16 @@ struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind)
 	return sum;
 }
 
+bool ml_kind_in_cpu(enum ml_kind kind)
+{
+	return !ml_kind_is_derived(kind) && ml_kind_peak_of(kind) == ML_KIND_HEAP;
+}
+
 bool ml_agg_has_cuda(const struct ml_agg *a)
 {
-	for (int k = 1; k < ML_KIND_COUNT; k++)
-		if (a->totals[k].allocs || (a->profile->kinds_present & (1u << k)))
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		if (ml_kind_is_cuda((enum ml_kind)k) &&
+		    (a->totals[k].allocs || (a->profile->kinds_present & (1u << k))))
 			return true;
 	return false;
 }
@@ -78,6 +88,13 @@ void ml_amount_add_counter(struct ml_amount *dst, const struct ml_fmt_counter *c
 	dst->live_bytes += c->live_bytes;
 	dst->peak_blocks += c->peak_blocks;
 	dst->peak_bytes += c->peak_bytes;
+	if (c->samples) {
+		dst->estimated = true;
+		dst->samples += c->samples;
+		dst->var_alloc_bytes += c->var_alloc_bytes;
+		dst->var_live_bytes += c->var_live_bytes;
+		dst->var_peak_bytes += c->var_peak_bytes;
+	}
 }
 
 void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src)
@@ -90,6 +107,13 @@ void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src)
 	dst->live_bytes += src->live_bytes;
 	dst->peak_blocks += src->peak_blocks;
 	dst->peak_bytes += src->peak_bytes;
+	if (src->estimated) {
+		dst->estimated = true;
+		dst->samples += src->samples;
+		dst->var_alloc_bytes += src->var_alloc_bytes;
+		dst->var_live_bytes += src->var_live_bytes;
+		dst->var_peak_bytes += src->var_peak_bytes;
+	}
 }
 
 static uint64_t hash_str(uint64_t h, const char *s)
@@ -288,6 +312,19 @@ static bool inlined_alloc_entry(const struct ml_frame *fr)
 	return false;
 }
 
+/* True for a frame of the global operator new or new[] (any overload):
+ * the allocation entry point when the program carries its own copy of
+ * libstdc++'s (linked with -static-libstdc++, as GCC's cc1 is).  The
+ * runtime's operator new is then not the one called: the program's calls
+ * malloc, which memline records, with that copy as the innermost frame.
+ * A class's own operator new ("Foo::operator new") is the program's code
+ * and stays. */
+static bool global_operator_new(const struct ml_frame *fr)
+{
+	const char *f = fr->function;
+	return f && (strncmp(f, "operator new(", 13) == 0 || strncmp(f, "operator new[](", 15) == 0);
+}
+
 /* True for a frame of the CUDA runtime, the allocation entry point of a CUDA
  * allocation made through libcudart (docs/cuda.md, "Where the stack
  * starts"): a frame without a source line whose function is one of the
@@ -313,40 +350,104 @@ static bool cuda_runtime_frame(const struct ml_frame *fr)
  * summed into st before symbolization). */
 static bool stack_has_cuda(const struct ml_agg_stack *st)
 {
-	for (int k = 1; k < ML_KIND_COUNT; k++)
-		if (st->kind[k].allocs || st->kind[k].frees || st->kind[k].live_blocks)
+	for (int k = 0; k < ML_KIND_COUNT; k++) {
+		if (!ml_kind_is_cuda((enum ml_kind)k))
+			continue;
+		const struct ml_amount *m = ml_agg_stack_kind(st, k);
+		if (m->allocs || m->frees || m->live_blocks)
 			return true;
+	}
 	return false;
 }
 
-/* The program frames of ps, innermost first: memline's own removed, the
- * allocation entry point removed, inlined calls expanded.  For a CUDA
- * allocation, the CUDA runtime's innermost frames are the entry point too
- * (cuda_runtime_frame); host mallocs the runtime makes keep them. */
+/* Appends the frames of recorded frame i (address addr) of ps to st:
+ * memline's own removed, the allocation entry point removed, inlined
+ * calls expanded.  For a CUDA allocation, the CUDA runtime's innermost
+ * frames are the entry point too (cuda_runtime_frame); host mallocs the
+ * runtime makes keep them.  0 or -ENOMEM. */
+static int push_resolved(struct ml_agg *a, const struct ml_stack *ps, uint32_t i, uint64_t addr,
+			 struct ml_agg_stack *st, size_t *cap, bool strip_cudart)
+{
+	if (!ml_pyframe_is(addr) && addr_in_runtime(a->profile, addr))
+		return 0;
+	bool ret = !(i == 0 && (ps->flags & ML_STACK_EXACT_IP));
+	const struct ml_frame *frames = NULL;
+	size_t n = 0;
+	if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0 || n == 0)
+		return 0;	/* the symbolizer reports its own trouble */
+	for (size_t k = 0; k < n; k++) {
+		if (frames[k].runtime)
+			continue;
+		if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
+			continue;	/* the entry point, not the program */
+		if (st->n_frames == 0 && global_operator_new(&frames[k]))
+			continue;	/* the program's own copy of operator new */
+		if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
+			continue;	/* the CUDA runtime: the entry point */
+		if (push_frame(st, cap, &frames[k]) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* report/pystack.h's questions, through the resolver. */
+struct py_env {
+	struct ml_agg *a;
+	const struct ml_stack *ps;
+};
+
+static bool env_is_eval(void *ctx, uint64_t addr, uint32_t i)
+{
+	struct py_env *e = ctx;
+	const struct ml_resolver *r = e->a->resolver;
+	bool exact = i == 0 && (e->ps->flags & ML_STACK_EXACT_IP);
+	const struct ml_frame *frames = NULL;
+	size_t n = 0;
+	const char *fn = NULL;
+	if (r->resolve(r->ctx, addr, !exact, &frames, &n) == 0 && n > 0)
+		fn = frames[n - 1].function;
+	return r->py_is_eval(r->ctx, addr, exact, fn);
+}
+
+static bool env_in_interpreter(void *ctx, uint64_t addr, uint32_t i)
+{
+	struct py_env *e = ctx;
+	return e->a->resolver->py_in_interpreter(e->a->resolver->ctx, addr);
+}
+
+/* A stack with Python frames: in program order (report/pystack.h), the
+ * frames the default view leaves out left out. */
+static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
+			   bool strip_cudart)
+{
+	struct ml_pystack_item *items = malloc((ps->depth + 1) * sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	struct py_env e = { a, ps };
+	struct ml_pystack_env env = { &e, env_is_eval, env_in_interpreter };
+	size_t n = ml_pystack_order(ps->frames, ps->depth, ps->flags, &env, items), cap = 0;
+	int err = 0;
+	for (size_t k = 0; k < n && err == 0; k++) {
+		if (items[k].show == ML_PYSTACK_NEVER ||
+		    (items[k].show == ML_PYSTACK_NATIVE_ONLY && !a->opts.native))
+			continue;
+		err = push_resolved(a, ps, items[k].index, items[k].addr, st, &cap, strip_cudart);
+	}
+	free(items);
+	return err;
+}
+
+/* The program frames of ps, innermost first (push_resolved). */
 static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st)
 {
 	size_t cap = 0;
 	bool strip_cudart = stack_has_cuda(st);
-	for (uint32_t i = 0; i < ps->depth; i++) {
-		uint64_t addr = ps->frames[i];
-		if (addr_in_runtime(a->profile, addr))
-			continue;
-		bool ret = !(i == 0 && (ps->flags & ML_STACK_EXACT_IP));
-		const struct ml_frame *frames = NULL;
-		size_t n = 0;
-		if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0 || n == 0)
-			continue;	/* the symbolizer reports its own trouble */
-		for (size_t k = 0; k < n; k++) {
-			if (frames[k].runtime)
-				continue;
-			if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
-				continue;	/* the entry point, not the program */
-			if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
-				continue;	/* the CUDA runtime: the entry point */
-			if (push_frame(st, &cap, &frames[k]) < 0)
-				return -ENOMEM;
-		}
-	}
+	if (ps->depth && ml_pyframe_is(ps->frames[ps->depth - 1]) && a->resolver->py_is_eval &&
+	    a->resolver->py_in_interpreter)
+		return symbolize_mixed(a, ps, st, strip_cudart);
+	for (uint32_t i = 0; i < ps->depth; i++)
+		if (push_resolved(a, ps, i, ps->frames[i], st, &cap, strip_cudart) < 0)
+			return -ENOMEM;
 	return 0;
 }
 
@@ -394,13 +495,42 @@ static int collect_stacks(struct ml_agg *a)
 		free(slot_of);
 		return -ENOMEM;
 	}
+	/* Which kinds each stack has, then one pool of amounts for them all:
+	 * a stack holds only its own kinds' amounts. */
+	size_t n_amounts = 0;
+	for (size_t i = 0; i < p->n_counters; i++) {
+		const struct ml_fmt_counter *c = &p->counters[i];
+		if (c->kind >= ML_KIND_COUNT || ml_kind_is_derived((enum ml_kind)c->kind))
+			continue;
+		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
+		n_amounts += !((st->kinds >> c->kind) & 1);
+		st->kinds |= 1u << c->kind;
+		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {	/* derived: heap + python */
+			n_amounts += !((st->kinds >> ML_KIND_CPU) & 1);
+			st->kinds |= 1u << ML_KIND_CPU;
+		}
+	}
+	struct agg_priv *pv = a->priv;
+	pv->amounts = calloc(n_amounts ? n_amounts : 1, sizeof(*pv->amounts));
+	if (!pv->amounts) {
+		free(slot_of);
+		return -ENOMEM;
+	}
+	for (size_t k = 0, at = 0; k < a->n_stacks; k++) {
+		a->stacks[k].amounts = &pv->amounts[at];
+		at += (size_t)__builtin_popcount(a->stacks[k].kinds);
+	}
 	for (size_t i = 0; i < p->n_counters; i++) {
 		const struct ml_fmt_counter *c = &p->counters[i];
 		if (c->kind >= ML_KIND_COUNT)
 			continue;
 		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
-		ml_amount_add_counter(&st->kind[c->kind], c);
+		ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, c->kind), c);
 		ml_amount_add_counter(&a->totals[c->kind], c);
+		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {
+			ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, ML_KIND_CPU), c);
+			ml_amount_add_counter(&a->totals[ML_KIND_CPU], c);
+		}
 	}
 	free(slot_of);
 	for (size_t k = 0; k < a->n_stacks; k++) {
@@ -416,8 +546,9 @@ static int collect_stacks(struct ml_agg *a)
 
 static void add_kinds(struct ml_amount *dst, const struct ml_agg_stack *st)
 {
-	for (int k = 0; k < ML_KIND_COUNT; k++)
-		ml_amount_add(&dst[k], &st->kind[k]);
+	const struct ml_amount *src = st->amounts;
+	for (uint32_t m = st->kinds; m; m &= m - 1)
+		ml_amount_add(&dst[__builtin_ctz(m)], src++);
 }
 
 /* The name a frame's function is grouped under: a symbol without debug
@@ -523,9 +654,65 @@ static int attribute_stack(struct ml_agg *a, size_t si)
 	return 0;
 }
 
+/* Whether basename of path is the C library (or its threads part). */
+static bool is_libc(const char *path)
+{
+	const char *base = path ? strrchr(path, '/') : NULL;
+	base = base ? base + 1 : path;
+	return base && (strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0 ||
+			strncmp(base, "libpthread", 10) == 0);
+}
+
+/* True when sample sm caught a Python thread waiting for the GIL: its
+ * innermost native frames are the C library's condition variable or mutex
+ * (CPython's take_gil waits on the GIL's condition; drop_gil hands it over
+ * through its mutex and condition), called by the interpreter.  The
+ * interpreter's other locks are semaphores. */
+static bool gil_wait(struct ml_agg *a, const struct ml_sample *sm)
+{
+	const struct ml_resolver *r = a->resolver;
+	bool cond = false;
+	if (!r->py_in_interpreter)
+		return false;
+	for (uint32_t i = 0; i < sm->depth && !ml_pyframe_is(sm->frames[i]); i++) {
+		uint64_t addr = sm->frames[i];
+		if (r->py_in_interpreter(r->ctx, addr))
+			return cond;
+		const struct ml_frame *frames = NULL;
+		size_t n = 0;
+		bool ret = !(i == 0 && (sm->flags & ML_STACK_EXACT_IP));
+		if (r->resolve(r->ctx, addr, ret, &frames, &n) < 0 || n == 0 ||
+		    !is_libc(frames[n - 1].module))
+			return false;
+		for (size_t k = 0; k < n; k++) {
+			const char *fn = frames[k].function;
+			if (fn && (strstr(fn, "pthread_cond_") || strstr(fn, "pthread_mutex_") ||
+				   strstr(fn, "__lll_lock")))
+				cond = true;
+		}
+	}
+	return false;
+}
+
+/* In the default view a GIL wait is charged to "[waiting for the GIL]":
+ * the C library's frames before the first Python frame go. */
+static void drop_wait_frames(struct ml_agg_stack *st)
+{
+	size_t k = 0;
+	while (k < st->n_frames && !st->frames[k]->python)
+		k++;
+	if (k == st->n_frames)
+		return;
+	memmove(st->frames, st->frames + k, (st->n_frames - k) * sizeof(*st->frames));
+	st->n_frames -= k;
+}
+
 /* Charges one sample record: self to its innermost program function and
  * line, inclusive once to every function and line on its stack (a line's
- * time includes the calls made from it, as line_profiler's does). */
+ * time includes the calls made from it, as line_profiler's does).  A
+ * sample of a thread waiting for the GIL is also counted as such on every
+ * function and line of its stack, and its self goes to "[waiting for the
+ * GIL]". */
 static int attribute_sample(struct ml_agg *a, size_t si)
 {
 	const struct ml_sample *sm = &a->profile->samples[si];
@@ -533,7 +720,22 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 				     .frames = sm->frames };
 	struct ml_agg_stack st = { 0 };
 	int err = symbolize_stack(a, &ps, &st);
+	bool gil = err == 0 && gil_wait(a, sm);
+	long wait_func = -1;
 	a->total_samples += sm->count;
+	if (gil) {
+		a->gil_samples += sm->count;
+		if (!a->opts.native)
+			drop_wait_frames(&st);
+		wait_func = func_lookup(a, ML_AGG_GIL_WAIT, NULL, NULL);
+		if (wait_func < 0) {
+			free(st.frames);
+			return -ENOMEM;
+		}
+		a->funcs[wait_func].self_samples += sm->count;
+		a->funcs[wait_func].total_samples += sm->count;
+		a->funcs[wait_func].gil_samples += sm->count;
+	}
 	if (err < 0 || st.n_frames == 0) {
 		long f = err < 0 ? err : func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
 		if (f >= 0) {
@@ -549,22 +751,39 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 			err = -ENOMEM;
 			break;
 		}
-		if (i == 0)
+		if (i == 0 && !gil)
 			a->funcs[f].self_samples += sm->count;
 		if (a->funcs[f].seen_sample != si + 1) {
 			a->funcs[f].seen_sample = si + 1;
 			a->funcs[f].total_samples += sm->count;
+			a->funcs[f].gil_samples += gil ? sm->count : 0;
 		}
 		if (l < 0)
 			continue;
-		if (i == 0)
+		if (i == 0 && !gil)
 			a->lines[l].self_samples += sm->count;
 		if (a->lines[l].seen_sample != si + 1) {
 			a->lines[l].seen_sample = si + 1;
 			a->lines[l].total_samples += sm->count;
+			a->lines[l].gil_samples += gil ? sm->count : 0;
 		}
 	}
 	free(st.frames);
+	return err;
+}
+
+int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *out)
+{
+	const struct ml_sample *sm = &a->profile->samples[i];
+	const struct ml_stack ps = { .id = 0, .depth = sm->depth, .flags = sm->flags,
+				     .frames = sm->frames };
+	memset(out, 0, sizeof(*out));
+	int err = symbolize_stack((struct ml_agg *)a, &ps, out);
+	if (err < 0) {
+		free(out->frames);
+		out->frames = NULL;
+		out->n_frames = 0;
+	}
 	return err;
 }
 
@@ -647,10 +866,18 @@ static int label_collisions(struct ml_agg *a)
 
 int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct ml_agg **out)
 {
+	return ml_agg_build_opts(p, r, NULL, out);
+}
+
+int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
+		      const struct ml_agg_opts *opts, struct ml_agg **out)
+{
 	int err = -ENOMEM;
 	struct ml_agg *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
+	if (opts)
+		a->opts = *opts;
 	a->priv = calloc(1, sizeof(struct agg_priv));
 	if (!a->priv)
 		goto fail;
@@ -688,6 +915,7 @@ void ml_agg_free(struct ml_agg *a)
 		free(pv->funcs.slots);
 		free(pv->lines.slots);
 		free(pv->memo);
+		free(pv->amounts);
 		for (size_t i = 0; i < pv->n_names; i++)
 			free(pv->names[i]);
 		free(pv->names);

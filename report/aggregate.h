@@ -16,6 +16,11 @@ struct ml_amount {
 	uint64_t frees, freed_bytes;
 	uint64_t live_blocks, live_bytes;	/* at exit: leaked */
 	uint64_t peak_blocks, peak_bytes;	/* live at the kind's peak */
+	/* Sampled profiles (memline run --sample): the amounts above are
+	 * estimates from this many samples, with these variances (bytes^2). */
+	bool estimated;
+	uint64_t samples;
+	uint64_t var_alloc_bytes, var_live_bytes, var_peak_bytes;
 };
 
 /* Symbolization, as the aggregation needs it.  The real one wraps
@@ -31,6 +36,19 @@ struct ml_resolver {
 	 * as ml_sym_function_sources: for names several files define. */
 	int (*function_sources)(void *ctx, const char *name, struct ml_sym_source *out,
 				size_t max);
+	/* Optional (NULL: stacks with Python frames keep the recorded order):
+	 * whether a native frame is the interpreter's eval loop (fn: the name
+	 * it symbolizes to) or lies in the interpreter (report/pyframes.h). */
+	bool (*py_is_eval)(void *ctx, uint64_t addr, bool exact, const char *fn);
+	bool (*py_in_interpreter)(void *ctx, uint64_t addr);
+};
+
+/* How stacks are shown. */
+struct ml_agg_opts {
+	/* Keep every native frame of stacks with Python frames (the
+	 * interpreter's internals, launch frames); by default they are left
+	 * out where a Python frame explains the allocation. */
+	bool native;
 };
 
 struct ml_agg_stack {
@@ -38,8 +56,28 @@ struct ml_agg_stack {
 	bool truncated;			/* the real stack was deeper */
 	const struct ml_frame **frames;	/* program frames, innermost first */
 	size_t n_frames;
-	struct ml_amount kind[ML_KIND_COUNT];
+	uint32_t kinds;			/* bit k: the stack has counters of kind k */
+	struct ml_amount *amounts;	/* one per bit of kinds, lowest kind first;
+					 * read them with ml_agg_stack_kind */
 };
+
+extern const struct ml_amount ml_amount_zero;
+
+/* A stack's amounts of one kind (all zero where it has none). */
+static inline const struct ml_amount *ml_agg_stack_kind(const struct ml_agg_stack *st, int kind)
+{
+	if (!((st->kinds >> kind) & 1))
+		return &ml_amount_zero;
+	return &st->amounts[__builtin_popcount(st->kinds & ((1u << kind) - 1))];
+}
+
+/* All of a stack's amounts, indexed by kind, into out. */
+static inline void ml_agg_stack_kinds(const struct ml_agg_stack *st,
+				      struct ml_amount out[ML_KIND_COUNT])
+{
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		out[k] = *ml_agg_stack_kind(st, k);
+}
 
 struct ml_agg_func {
 	const char *name;
@@ -53,6 +91,7 @@ struct ml_agg_func {
 	size_t seen;			/* internal: last stack index + 1 */
 	uint64_t self_samples;		/* line timer: innermost program frame here */
 	uint64_t total_samples;		/* on the sampled stack, once per sample */
+	uint64_t gil_samples;		/* of total_samples: waiting for the GIL */
 	size_t seen_sample;		/* internal: last sample index + 1 */
 };
 
@@ -64,12 +103,14 @@ struct ml_agg_line {
 	struct ml_amount total[ML_KIND_COUNT];
 	size_t seen;
 	uint64_t self_samples, total_samples;	/* as for functions */
+	uint64_t gil_samples;
 	size_t seen_sample;
 };
 
 struct ml_agg {
 	const struct ml_profile *profile;
 	const struct ml_resolver *resolver;
+	struct ml_agg_opts opts;
 	struct ml_agg_stack *stacks;
 	size_t n_stacks;
 	struct ml_agg_func *funcs;
@@ -78,21 +119,34 @@ struct ml_agg {
 	size_t n_lines;
 	struct ml_amount totals[ML_KIND_COUNT];	/* sum of every counter */
 	uint64_t total_samples;		/* every sample of the profile */
+	uint64_t gil_samples;		/* of them: a Python thread waiting for the GIL */
 	void *priv;
 };
 
 /* Name used for stacks with no program frame left (all memline's). */
 #define ML_AGG_UNKNOWN "[unknown]"
+/* The function samples of a Python thread waiting for the GIL are charged
+ * to (self); their Python lines count them as time and as GIL wait. */
+#define ML_AGG_GIL_WAIT "[waiting for the GIL]"
 
 /* Aggregates p's counters through r.  Returns 0 and *out (free with
  * ml_agg_free), or -errno.  Allocates; not thread-safe; p and r must
  * outlive the result. */
 int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct ml_agg **out);
+/* The same with options (NULL: the defaults). */
+int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
+		      const struct ml_agg_opts *opts, struct ml_agg **out);
 void ml_agg_free(struct ml_agg *a);
 
 /* The first function with this name (functions are kept apart by name,
  * module and source file), or NULL. */
 const struct ml_agg_func *ml_agg_find_func(const struct ml_agg *a, const char *name);
+
+/* The program frames of sample record i of the profile, symbolized as an
+ * allocation stack's are (memline's frames removed, inlined calls
+ * expanded), into *out (its frames array is the caller's to free; its
+ * amounts are zero).  Returns 0 or -ENOMEM. */
+int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *out);
 
 /* Adds a counter's numbers into an amount. */
 void ml_amount_add_counter(struct ml_amount *dst, const struct ml_fmt_counter *c);
@@ -105,6 +159,9 @@ const char *ml_kind_list(void);
  * blocks live at the combined GPU peak (ML_KIND_CUDA_GPU) when the profile
  * has it, else the sum of each kind's own peak. */
 struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind);
+/* True for the kinds the derived kind cpu sums: those that share the
+ * heap's peak (heap and python), so their bytes at it add up exactly. */
+bool ml_kind_in_cpu(enum ml_kind kind);
 /* True when the profile saw any CUDA kind. */
 bool ml_agg_has_cuda(const struct ml_agg *a);
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_FRAMES + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_SAMPLED + 1)
 
 /* Everything a profile owns; ml_profile.priv points here. */
 struct owned {
@@ -21,6 +21,12 @@ struct owned {
 	size_t strings_used, strings_cap;
 	const char **argv;
 	uint64_t *frames;	/* every stack's frames, rebuilt from the trie */
+	struct ml_fmt_counter *counters;	/* decoded from COUNTERS' columns */
+	const char **notes;	/* NOTES texts (copies in strings) */
+	/* A merged profile's own (report/merge.c): its samples' frames and its
+	 * timeline (a file's point into data). */
+	uint64_t *frames_extra;
+	struct ml_fmt_timepoint *timeline;
 };
 
 /* One section as found in the file. */
@@ -40,8 +46,11 @@ struct parse {
 	struct owned *o;
 	struct span sec[N_KNOWN_SECTIONS];
 	uint32_t n_nodes;	/* FRAMES: nodes 1..n_nodes */
+	struct ml_fmt_frame *nodes;	/* [id - 1], decoded from FRAMES and ADDRESSES */
 	uint32_t *node_depth;	/* [id]: frames from node id up to the root */
 	uint64_t *leaf_at;	/* [id]: where that leaf's frames start, or UINT64_MAX */
+	uint64_t *addresses;	/* ADDRESSES, decoded */
+	uint32_t n_addresses;
 };
 
 /* A bounded walk through one section's payload. */
@@ -89,5 +98,20 @@ int ml_reader_check_gpu_total(struct parse *ps);
 int ml_reader_parse_timeline(struct parse *ps);
 int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
+int ml_reader_parse_runtime(struct parse *ps);
+int ml_reader_parse_sampled(struct parse *ps);
+int ml_reader_parse_spans(struct parse *ps);
+int ml_reader_parse_notes(struct parse *ps);
+/* reader_process.c */
+int ml_reader_parse_process(struct parse *ps);
+int ml_reader_parse_warnings(struct parse *ps);
+/* PYTHON and PYCODE (reader_python.c). */
+int ml_reader_parse_python(struct parse *ps);
+/* PYFUNCS and PYLINES (@profile), after PYTHON and PYCODE. */
+int ml_reader_parse_pyprof(struct parse *ps);
+
+/* The deepest stack a profile may hold: max_depth native frames, and with
+ * a PYTHON section up to ML_PYFRAMES_MAX Python frames more. */
+uint32_t ml_reader_depth_limit(const struct parse *ps);
 
 #endif

@@ -5,11 +5,30 @@
 #include <string.h>
 #include "report/view_common.h"
 #include "report/units.h"
+#include "report/regfile.h"
 
 struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind)
 {
 	const struct ml_profile *p = a->profile;
 	struct ml_amount t = a->totals[kind];
+	if (kind == ML_KIND_CPU) {
+		/* The file's totals of heap and python; their peak is one. */
+		struct ml_amount sum = { 0 };
+		bool any = false;
+		for (int k = 0; k < ML_KIND_COUNT; k++) {
+			if (!ml_kind_in_cpu((enum ml_kind)k))
+				continue;
+			struct ml_amount one = ml_view_totals(a, (enum ml_kind)k);
+			ml_amount_add(&sum, &one);
+			if (p->kinds_present & (1u << k)) {
+				sum.peak_bytes = p->totals[k].peak_bytes;
+				any = true;
+			}
+		}
+		if (!any)
+			sum.peak_bytes = t.peak_bytes;
+		return sum;
+	}
 	if (p->kinds_present & (1u << kind)) {
 		const struct ml_fmt_total *ft = &p->totals[kind];
 		t.allocs = ft->allocs;
@@ -26,6 +45,10 @@ struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind)
 uint64_t ml_view_peak_time(const struct ml_agg *a, enum ml_kind kind)
 {
 	const struct ml_profile *p = a->profile;
+	if (ml_kind_is_derived(kind))
+		kind = ML_KIND_HEAP;	/* cpu's peak is the heap's (common/kinds.h) */
+	if (!(p->kinds_present & (1u << kind)) && ml_kind_peak_of(kind) == ML_KIND_HEAP)
+		kind = ML_KIND_PYTHON;	/* a profile with Python objects and no heap */
 	return (p->kinds_present & (1u << kind)) ? p->totals[kind].peak_time_ns : 0;
 }
 
@@ -40,7 +63,7 @@ static int cmp_stack(const void *x, const void *y, void *ctx)
 	const struct stack_order *o = ctx;
 	const struct ml_agg_stack *a = *(const struct ml_agg_stack *const *)x;
 	const struct ml_agg_stack *b = *(const struct ml_agg_stack *const *)y;
-	const struct ml_amount *ma = &a->kind[o->kind], *mb = &b->kind[o->kind];
+	const struct ml_amount *ma = ml_agg_stack_kind(a, o->kind), *mb = ml_agg_stack_kind(b, o->kind);
 	uint64_t va = o->peak ? ma->peak_bytes : ma->live_bytes;
 	uint64_t vb = o->peak ? mb->peak_bytes : mb->live_bytes;
 	uint64_t ca = o->peak ? ma->peak_blocks : ma->live_blocks;
@@ -60,7 +83,7 @@ const struct ml_agg_stack **ml_view_stacks(const struct ml_agg *a, enum ml_kind 
 	if (!rows)
 		return NULL;
 	for (size_t i = 0; i < a->n_stacks; i++) {
-		const struct ml_amount *m = &a->stacks[i].kind[kind];
+		const struct ml_amount *m = ml_agg_stack_kind(&a->stacks[i], kind);
 		if (peak ? m->peak_bytes || m->peak_blocks : m->live_bytes || m->live_blocks)
 			rows[(*n)++] = &a->stacks[i];
 	}
@@ -77,6 +100,18 @@ void ml_view_bytes(FILE *out, uint64_t bytes)
 	else
 		fprintf(out, "%llu bytes (%s)", (unsigned long long)bytes,
 			ml_units_bytes(bytes, u, sizeof(u)));
+}
+
+void ml_view_bytes_est(FILE *out, uint64_t bytes, bool estimated, uint64_t var)
+{
+	char u[ML_UNITS_LEN];
+	if (!estimated) {
+		ml_view_bytes(out, bytes);
+		return;
+	}
+	fputc('~', out);
+	ml_view_bytes(out, bytes);
+	fprintf(out, " +- %s", ml_units_bytes(ml_stddev(var), u, sizeof(u)));
 }
 
 size_t ml_view_limit(long limit, size_t n)
@@ -117,6 +152,11 @@ bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg_line *
 	m->peak_bytes += l->total[kind].peak_bytes;
 	m->leaked_bytes += l->total[kind].live_bytes;
 	m->allocs += l->total[kind].allocs;
+	m->estimated |= l->total[kind].estimated;
+	m->var_self += l->self[kind].var_alloc_bytes;
+	m->var_total += l->total[kind].var_alloc_bytes;
+	m->var_peak += l->total[kind].var_peak_bytes;
+	m->var_leaked += l->total[kind].var_live_bytes;
 	struct ml_amount gs = ml_amount_gpu(l->self), gt = ml_amount_gpu(l->total);
 	m->cuda_self += gs.alloc_bytes;
 	m->cuda_total += gt.alloc_bytes;
@@ -137,6 +177,18 @@ void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, 
 	ml_json_u64(j, m->leaked_bytes);
 	ml_json_key(j, "allocs");
 	ml_json_u64(j, m->allocs);
+	if (m->estimated) {
+		ml_json_key(j, "estimated");
+		ml_json_bool(j, true);
+		ml_json_key(j, "self_alloc_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_self));
+		ml_json_key(j, "total_alloc_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_total));
+		ml_json_key(j, "peak_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_peak));
+		ml_json_key(j, "leaked_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_leaked));
+	}
 	if (!cuda)
 		return;
 	ml_json_key(j, "cuda_self_alloc_bytes");
@@ -170,6 +222,7 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 	const struct ml_resolver *r = a->resolver;
 	struct ml_sym_source all[ML_VIEW_MAX_DEFS];
 	int got = -ENOENT;
+	memset(all, 0, sizeof(all));
 	if (r->function_sources)
 		got = r->function_sources(r->ctx, name, all, ML_VIEW_MAX_DEFS);
 	else if (r->function_source &&
@@ -181,9 +234,42 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 		const struct ml_sym_source *d = &all[i];
 		bool dup = !d->file || d->first_line <= 0 || d->last_line < d->first_line;
 		for (size_t k = 0; k < n && !dup; k++)
-			dup = out[k].first_line == d->first_line && strcmp(out[k].file, d->file) == 0;
+			dup = out[k].first_line == d->first_line && strcmp(out[k].file, d->file) == 0 &&
+			      (out[k].name == d->name ||
+			       (out[k].name && d->name && strcmp(out[k].name, d->name) == 0));
 		if (!dup)
 			out[n++] = *d;
 	}
 	return n;
+}
+
+bool ml_view_load_source(const struct ml_agg *a, const char *file, const char *name, bool quiet,
+			 struct ml_source *src, bool *modified)
+{
+	uint64_t started = a->profile->meta.start_realtime_ns;
+	char why[256];
+	int err = ml_source_load(file, src);
+
+	if (modified)
+		*modified = false;
+	if (err < 0) {
+		if (quiet)
+			return false;
+		if (err == -ENOENT || err == -ENOTDIR)
+			snprintf(why, sizeof(why), "not found");
+		else
+			ml_regfile_why(err, NULL, why, sizeof(why));
+		fprintf(stderr, "memline: warning: source file %s: %s; printing the lines of %s "
+			"without Line Contents\n", file, why, name);
+		return false;
+	}
+	if (started && src->mtime_ns > 0 && (uint64_t)src->mtime_ns > started) {
+		if (modified)
+			*modified = true;
+		if (!quiet)
+			fprintf(stderr, "memline: warning: source file %s was modified after the "
+				"profiled run started; its Line Contents may not be the lines "
+				"that ran\n", src->path);
+	}
+	return true;
 }

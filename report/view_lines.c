@@ -18,7 +18,7 @@ struct func_lines {
 	int first, last;
 	struct line_row *rows;	/* rows[i] is line first + i */
 	struct ml_source src;
-	bool have_source;
+	bool have_source, source_modified;	/* modified after the run started */
 	bool cuda;		/* the profile has CUDA kinds: CUDA columns */
 };
 
@@ -40,20 +40,17 @@ static int load_function(const struct ml_agg *a, enum ml_kind kind, const char *
 			 const struct ml_sym_source *def, struct func_lines *fl)
 {
 	memset(fl, 0, sizeof(*fl));
-	fl->name = name;
+	fl->name = def->name ? def->name : name;
 	fl->file = def->file;
 	fl->first = def->first_line;
 	fl->last = def->last_line;
 	fl->rows = calloc((size_t)(fl->last - fl->first + 1), sizeof(*fl->rows));
 	if (!fl->rows)
 		return -ENOMEM;
-	fl->cuda = ml_agg_has_cuda(a) && kind == ML_KIND_HEAP;	/* --kind X: plain layout */
+	fl->cuda = ml_agg_has_cuda(a) && ml_view_main_kind(kind);	/* --kind X: plain layout */
 	fill_rows(a, kind, fl);
-	if (ml_source_load(fl->file, &fl->src) == 0)
-		fl->have_source = true;
-	else
-		fprintf(stderr, "memline: warning: source file %s not found; "
-			"printing the lines of %s without Line Contents\n", fl->file, name);
+	fl->have_source = ml_view_load_source(a, fl->file, name, false, &fl->src,
+					      &fl->source_modified);
 	return 0;
 }
 
@@ -76,11 +73,16 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 		char allocs[ML_UNITS_LEN] = "";
 		self[0] = total[0] = peak[0] = leaked[0] = '\0';
 		if (r->any) {
-			ml_units_bytes(r->m.self_bytes, self, sizeof(self));
-			ml_units_bytes(r->m.total_bytes, total, sizeof(total));
-			ml_units_bytes(r->m.peak_bytes, peak, sizeof(peak));
-			ml_units_bytes(r->m.leaked_bytes, leaked, sizeof(leaked));
-			snprintf(allocs, sizeof(allocs), "%llu", (unsigned long long)r->m.allocs);
+			/* Sampled profiles: "~" marks an estimate (the +- of
+			 * each is in the JSON and the self one below). */
+			char *(*fmt)(uint64_t, char *, size_t) =
+				r->m.estimated ? ml_units_estimate : ml_units_bytes;
+			fmt(r->m.self_bytes, self, sizeof(self));
+			fmt(r->m.total_bytes, total, sizeof(total));
+			fmt(r->m.peak_bytes, peak, sizeof(peak));
+			fmt(r->m.leaked_bytes, leaked, sizeof(leaked));
+			snprintf(allocs, sizeof(allocs), "%s%llu", r->m.estimated ? "~" : "",
+				 (unsigned long long)r->m.allocs);
 		}
 		fprintf(out, "%6d %12s %12s %12s %12s  %10s", line, self, total, peak, leaked, allocs);
 		if (fl->cuda) {
@@ -95,6 +97,11 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 		if (fl->have_source) {
 			const char *text = ml_source_line(&fl->src, line);
 			fprintf(out, "   %s", text ? text : "");
+		}
+		if (r->any && r->m.estimated) {
+			char sd[ML_UNITS_LEN];
+			fprintf(out, "   [self +- %s]",
+				ml_units_bytes(ml_stddev(r->m.var_self), sd, sizeof(sd)));
 		}
 		fputc('\n', out);
 	}
@@ -114,6 +121,8 @@ static void lines_json(struct ml_json *j, const struct func_lines *fl)
 	ml_json_i64(j, fl->last);
 	ml_json_key(j, "source_found");
 	ml_json_bool(j, fl->have_source);
+	ml_json_key(j, "source_modified");
+	ml_json_bool(j, fl->source_modified);
 	ml_json_key(j, "lines");
 	ml_json_array_begin(j);
 	for (int line = fl->first; line <= fl->last; line++) {
@@ -130,8 +139,54 @@ static void lines_json(struct ml_json *j, const struct func_lines *fl)
 	ml_json_object_end(j);
 }
 
+/* --function names some decorated functions and some others (text only):
+ * the decorated ones in kernprof's table, then the others in this view's. */
+static int lines_mixed(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out)
+{
+	const char **dec = calloc(o->n_functions + 1, sizeof(*dec));
+	const char **rest = calloc(o->n_functions + 1, sizeof(*rest));
+	struct ml_view_opts od = *o, orest = *o;
+	int err = -ENOMEM;
+	if (!dec || !rest)
+		goto out;
+	od.n_functions = orest.n_functions = 0;
+	for (size_t i = 0; i < o->n_functions; i++) {
+		if (ml_view_is_decorated(a, o->functions[i]))
+			dec[od.n_functions++] = o->functions[i];
+		else
+			rest[orest.n_functions++] = o->functions[i];
+	}
+	od.functions = dec;
+	orest.functions = rest;
+	err = ml_view_lines_decorated(a, &od, out, NULL);
+	if (!err)
+		err = ml_view_lines(a, &orest, out, NULL);
+out:
+	free(dec);
+	free(rest);
+	return err;
+}
+
 int ml_view_lines(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j)
 {
+	/* @profile: every decorated function (no --function, or --layout), or
+	 * those of the names given that are decorated. */
+	if (!o->top && (!o->n_functions || o->layout))
+		return ml_view_lines_decorated(a, o, out, j);
+	if (!o->top && a->profile->has_pyprof) {
+		size_t dec = 0;
+		for (size_t i = 0; i < o->n_functions; i++)
+			dec += ml_view_is_decorated(a, o->functions[i]);
+		if (dec == o->n_functions)
+			return ml_view_lines_decorated(a, o, out, j);
+		if (dec && j) {
+			fprintf(stderr, "memline: report: lines --json: name functions decorated "
+				"with @profile or others, not both\n");
+			return -EINVAL;
+		}
+		if (dec)
+			return lines_mixed(a, o, out);
+	}
 	if (a->profile->has_samples)	/* memline run --lines: line_profiler's layout */
 		return ml_view_lines_timed(a, o, out, j);
 	if (o->top) {

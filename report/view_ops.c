@@ -110,6 +110,7 @@ void ml_ops_sort(const struct ml_agg_func **rows, size_t n, enum ml_ops_key key,
 /* The layout of one ops view: which columns it shows. */
 struct layout {
 	bool cuda;			/* the CUDA columns */
+	bool estimated;			/* a sampled profile: the Self +- column */
 	struct ml_ops_time time;	/* the time columns (ops_time.h) */
 };
 
@@ -137,7 +138,9 @@ static void dashes(const struct layout *l, FILE *out, int name_width)
 			fputc('-', out);
 		fputs("  ", out);
 	}
-	fputc('\n', out);
+	for (int i = 0; l->estimated && i < COLUMN_WIDTH; i++)
+		fputc('-', out);
+	fputs(l->estimated ? "  \n" : "\n", out);
 }
 
 static void row_text(const struct layout *l, FILE *out, const struct ml_agg_func *f,
@@ -155,11 +158,16 @@ static void row_text(const struct layout *l, FILE *out, const struct ml_agg_func
 		if (!shown_column(l, c))
 			continue;
 		uint64_t v = ml_ops_key_value(f, columns[c].key, kind);
+		bool est = f->total[kind].estimated;
 		if (columns[c].bytes)
-			ml_units_bytes(v, cell, sizeof(cell));
+			(est ? ml_units_estimate : ml_units_bytes)(v, cell, sizeof(cell));
 		else
-			snprintf(cell, sizeof(cell), "%llu", (unsigned long long)v);
+			snprintf(cell, sizeof(cell), "%s%llu", est ? "~" : "", (unsigned long long)v);
 		fprintf(out, "%*s  ", column_width(&columns[c]), cell);
+	}
+	if (l->estimated) {	/* one standard deviation of Self CPU Mem */
+		ml_units_bytes(ml_stddev(f->self[kind].var_alloc_bytes), cell, sizeof(cell));
+		fprintf(out, "%*s  ", COLUMN_WIDTH, cell);
 	}
 	fputc('\n', out);
 }
@@ -182,16 +190,19 @@ static void ops_text(const struct layout *l, const struct ml_agg *a,
 	for (size_t c = 0; c < N_COLUMNS; c++)
 		if (shown_column(l, c))
 			fprintf(out, "%*s  ", column_width(&columns[c]), columns[c].header);
+	if (l->estimated)
+		fprintf(out, "%*s  ", COLUMN_WIDTH, "Self +-");
 	fputc('\n', out);
 	dashes(l, out, name_width);
 	for (size_t i = 0; i < shown; i++)
 		row_text(l, out, rows[i], o->kind, name_width);
 	dashes(l, out, name_width);
 	char u[ML_UNITS_LEN];
-	fprintf(out, "Self CPU Mem total: %s%s%s%s\n\n",
+	fprintf(out, "Self CPU Mem total: %s%s%s%s%s\n\n", l->estimated ? "~" : "",
 		ml_units_bytes(a->totals[o->kind].alloc_bytes, u, sizeof(u)),
-		o->kind == ML_KIND_HEAP ? "" : " (", o->kind == ML_KIND_HEAP ? "" : ml_kind_name(o->kind),
-		o->kind == ML_KIND_HEAP ? "" : ")");
+		o->kind == ML_KIND_HEAP ? "" : " (",
+		o->kind == ML_KIND_HEAP ? "" : o->kind == ML_KIND_CPU ? "heap + Python objects" :
+		ml_kind_name(o->kind), o->kind == ML_KIND_HEAP ? "" : ")");
 	ml_ops_time_footer(&l->time, out);
 	if (l->cuda)
 		fprintf(out, "Self CUDA Mem total: %s (device, managed, pool, VMM physical, arrays)\n\n",
@@ -258,7 +269,8 @@ int ml_view_ops(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
 		return -ENOMEM;
 	size_t n = 0;
 	struct layout l;
-	l.cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
+	l.cuda = ml_agg_has_cuda(a) && ml_view_main_kind(o->kind);	/* --kind X: plain layout */
+	l.estimated = a->profile->sampled;
 	bool show_time = ml_ops_time_begin(&l.time, a, o);
 	for (size_t i = 0; i < a->n_funcs; i++) {
 		const struct ml_amount *t = &a->funcs[i].total[o->kind];

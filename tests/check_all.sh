@@ -2,7 +2,7 @@
 # tests/check_all.sh - the whole suite behind `make check`: unit tests, the
 # end-to-end tests, the torture suite, the layout rules, then the unit tests
 # and the report tool under ASan+UBSan.
-# Ends with one line, `check: N passed, M failed`; exits non-zero on failure.
+# Ends with one line, `check: N passed, M failed, K skipped`; exits non-zero on failure.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,7 @@ MAKE=${MAKE:-make}
 JOBS=-j$(nproc 2>/dev/null || echo 2)
 passed=0
 failed=0
+skipped=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -42,14 +43,20 @@ part() {
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
+	local s
+	s=$(echo "$line" | sed -nE 's/.*, ([0-9]+) skipped.*/\1/p')
+	skipped=$((skipped + ${s:-0}))
 }
 
 # The release build: unit tests, fixtures under memline run, the torture
-# programs alone and under memline, and the layout rules.
+# programs alone and under memline, the layout rules, and the peers'
+# programs against valgrind.
 part unit "unit tests ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" unit
 part e2e "end-to-end tests ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" e2e
 part torture "torture suite ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" torture
 part layout "layout rules (docs/layout.md)" /usr/bin/python3 tests/layout_check.py
+# The peers' test programs under memline and valgrind (skipped without it).
+part peers "memline against valgrind ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" peers
 
 # ASan+UBSan: the unit tests, then the report tool (build-asan/memline) on
 # good, truncated, corrupt and fuzzed profiles made by the release runtime.
@@ -65,6 +72,9 @@ asan_cli() {
 	/usr/bin/python3 tests/e2e/run.py --build "$CHECK_BUILD" --cli "$BUILD-asan/memline" -k report_
 }
 part e2e "report tool under ASan+UBSan ($BUILD-asan/memline)" asan_cli
+# A run's processes, picked and merged (report/runs.c, merge.c), likewise.
+part e2e "runs under ASan+UBSan ($BUILD-asan/memline)" \
+	/usr/bin/python3 tests/e2e/run.py --build "$CHECK_BUILD" --cli "$BUILD-asan/memline" -k run_
 
-echo "check: $passed passed, $failed failed"
+echo "check: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

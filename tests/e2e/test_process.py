@@ -221,8 +221,9 @@ def term_handler_reinstalled():
 	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
 	p = run([memline(), "run", "-o", d, "--", fixture("sig_reinstall")], cwd=d, timeout=10)
 	eq(p.returncode, 128 + signal.SIGINT, "exit status")
-	eq([f for f in os.listdir(d) if not f.endswith(".mlp")], [], "files other than profiles")
-	prof = glob.glob(os.path.join(d, "memline.sig_reinstall.*.mlp"))
+	rd = run_dir_of(d, p.stderr)
+	eq([f for f in os.listdir(rd) if not f.endswith(".mlp")], [], "files other than profiles")
+	prof = glob.glob(os.path.join(rd, "memline.sig_reinstall.*.mlp"))
 	eq(len(prof), 1, "profiles of sig_reinstall")
 	eq(leaked_lines(prof[0], "sig_reinstall"), [(line_of("sig_reinstall", "sr_leak"), 111, 1)],
 	   "leaks")
@@ -292,8 +293,8 @@ def exec_env_replaces_preload():
 @test
 def exec_env_cleared():
 	"""`memline run -o DIR -- env -i PROG`: PROG gets an empty environment;
-	its profile must still go to DIR (not PROG's working directory) and be
-	named by a `memline: wrote` line."""
+	its profile must still go to the run's directory in DIR (not PROG's
+	working directory), counted by the `memline: wrote` line."""
 	env_prog = shutil.which("env")
 	check(env_prog is not None, "no env program")
 	out = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
@@ -301,11 +302,9 @@ def exec_env_cleared():
 	p = run([memline(), "run", "-o", out, "--", env_prog, "-i", fixture("exec_target")], cwd=cwd)
 	eq(p.returncode, 0, "exit status; stderr: %s" % text(p.stderr).strip()[-300:])
 	eq(sorted(os.listdir(cwd)), [], "files written in the program's working directory")
-	prof = glob.glob(os.path.join(out, "memline.exec_target.*.mlp"))
-	eq(len(prof), 1, "profiles of exec_target in -o DIR")
-	said = sorted(os.path.basename(m) for m in
-		      re.findall(r"^memline: wrote (\S+)$", text(p.stderr), re.M))
-	eq(said, sorted(os.listdir(out)), "profiles named by 'memline: wrote' lines")
+	rd = run_dir_of(out, p.stderr)
+	prof = glob.glob(os.path.join(rd, "memline.exec_target.*.mlp"))
+	eq(len(prof), 1, "profiles of exec_target in the run's directory")
 	eq(leaked_lines(prof[0], "exec_target"), [(line_of("exec_target", "x_target"), 789, 1)],
 	   "exec_target leaks")
 
@@ -315,3 +314,109 @@ def exit_status_passed_on():
 	r = Run("exit_status", expect_rc=42)
 	rows = lines_of(r.file("exit_status"), "main")
 	expect_line(rows, line_of("exit_status", "es_alloc"), "malloc(42)", self_bytes=42, allocs=1)
+
+
+RELATIVE_DLOPEN = r"""#include <dlfcn.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	if (argc < 2 || chdir(argv[1]) != 0)
+		return 2;
+	void *lib = dlopen("./librel.so", RTLD_NOW);
+	if (!lib || chdir("/") != 0)
+		return 3;
+	void *(*make)(void) = (void *(*)(void))dlsym(lib, "make");
+	printf("%d\n", make() != NULL);
+	return 0;
+}
+"""
+
+RELATIVE_LIB = r"""#include <stdlib.h>
+void *make(void)
+{
+	return malloc(4321);	/* L:rel_make */
+}
+"""
+
+
+@test
+def dlopen_relative_path():
+	"""A library dlopen'ed by a relative path is recorded by its absolute
+	path: the report names its function and line from any directory (the
+	program changed directory since, too)."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	for name, src in (("rel.c", RELATIVE_DLOPEN), ("librel.c", RELATIVE_LIB)):
+		with open(os.path.join(d, name), "w") as f:
+			f.write(src)
+	exe, lib = os.path.join(d, "rel"), os.path.join(d, "librel.so")
+	p = run(["cc", "-g", "-O0", "-shared", "-fPIC", "-o", lib, os.path.join(d, "librel.c")])
+	check(p.returncode == 0, "cc lib: " + text(p.stderr))
+	p = run(["cc", "-g", "-O0", "-o", exe, os.path.join(d, "rel.c"), "-ldl"])
+	check(p.returncode == 0, "cc: " + text(p.stderr))
+	prof = Run(exe, args=[d]).file("rel")
+	doc = report(prof, "leaks")
+	mods = [f["module"] for s in doc["leaks"]["records"] for f in s["frames"]]
+	check(lib in mods and not any(m and m.startswith("./") for m in mods),
+	      "modules named in the leaks: %s" % sorted(set(m for m in mods if m)))
+	got = [(b, f[0]) for b, n, f in leak_stacks(doc) if f and f[0][1] == "librel.c"]
+	eq(got, [(4321, ("make", "librel.c", 4))], "the library's leak, symbolized")
+
+
+RUNPATH_PROG = r"""#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(void)
+{
+	/* Found only through this program's RUNPATH ($ORIGIN/plug): dlopen must
+	 * search as called from here, with and without RTLD_DEEPBIND. */
+	void *a = dlopen("libplug.so", RTLD_NOW);
+	void *b = dlopen("libplugdeep.so", RTLD_NOW | RTLD_DEEPBIND);
+	if (!a || !b) {
+		printf("dlopen: %s\n", dlerror());
+		return 1;
+	}
+	void (*drop)(void *) = (void (*)(void *))dlsym(b, "drop");
+	drop(malloc(777));
+	printf("loaded both\n");
+	return 0;
+}
+"""
+
+PLUG_LIB = r"""#include <stdlib.h>
+void drop(void *p)
+{
+	free(p);
+}
+"""
+
+
+@test
+def dlopen_keeps_caller_search_path():
+	"""memline wraps dlopen (for RTLD_DEEPBIND) without changing where it
+	looks: a library found only through the calling program's RUNPATH
+	loads, both plainly and with RTLD_DEEPBIND; the deep-bound library's
+	free of the program's block is seen (no leak)."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	os.mkdir(os.path.join(d, "plug"))
+	with open(os.path.join(d, "prog.c"), "w") as f:
+		f.write(RUNPATH_PROG)
+	with open(os.path.join(d, "plug.c"), "w") as f:
+		f.write(PLUG_LIB)
+	for lib in ("libplug.so", "libplugdeep.so"):
+		p = run(["cc", "-g", "-shared", "-fPIC", "-o", os.path.join(d, "plug", lib),
+			 os.path.join(d, "plug.c")])
+		check(p.returncode == 0, "cc lib: " + text(p.stderr))
+	exe = os.path.join(d, "prog")
+	p = run(["cc", "-g", "-O0", "-o", exe, os.path.join(d, "prog.c"), "-ldl",
+		 "-Wl,--enable-new-dtags,-rpath,$ORIGIN/plug"])
+	check(p.returncode == 0, "cc: " + text(p.stderr))
+	plain = run([exe])
+	eq((plain.returncode, text(plain.stdout)), (0, "loaded both\n"), "plain run")
+	r = Run(exe)
+	eq(text(r.proc.stdout), "loaded both\n", "stdout under memline")
+	prof = r.file("prog")
+	main = ops_rows(report(prof, "ops"))["main"]
+	eq((main["self_allocs"], main["self_bytes"]), (1, 777), "main's block")
+	left = [(b, f[0]) for b, n, f in leak_stacks(report(prof, "leaks")) if f and f[0][1] == "prog.c"]
+	eq(left, [], "leaks allocated in prog.c (its block was freed by the RTLD_DEEPBIND library)")

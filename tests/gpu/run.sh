@@ -52,9 +52,9 @@ for prog in rt_static rt_shared; do
 		bad "$prog output" "without memline '$plain', with memline '$under'"
 		continue
 	fi
-	"$ML" report "$d"/memline.*.mlp leaks --json >"$d/leaks.json" 2>"$d/report.err" ||
+	"$ML" report "$d"/memline.* leaks --json >"$d/leaks.json" 2>"$d/report.err" ||
 		{ bad "$prog report" "$(cat "$d/report.err")"; continue; }
-	"$ML" report "$d"/memline.*.mlp leaks >"$d/leaks.txt" 2>/dev/null
+	"$ML" report "$d"/memline.* leaks >"$d/leaks.txt" 2>/dev/null
 	if [ -x "$SANITIZER" ]; then
 		"$SANITIZER" --leak-check full "$bin" leak >"$d/sanitizer.txt" 2>&1
 		if /usr/bin/python3 tests/gpu/compare_leaks.py "$d/leaks.json" "$d/sanitizer.txt"; then
@@ -75,7 +75,7 @@ if /usr/bin/python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available
 		mkdir -p "$d"
 		PYTORCH_CUDA_ALLOC_CONF=$conf "$ML" run -o "$d" -- /usr/bin/python3 tests/gpu/torch_peak.py \
 			"$d/torch.json" >"$d/out.txt" 2>&1
-		prof=$(ls "$d"/memline.python*.mlp 2>/dev/null | head -n 1)
+		prof=$(ls "$d"/memline.*/memline.python*.mlp 2>/dev/null | head -n 1)
 		if [ -z "$prof" ]; then
 			bad "torch ${conf:-default}" "no profile: $(tail -n 3 "$d/out.txt")"
 			continue

@@ -15,6 +15,7 @@ Declarations, one per line anywhere in the program's source (usually its
 header comment), each starting with @:
 
   @args A B ...          arguments for the program (split on spaces)
+  @run OPT ...           options for `memline run` (--lines, --clock wall, ...)
   @slow                  run only with --slow
   @timeout SECONDS       per run (default 60)
   @profiles PROG=N ...   profiles expected per program name (default: the
@@ -28,6 +29,9 @@ header comment), each starting with @:
                          peak_blocks, peak_bytes), self by default,
                          total.FIELD for the inclusive amount.  A function
                          absent from the profile has every amount 0.
+  @warns TEXT            under memline, stderr has exactly one "memline: "
+                         line holding TEXT (a warning memline must give),
+                         which the comparison of stderr leaves out
   @end PROG[SEL] REASON STATUS
                          the profiles' end_reason (exit, _exit, exec,
                          signal, thread_exit) and end_status.
@@ -35,7 +39,8 @@ SEL is optional: [key=value,...] over the profile's JSON object (forked,
 end_reason, end_status) and argc (the number of arguments in argv).
 
 A new torture case is a new .c file here with its declarations: the
-Makefile builds every tests/torture/*.c (-g -O0 -pthread)."""
+Makefile builds every tests/torture/*.c (-g -O0 -pthread -ldl); NAME.lib.c
+is NAME's companion library, built as libNAME.so beside the program."""
 
 import argparse
 import glob
@@ -70,9 +75,9 @@ class Case:
 	def __init__(self, src):
 		self.src = src
 		self.name = os.path.splitext(os.path.basename(src))[0]
-		self.args, self.slow, self.timeout = [], False, 60
+		self.args, self.run_opts, self.slow, self.timeout = [], [], False, 60
 		self.profiles = {self.name: 1}
-		self.expects, self.ends = [], []
+		self.expects, self.ends, self.warns = [], [], []
 		with open(src) as f:
 			for n, line in enumerate(f, 1):
 				m = DIRECTIVE.match(line)
@@ -84,6 +89,8 @@ class Case:
 		words = value.split()
 		if key == "args":
 			self.args = words
+		elif key == "run":
+			self.run_opts = words
 		elif key == "slow":
 			self.slow = True
 		elif key == "timeout":
@@ -103,6 +110,9 @@ class Case:
 				      "%s: unknown amount %r" % (where, field))
 				fields[field] = int(v)
 			self.expects.append((selector(words[0], where), words[1], fields, where))
+		elif key == "warns":
+			check(value, "%s: @warns TEXT" % where)
+			self.warns.append(value)
 		elif key == "end":
 			check(len(words) == 3, "%s: @end PROG[SEL] REASON STATUS" % where)
 			self.ends.append((selector(words[0], where), words[1], int(words[2]), where))
@@ -147,8 +157,23 @@ def run(argv, cwd, timeout):
 		raise Fail("timed out after %d s: %s" % (timeout, " ".join(argv)))
 
 
-def without_wrote_lines(stderr):
-	return b"".join(l for l in stderr.splitlines(True) if not l.startswith(b"memline: wrote "))
+def without_memline_lines(stderr):
+	"""stderr without memline's own lines: `memline run`'s summary and the
+	runtime's warnings, which are not the program's output."""
+	return b"".join(l for l in stderr.splitlines(True) if not l.startswith(b"memline: "))
+
+
+def without_warnings(case, stderr):
+	"""stderr less the memline lines @warns declares, each of which must be
+	there exactly once."""
+	lines = stderr.splitlines(True)
+	said = set()
+	for w in case.warns:
+		hits = [i for i, l in enumerate(lines) if l.startswith(b"memline: ") and w.encode() in l]
+		check(len(hits) == 1, "memline's stderr has %d lines with %r (want 1): %r"
+		      % (len(hits), w, stderr[-300:]))
+		said.add(hits[0])
+	return b"".join(l for i, l in enumerate(lines) if i not in said)
 
 
 def compare_runs(case, prog, tmp):
@@ -157,12 +182,13 @@ def compare_runs(case, prog, tmp):
 	for d in (alone, under, out):
 		os.mkdir(d)
 	p = run([prog] + case.args, alone, case.timeout)
-	q = run([os.path.join(OPTS.build, "memline"), "run", "-o", out, "--", prog] + case.args,
-		under, case.timeout)
+	q = run([os.path.join(OPTS.build, "memline"), "run", "-o", out] + case.run_opts +
+		["--", prog] + case.args, under, case.timeout)
 	check(p.stdout == q.stdout, "stdout differs: alone %r, under memline %r"
 	      % (p.stdout[-300:], q.stdout[-300:]))
-	check(p.stderr == without_wrote_lines(q.stderr), "stderr differs: alone %r, under memline %r"
-	      % (p.stderr[-300:], q.stderr[-300:]))
+	check(without_memline_lines(p.stderr) ==
+	      without_memline_lines(without_warnings(case, q.stderr)),
+	      "stderr differs: alone %r, under memline %r" % (p.stderr[-300:], q.stderr[-300:]))
 	check(status(p.returncode) == q.returncode, "exit status: alone %d, under memline %d"
 	      % (status(p.returncode), q.returncode))
 	fa, fu = snapshot(alone), snapshot(under)
@@ -170,7 +196,11 @@ def compare_runs(case, prog, tmp):
 	      % (sorted(fa), sorted(fu)))
 	for f in fa:
 		check(fa[f] == fu[f], "file %s differs" % f)
-	return sorted(glob.glob(os.path.join(out, "*.mlp"))), out
+	runs = os.listdir(out)
+	check(len(runs) <= 1 and all(r.startswith("memline.") for r in runs),
+	      "want one run directory in the output folder, got %s" % runs)
+	run_dir = os.path.join(out, runs[0]) if runs else out
+	return sorted(glob.glob(os.path.join(run_dir, "*.mlp"))), run_dir
 
 
 # ------------------------------------------------------------ profiles
@@ -245,7 +275,13 @@ def run_case(case):
 	tmp = tempfile.mkdtemp(prefix="ml-torture-%s-" % case.name, dir=OPTS.tmp)
 	paths, out = compare_runs(case, prog, tmp)
 	left = [f for f in os.listdir(out) if not f.endswith(".mlp")]
-	check(not left, "files other than profiles in the output folder: %s" % left)
+	check(not left, "files other than profiles in the run's directory: %s" % left)
+	# Profiles get the permission bits of memline run's umask, whatever the
+	# program did to its own.
+	mode = 0o666 & ~OPTS.umask
+	for p in paths:
+		check(os.stat(p).st_mode & 0o7777 == mode, "%s: mode %o, want %o"
+		      % (os.path.basename(p), os.stat(p).st_mode & 0o7777, mode))
 	check_profiles(case, paths)
 
 
@@ -258,10 +294,13 @@ def main():
 	ap.add_argument("--slow", action="store_true", help="also run the programs marked @slow")
 	OPTS = ap.parse_args()
 	OPTS.build = os.path.abspath(OPTS.build)
+	OPTS.umask = os.umask(0)
+	os.umask(OPTS.umask)
 	OPTS.tmp = tempfile.mkdtemp(prefix="memline-torture-")
 	passed = failed = skipped = 0
 	try:
-		for src in sorted(glob.glob(os.path.join(HERE, "*.c"))):
+		for src in sorted(s for s in glob.glob(os.path.join(HERE, "*.c"))
+				  if not s.endswith(".lib.c")):	# companion libraries
 			name = os.path.splitext(os.path.basename(src))[0]
 			if OPTS.filter not in name:
 				continue
