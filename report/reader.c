@@ -449,6 +449,7 @@ void ml_profile_free(struct ml_profile *p)
 		free(o->notes);
 		free(o->frames_extra);
 		free(o->timeline);
+		free(o->pyprof);
 		free(o);
 	}
 	free(p->modules);

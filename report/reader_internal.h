@@ -27,6 +27,7 @@ struct owned {
 	 * timeline (a file's point into data). */
 	uint64_t *frames_extra;
 	struct ml_fmt_timepoint *timeline;
+	void *pyprof;		/* its PYFUNCS and PYLINES records */
 };
 
 /* One section as found in the file. */

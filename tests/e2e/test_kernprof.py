@@ -280,6 +280,11 @@ def kernprof_fork_child_own_hits():
 	eq(len(fs), 2, "profiles: %s" % fs)
 	hits = sorted(hits_at(kp_func(kp_lines(f), "step"), "kp_fork.py", "step")["hits"] for f in fs)
 	eq(hits, [1, 2], "step's hits in the parent and the child")
+	# --merge: one table, the processes' hits and calls summed.
+	p = run([rcli(), "report", r.run_dir, "lines", "--all", "--merge", "--json"])
+	eq(p.returncode, 0, "lines --all --merge: %s" % text(p.stderr)[-300:])
+	fn = kp_func(json.loads(text(p.stdout))["lines"], "step")
+	eq((hits_at(fn, "kp_fork.py", "step")["hits"], fn["calls"]), (3, 3), "merged hits, calls")
 
 
 @test
