@@ -63,8 +63,11 @@ def measure(py, build, reps, items, with_kernprof):
 				r = run_once(cmd, env, items)
 				for k in PARTS:
 					got[name][k].append(r[k])
-				for f in glob.glob(os.path.join(tmp, "*")):
-					os.unlink(f)
+				for f in glob.glob(os.path.join(tmp, "*")):	# run directories, kernprof's file
+					if os.path.isdir(f):
+						shutil.rmtree(f)
+					else:
+						os.unlink(f)
 	finally:
 		shutil.rmtree(tmp, ignore_errors=True)
 	med = {name: {k: statistics.median(v) for k, v in parts.items()}
