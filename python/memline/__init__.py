@@ -7,8 +7,8 @@ decorated function's every line gets its exact hits, time and memory, shown
 by ``memline report lines``.  Run without memline, ``memline.profile`` does
 nothing: it returns what it decorates unchanged, so a script keeps its
 decorators and runs at full speed.  To import it without memline, put the
-directory that holds this package on the path (``PYTHONPATH=<memline>/python``
-in a source tree, ``<prefix>/lib/memline/python`` once installed).
+directory that holds this package on the path (``PYTHONPATH=<memline's
+source tree>/python``), or copy this package into the project.
 """
 
 __all__ = ["profile", "active"]
