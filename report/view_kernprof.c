@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/view_common.h"
+#include "report/pyframes.h"
 #include "report/pyline.h"
 #include "report/source.h"
 #include "report/units.h"
@@ -49,22 +50,12 @@ static bool code_names(const struct ml_agg *a, uint32_t code_id, const char **na
 	return true;
 }
 
-/* name designates qualname: equal, or a dotted tail of it ("area" and
- * "Shape.area" for "Shape.area"). */
-static bool names(const char *qualname, const char *name)
-{
-	size_t q = strlen(qualname), n = strlen(name);
-	if (q == n)
-		return strcmp(qualname, name) == 0;
-	return q > n && qualname[q - n - 1] == '.' && strcmp(qualname + q - n, name) == 0;
-}
-
 bool ml_view_is_decorated(const struct ml_agg *a, const char *name)
 {
 	const struct ml_profile *p = a->profile;
 	for (size_t i = 0; p->has_pyprof && i < p->n_pyfuncs; i++) {
 		const char *qual, *file;
-		if (code_names(a, p->pyfuncs[i].code_id, &qual, &file) && names(qual, name))
+		if (code_names(a, p->pyfuncs[i].code_id, &qual, &file) && ml_pyframes_name_matches(qual, name))
 			return true;
 	}
 	return false;
@@ -330,7 +321,7 @@ static bool wanted(const struct ml_view_opts *o, const struct kfunc *kf)
 	if (!o->n_functions)
 		return true;
 	for (size_t i = 0; i < o->n_functions; i++)
-		if (names(kf->name, o->functions[i]))
+		if (ml_pyframes_name_matches(kf->name, o->functions[i]))
 			return true;
 	return false;
 }
