@@ -232,6 +232,32 @@ def kernprof_sampled_lines_have_no_per_hit():
 	      % [l["hits"] for l in rows][:5])
 
 
+@test
+def kernprof_beside_the_line_timer():
+	"""memline run --lines: the decorated function keeps its exact table
+	(no --function), the sampled table stays sampled (--top), and naming a
+	decorated and an undecorated function prints one table of each."""
+	r = Run(debian_python(), [py_fixture("kp_time.py")], opts=["--lines", "--clock", "wall"])
+	prof = python_profile(r)
+	doc = kp_lines(prof)
+	eq(doc["timer"]["estimated"], False, "the @profile table's timer")
+	eq(hits_at(kp_func(doc, "waits"), "kp_time.py", "sleep50")["hits"], 2, "exact hits")
+	doc = kp_lines(prof, "--top", "3")
+	eq(doc["timer"]["estimated"], True, "--top: the sampled table")
+	check(all(l["hits"] is None for f in doc["functions"] for l in f["lines"]), "sampled hits")
+	p = run([rcli(), "report", prof, "lines", "--function", "waits", "--function", "<module>"])
+	eq(p.returncode, 0, "both kinds named: %s" % text(p.stderr)[-300:])
+	heads = [l for l in text(p.stdout).splitlines() if l.startswith("Line #")]
+	# (every module's <module> has samples: one sampled table each)
+	check(len(heads) >= 2, "two kinds of tables: %s" % heads)
+	check("Hits" in heads[0] and "Per Hit" in heads[0], "decorated first: %r" % heads[0])
+	check(all("Samples" in h and "Per Hit" not in h for h in heads[1:]), "sampled: %r" % heads[1:])
+	p = run([rcli(), "report", prof, "lines", "--json", "--function", "waits", "--function",
+		 "<module>"])
+	check(p.returncode != 0 and "@profile" in text(p.stderr), "--json with both kinds: %s"
+	      % text(p.stderr))
+
+
 # ------------------------------------------------ the program's world
 
 @per_version
