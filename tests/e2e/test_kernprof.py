@@ -9,7 +9,7 @@ here; a CPython a fresh Debian 12 lacks (pyenv's) is a counted skip."""
 import json
 
 from harness import *  # noqa: F401,F403
-from harness import ROOT, Fail, Skip, check, eq, memline, rcli, report, run, test, text, Run
+from harness import ROOT, OPTS, Fail, Skip, check, eq, memline, rcli, report, run, test, text, Run
 from test_python import imports, interpreter, per_version, py_fixture, py_line, python_profile
 
 DEBIAN_PY = "/usr/bin/python3"
@@ -167,6 +167,29 @@ def kernprof_increment_vs_memory_profiler():
 	eq(compared, 6, "lines of a MiB or more compared")
 	eq(hits_at(fn, "kp_mprof.py", "a40")["cpu_increment_bytes"], 40 * 2 ** 20 + 57,
 	   "bytearray(40 MiB), exactly")
+
+
+@test
+def kernprof_cuda_increment_exact():
+	"""CUDA memory on the decorated lines (the driver's test double, from
+	ctypes): CUDA Increment is the exact device bytes each line allocated
+	or freed, summed over two calls; the text has the CUDA columns."""
+	py = debian_python()
+	double = os.path.join(OPTS.build, "cuda")
+	if not os.path.exists(os.path.join(double, "libcuda.so.1")):
+		raise Skip("no CUDA driver test double (tests/cuda_double needs cuda.h)")
+	r = Run(py, [py_fixture("kp_cuda.py")], env=dict(os.environ, LD_LIBRARY_PATH=double))
+	prof = python_profile(r)
+	fn = kp_func(kp_lines(prof), "device_work")
+	for marker, inc in (("alloc3", 2 * (3 << 20)), ("alloc5000", 2 * 5000),
+			    ("free3", -2 * (3 << 20)), ("return", 0)):
+		row = hits_at(fn, "kp_cuda.py", marker)
+		eq((row["hits"], row["cuda_increment_bytes"]), (2, inc), marker + ": hits, CUDA increment")
+	use = hits_at(fn, "kp_cuda.py", "alloc5000")["cuda_mem_usage_bytes"]
+	eq(use, (3 << 20) + 2 * 5000, "CUDA usage after the second call's two allocations")
+	p = run([rcli(), "report", prof, "lines"])
+	head = [l for l in text(p.stdout).splitlines() if l.startswith("Line #")]
+	check(head and "CUDA Increment" in head[0], "CUDA columns: %r" % head)
 
 
 # ------------------------------------------------ text
