@@ -237,3 +237,12 @@ void ml_counters_reset_totals(void)
 {
 	memset(kinds, 0, sizeof(kinds));
 }
+
+uint64_t ml_core_live_bytes(enum ml_kind kind)
+{
+	if ((unsigned)kind >= ML_KIND_COUNT)
+		return 0;
+	kind = ml_kind_peak_of(kind);	/* python: the heap's total */
+	/* The 8-byte half of the word is read whole (aligned), never torn. */
+	return __atomic_load_n(&kinds[kind].total.live, __ATOMIC_RELAXED);
+}

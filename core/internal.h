@@ -351,6 +351,8 @@ int ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stac
 		      struct ml_live_block *old);
 /* Removes (addr, kind) and returns it in *out.  Returns false if unknown. */
 bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out);
+/* The size of (addr, kind) if live, else 0. */
+uint64_t ml_livetab_size(uint64_t addr, uint32_t kind);
 /* Live entries now (all kinds). */
 uint64_t ml_livetab_count(void);
 /* Bytes of memory the tables hold. */

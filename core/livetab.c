@@ -280,6 +280,31 @@ bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
 	return found;
 }
 
+uint64_t ml_livetab_size(uint64_t addr, uint32_t kind)
+{
+	uint64_t key = key_of(addr, kind), size = 0;
+	struct shard *s = shard_of(addr);
+	if (!ml_tl_plain)
+		ml_spin_lock(&s->lock);
+	if (s->shift) {
+		struct slot *sl = lookup(s, key);
+		if (sl && sl->size != BIG_SIZE)
+			size = sl->size;
+		else if (sl)
+			for (uint32_t i = 0; i < s->n_big; i++)
+				if (s->big[i].key == key)
+					size = s->big[i].size;
+	}
+	if (!ml_tl_plain)
+		ml_spin_unlock(&s->lock);
+	return size;
+}
+
+uint64_t ml_core_live_block_size(const void *ptr, enum ml_kind kind)
+{
+	return ptr ? ml_livetab_size((uint64_t)(uintptr_t)ptr, kind) : 0;
+}
+
 uint64_t ml_livetab_count(void)
 {
 	uint64_t n = 0;
