@@ -99,7 +99,8 @@ FIX_CFLAGS_static_prog := -static
 EXAMPLE := $(BUILD)/examples/leaky
 # Python boot scripts: run by the Python room at the interpreter's start,
 # from <the directory of libmemline.so>/python (docs/python.md).
-PY_BOOT := $(patsubst python/boot/%,$(BUILD)/python/%,$(wildcard python/boot/*.py))
+PY_BOOT := $(patsubst python/boot/%,$(BUILD)/python/%,$(wildcard python/boot/*.py)) \
+	$(patsubst python/%,$(BUILD)/python/%,$(wildcard python/memline/*.py))
 # Torture programs: each runs alone and under memline (tests/torture/run.py).
 # A program's companion library, tests/torture/NAME.lib.c, is built as
 # libNAME.so next to it (the program dlopens it).
@@ -113,6 +114,12 @@ TORTURE := $(patsubst tests/torture/%.c,$(BUILD)/torture/%,$(filter-out $(TORTUR
 all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE) $(PY_BOOT)
 
 $(BUILD)/python/%.py: python/boot/%.py
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+
+# The `memline` package (memline.profile), served to profiled programs by
+# the boot script profile.py and importable without memline as a no-op.
+$(BUILD)/python/memline/%.py: python/memline/%.py
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 

@@ -101,6 +101,14 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 						  v ? v : "", ml_kind_list());
 		ra->vo.kind = (enum ml_kind)k;
 		ra->vo.kind_set = true;
+	} else if ((v = opt_value(argc, argv, i, "--layout", &m)), m) {
+		if (v && (strcmp(v, "memory_profiler") == 0 || strcmp(v, "mprof") == 0))
+			ra->vo.layout = ML_LINES_MEMORY_PROFILER;
+		else if (v && (strcmp(v, "line_profiler") == 0 || strcmp(v, "kernprof") == 0))
+			ra->vo.layout = ML_LINES_LINE_PROFILER;
+		else
+			return ml_cli_usage_error("report: unknown layout '%s' (line_profiler, "
+						  "kernprof, memory_profiler)", v ? v : "");
 	} else if ((v = opt_value(argc, argv, i, "--top", &m)), m) {
 		char *end;
 		errno = 0;
@@ -206,8 +214,11 @@ static int check_args(const struct report_args *ra)
 		return ml_cli_usage_error("report: --sort only applies to the ops view");
 	if (ra->vo.n_functions && ra->view != ML_VIEW_LINES)
 		return ml_cli_usage_error("report: --function only applies to the lines view");
-	if (ra->view == ML_VIEW_LINES && !ra->vo.n_functions && !ra->vo.top)
-		return ml_cli_usage_error("report: lines needs --function NAME or --top N");
+	if (ra->vo.layout && ra->view != ML_VIEW_LINES)
+		return ml_cli_usage_error("report: --layout only applies to the lines view");
+	if (ra->vo.layout && ra->vo.top)
+		return ml_cli_usage_error("report: --layout shows @profile functions; --top shows "
+					  "sampled ones");
 	if (ra->view == ML_VIEW_LINES && ra->vo.n_functions && ra->vo.top)
 		return ml_cli_usage_error("report: lines takes --function NAME or --top N, not both");
 	if ((ra->vo.top || ra->unit_set) && ra->view != ML_VIEW_LINES)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include "common/kinds.h"
 #include "common/pyformat.h"	/* Python frames, PYTHON and PYCODE records */
+#include "common/pyprof.h"	/* @profile: PYFUNCS and PYLINES records */
 
 /*
  * A profile is little-endian:
@@ -68,6 +69,8 @@ enum ml_fmt_section_type {
 	 *   17 PYFUNCS, 18 PYLINES (the @profile tracer). */
 	ML_SEC_PYTHON = 14,	/* one ml_fmt_python (common/pyformat.h) */
 	ML_SEC_PYCODE = 15,	/* count x ml_fmt_pycode + strings (common/pyformat.h) */
+	ML_SEC_PYFUNCS = 17,	/* ml_fmt_pyprof, then count - 1 x ml_fmt_pyfunc (common/pyprof.h) */
+	ML_SEC_PYLINES = 18,	/* count x ml_fmt_pyline (common/pyprof.h) */
 	ML_SEC_ADDRESSES = 19,	/* count distinct frame addresses, varint deltas */
 	ML_SEC_RUNTIME = 20,	/* one ml_fmt_runtime: memline's own memory */
 	ML_SEC_SAMPLED = 21,	/* one ml_fmt_sampled: --sample's settings and totals */

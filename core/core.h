@@ -171,6 +171,17 @@ uint32_t ml_stack_capture(uint64_t *frames, uint32_t max, uint32_t *flags);
 uint32_t ml_stack_capture_context(void *ucontext, uint64_t *frames, uint32_t max,
 				  uint32_t *flags);
 
+/* The live bytes of kind's running total now (for a kind that shares
+ * another's total, that total).  One relaxed load: lock-free,
+ * async-signal-safe, callable with or without the guard. */
+uint64_t ml_core_live_bytes(enum ml_kind kind);
+
+/* The size recorded for the live block (ptr, kind), or 0 when none is
+ * live.  Takes one live-table shard's spinlock briefly; never allocates.
+ * For rooms that must tell apart bytes the interpreter holds only for
+ * their own callback (the Python tracer). */
+uint64_t ml_core_live_block_size(const void *ptr, enum ml_kind kind);
+
 /* Lets every registered stack decorator (struct ml_room) rewrite a stack
  * captured outside ml_track_* (lineprof's samples): frames[0..depth),
  * innermost first, cap slots.  Returns the new depth.  Async-signal-safe;

@@ -158,3 +158,12 @@ void ml_counters_reset_totals(void)
 {
 	memset(ml_kinds, 0, sizeof(ml_kinds));
 }
+
+uint64_t ml_core_live_bytes(enum ml_kind kind)
+{
+	if ((unsigned)kind >= ML_KIND_COUNT)
+		return 0;
+	kind = ml_kind_peak_of(kind);	/* python: the heap's total */
+	/* The 8-byte half of the word is read whole (aligned), never torn. */
+	return __atomic_load_n(&ml_kinds[kind].total.live, __ATOMIC_RELAXED);
+}

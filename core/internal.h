@@ -494,6 +494,8 @@ ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
 		ml_spin_unlock(&s->lock);
 	return ml_livetab_remove_slow(addr, kind, out);
 }
+/* The size of (addr, kind) if live, else 0. */
+uint64_t ml_livetab_size(uint64_t addr, uint32_t kind);
 /* Live entries now (all kinds). */
 uint64_t ml_livetab_count(void);
 /* Bytes of memory the tables hold. */

@@ -240,6 +240,30 @@ bool ml_livetab_remove_slow(uint64_t addr, uint32_t kind, struct ml_live_block *
 	return b != NULL;
 }
 
+uint64_t ml_livetab_size(uint64_t addr, uint32_t kind)
+{
+	uint64_t key = ml_live_key(addr, kind), size = 0;
+	struct ml_live_shard *s = ml_live_shard_of(addr);
+	unsigned w;
+	if (!ml_tl_plain)
+		ml_spin_lock(&s->lock);
+	struct ml_live_bucket *b = lookup(s, key, &w);
+	if (b && b->size[w] != BIG_SIZE)
+		size = b->size[w];
+	else if (b)
+		for (uint32_t i = 0; i < s->n_big; i++)
+			if (s->big[i].key == key)
+				size = s->big[i].size;
+	if (!ml_tl_plain)
+		ml_spin_unlock(&s->lock);
+	return size;
+}
+
+uint64_t ml_core_live_block_size(const void *ptr, enum ml_kind kind)
+{
+	return ptr ? ml_livetab_size((uint64_t)(uintptr_t)ptr, kind) : 0;
+}
+
 uint64_t ml_livetab_count(void)
 {
 	uint64_t n = 0;

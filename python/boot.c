@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include "core/core.h"
 #include "python/internal.h"
+#include "python/tracer.h"
 
 #define PY_FILE_INPUT 257	/* Py_file_input */
 #define BOOT_SCRIPT_MAX (1u << 20)
@@ -41,9 +42,10 @@ static volatile bool gave_up;		/* the layout check failed: no frames */
 
 /* ---- running a little Python, privately ---- */
 
-/* A fresh globals dict with __builtins__, __name__ and __file__; NULL on
- * error (a Python exception is then set). */
-static void *private_globals(const char *file)
+/* A fresh globals dict with __builtins__, __name__ and __file__ (and, for
+ * boot scripts, `_memline`: the line tracer's C functions, when it can run
+ * here); NULL on error (a Python exception is then set). */
+static void *private_globals(const char *file, bool tracer)
 {
 	const struct ml_py_api *api = &ml_py.api;
 	void *g = api->dict_new();
@@ -56,6 +58,11 @@ static void *private_globals(const char *file)
 		rc = api->dict_set(g, "__name__", name);
 	if (path && rc == 0)
 		rc = api->dict_set(g, "__file__", path);
+	void *ns = tracer && rc == 0 ? ml_pyt_namespace() : NULL;
+	if (ns) {
+		rc = api->dict_set(g, "_memline", ns);
+		api->decref(ns);
+	}
 	if (name)
 		api->decref(name);
 	if (path)
@@ -89,13 +96,14 @@ static void warn_exception(const char *what)
 			api->decref(drop[i]);
 }
 
-/* Compiles src as file and runs it in a private namespace.  Returns 0, or
+/* Compiles src as file and runs it in a private namespace (with
+ * `_memline` when tracer).  Returns 0, or
  * -1 after warning about the exception it raised. */
-static int run_source(const char *src, const char *file, const char *what)
+static int run_source(const char *src, const char *file, const char *what, bool tracer)
 {
 	const struct ml_py_api *api = &ml_py.api;
 	void *code = api->compile(src, file, PY_FILE_INPUT, NULL, -1);
-	void *g = code ? private_globals(file) : NULL;
+	void *g = code ? private_globals(file, tracer) : NULL;
 	void *result = g ? api->eval_code(code, g, g) : NULL;
 	if (result)
 		api->decref(result);
@@ -141,7 +149,7 @@ static bool check_layout(void)
 		return false;
 	}
 	check_code = (uint64_t)(uintptr_t)code;
-	void *g = private_globals("<memline>");
+	void *g = private_globals("<memline>", false);
 	void *result = g ? api->eval_code(code, g, g) : NULL;
 	if (result)
 		api->decref(result);
@@ -217,7 +225,7 @@ static void run_boot_scripts(void)
 		snprintf(what, sizeof(what), "boot script %s failed", path);
 		char *src = read_script(path);
 		if (src)
-			run_source(src, path, what);
+			run_source(src, path, what, true);
 		free(src);
 		free(names[i]);
 	}
@@ -245,7 +253,8 @@ static void boot(void)
 	}
 	if (ml_py_boot_config.allocators && !gave_up && ml_py_hooks_install() == 0)
 		ml_py.flags |= ML_PY_ALLOCATORS;
-	run_source(hide_environ_src, "<memline>", "cannot hide memline's variables from os.environ");
+	run_source(hide_environ_src, "<memline>", "cannot hide memline's variables from os.environ",
+		   false);
 	run_boot_scripts();
 	api->err_restore(type, value, tb);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "core/core.h"
 #include "python/internal.h"
+#include "python/tracer.h"
 
 static bool env_off(const char *name)
 {
@@ -68,14 +69,18 @@ static bool decorates(void)
 
 static void fork_child(void)
 {
-	if (ml_py.found)
+	if (ml_py.found) {
 		ml_py_codetab_after_fork();
+		ml_pyt_fork_child();
+	}
 }
 
 static void write_sections(struct ml_writer *w)
 {
-	if (ml_py.found)
+	if (ml_py.found) {
 		ml_py_write_sections(w);
+		ml_pyt_write_sections(w);
+	}
 }
 
 static const struct ml_room python_room = {

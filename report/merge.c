@@ -605,11 +605,84 @@ static int merge_python(struct merger *mg, struct ml_profile *out)
 	return 0;
 }
 
+/* The merged code id of process i's Python code id (0: none). */
+static uint32_t merged_code(const struct merger *mg, size_t i, uint32_t id)
+{
+	const struct ml_pycode *pc = ml_profile_pycode(mg->in[i], id);
+	return pc && mg->code_map && mg->code_map[i] ? mg->code_map[i][pc - mg->in[i]->pycodes] : 0;
+}
+
+/* PYFUNCS and PYLINES (@profile): each decorated code object once under
+ * its merged id (calls summed, entry bytes the most of any process), every
+ * process's lines under the merged ids (the lines view sums them). */
+static int merge_pyprof(struct merger *mg, struct ml_profile *out)
+{
+	size_t nf = 0, nl = 0;
+	const struct ml_profile *first = NULL;
+	for (size_t i = 0; i < mg->n; i++)
+		if (mg->in[i]->has_pyprof) {
+			first = first ? first : mg->in[i];
+			nf += mg->in[i]->n_pyfuncs;
+			nl += mg->in[i]->n_pylines;
+		}
+	if (!first)
+		return 0;
+	struct ml_fmt_pyfunc *f = calloc(1, (nf + 1) * sizeof(*f) + nl * sizeof(struct ml_fmt_pyline));
+	if (!f)
+		return oom(mg);
+	struct ml_fmt_pyline *l = (struct ml_fmt_pyline *)(f + nf + 1);
+	size_t n_f = 0, n_l = 0;
+	((struct owned *)out->priv)->pyprof = f;
+	out->pyprof = first->pyprof;
+	out->pyprof.events = out->pyprof.dropped = 0;
+	for (size_t i = 0; i < mg->n; i++) {
+		const struct ml_profile *p = mg->in[i];
+		if (!p->has_pyprof)
+			continue;
+		out->pyprof.events += p->pyprof.events;
+		out->pyprof.dropped += p->pyprof.dropped;
+		for (size_t k = 0; k < p->n_pyfuncs; k++) {
+			const struct ml_fmt_pyfunc *in = &p->pyfuncs[k];
+			uint32_t id = merged_code(mg, i, in->code_id);
+			size_t d = 0;
+			while (d < n_f && f[d].code_id != id)
+				d++;
+			if (!id)
+				continue;
+			if (d == n_f) {
+				f[n_f] = *in;
+				f[n_f++].code_id = id;
+				continue;
+			}
+			f[d].calls += in->calls;
+			f[d].flags |= in->flags;
+			f[d].entry_cpu = in->entry_cpu > f[d].entry_cpu ? in->entry_cpu : f[d].entry_cpu;
+			f[d].entry_cuda = in->entry_cuda > f[d].entry_cuda ? in->entry_cuda
+									    : f[d].entry_cuda;
+		}
+		for (size_t k = 0; k < p->n_pylines; k++) {
+			uint32_t id = merged_code(mg, i, p->pylines[k].code_id);
+			if (!id)
+				continue;
+			l[n_l] = p->pylines[k];
+			l[n_l++].code_id = id;
+		}
+	}
+	out->pyfuncs = f;
+	out->n_pyfuncs = n_f;
+	out->pylines = l;
+	out->n_pylines = n_l;
+	out->has_pyprof = true;
+	return 0;
+}
+
 static int build(struct merger *mg, struct ml_profile *out)
 {
 	int rc = place_modules(mg);
 	if (!rc)
 		rc = merge_python(mg, out);
+	if (!rc)
+		rc = merge_pyprof(mg, out);
 	if (!rc)
 		rc = merge_stacks(mg);
 	if (rc)

@@ -115,6 +115,15 @@ struct ml_profile {
 	const char *python_cwd;		/* the working directory at start */
 	struct ml_pycode *pycodes;	/* sorted by id */
 	size_t n_pycodes;
+	/* @profile (PYFUNCS and PYLINES, common/pyprof.h): the decorated
+	 * functions' exact per-line numbers; every code_id is in pycodes and
+	 * every line's code_id among pyfuncs. */
+	bool has_pyprof;
+	struct ml_fmt_pyprof pyprof;
+	const struct ml_fmt_pyfunc *pyfuncs;
+	size_t n_pyfuncs;
+	const struct ml_fmt_pyline *pylines;
+	size_t n_pylines;
 	void *priv;			/* owned storage */
 };
 

@@ -296,7 +296,7 @@ const struct ml_frame *ml_pyframes_resolve(struct ml_pyframes *pf, uint64_t addr
 
 /* ---- functions by name ---- */
 
-static bool name_matches(const char *qualname, const char *name)
+bool ml_pyframes_name_matches(const char *qualname, const char *name)
 {
 	size_t q = strlen(qualname), n = strlen(name);
 	if (q == n)
@@ -311,7 +311,7 @@ int ml_pyframes_function_sources(struct ml_pyframes *pf, const char *name,
 	for (size_t i = 0; pf && i < pf->p->n_pycodes && n < max; i++) {
 		const struct ml_pycode *pc = &pf->p->pycodes[i];
 		struct code_info *ci = info_of(pf, pc);
-		if (!ci || !name_matches(ci->qualname, name))
+		if (!ci || !ml_pyframes_name_matches(ci->qualname, name))
 			continue;
 		if (!ci->range_done) {
 			ml_pyline_range(pc->linetable_format, pc->linetable, pc->linetable_len,

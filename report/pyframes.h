@@ -28,6 +28,10 @@ void ml_pyframes_close(struct ml_pyframes *pf);
  * "[unknown Python code]".  The frame lives as long as pf. */
 const struct ml_frame *ml_pyframes_resolve(struct ml_pyframes *pf, uint64_t addr);
 
+/* Whether name designates the Python function qualname: equal, or a
+ * dotted tail of it ("area" and "Shape.area" for "Shape.area"). */
+bool ml_pyframes_name_matches(const char *qualname, const char *name);
+
 /* Every Python function name designates: its qualified name, its
  * plain name (the last part), or a dotted tail of it ("Model.forward",
  * "forward").  Fills out[0..max) with (file, first line, last line,

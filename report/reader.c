@@ -43,6 +43,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_NOTES] = "NOTES",
 	[ML_SEC_PROCESS] = "PROCESS", [ML_SEC_WARNINGS] = "WARNINGS",
 	[ML_SEC_PYTHON] = "PYTHON", [ML_SEC_PYCODE] = "PYCODE",
+	[ML_SEC_PYFUNCS] = "PYFUNCS", [ML_SEC_PYLINES] = "PYLINES",
 };
 
 int ml_reader_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -288,7 +289,7 @@ static int parse_body(struct parse *ps)
 		ml_reader_parse_counters,
 		ml_reader_parse_totals, ml_reader_check_gpu_total, ml_reader_parse_timeline,
 		ml_reader_parse_samples, ml_reader_parse_regions, ml_reader_parse_spans,
-		ml_reader_parse_python,
+		ml_reader_parse_python, ml_reader_parse_pyprof,
 	};
 	for (size_t i = 0; i < sizeof(parsers) / sizeof(parsers[0]); i++) {
 		int rc = parsers[i](ps);
@@ -448,6 +449,7 @@ void ml_profile_free(struct ml_profile *p)
 		free(o->notes);
 		free(o->frames_extra);
 		free(o->timeline);
+		free(o->pyprof);
 		free(o);
 	}
 	free(p->modules);

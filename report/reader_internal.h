@@ -27,6 +27,7 @@ struct owned {
 	 * timeline (a file's point into data). */
 	uint64_t *frames_extra;
 	struct ml_fmt_timepoint *timeline;
+	void *pyprof;		/* its PYFUNCS and PYLINES records */
 };
 
 /* One section as found in the file. */
@@ -107,6 +108,8 @@ int ml_reader_parse_process(struct parse *ps);
 int ml_reader_parse_warnings(struct parse *ps);
 /* PYTHON and PYCODE (reader_python.c). */
 int ml_reader_parse_python(struct parse *ps);
+/* PYFUNCS and PYLINES (@profile), after PYTHON and PYCODE. */
+int ml_reader_parse_pyprof(struct parse *ps);
 
 /* The deepest stack a profile may hold: max_depth native frames, and with
  * a PYTHON section up to ML_PYFRAMES_MAX Python frames more. */

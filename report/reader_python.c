@@ -104,3 +104,58 @@ const struct ml_pycode *ml_profile_pycode(const struct ml_profile *p, uint32_t i
 	}
 	return NULL;
 }
+
+/* ---- @profile: PYFUNCS and PYLINES (common/pyprof.h) ---- */
+
+_Static_assert(sizeof(struct ml_fmt_pyprof) == 56, "pyprof layout");
+_Static_assert(sizeof(struct ml_fmt_pyfunc) == 32, "pyfunc layout");
+_Static_assert(sizeof(struct ml_fmt_pyline) == 64, "pyline layout");
+
+static bool is_decorated(const struct ml_profile *p, uint32_t code_id)
+{
+	for (size_t i = 0; i < p->n_pyfuncs; i++)
+		if (p->pyfuncs[i].code_id == code_id)
+			return true;
+	return false;
+}
+
+int ml_reader_parse_pyprof(struct parse *ps)
+{
+	const struct span *f = &ps->sec[ML_SEC_PYFUNCS], *l = &ps->sec[ML_SEC_PYLINES];
+	struct ml_profile *p = ps->p;
+	if (!f->seen)
+		return l->seen ? BAD(ps, "corrupt: PYLINES without PYFUNCS") : 0;
+	if (!p->has_python)
+		return BAD(ps, "corrupt: PYFUNCS without PYTHON");
+	if (f->count == 0 || f->size != sizeof(struct ml_fmt_pyprof) +
+	    (uint64_t)(f->count - 1) * sizeof(struct ml_fmt_pyfunc))
+		return BAD(ps, "corrupt: PYFUNCS section of %u records has %llu bytes", f->count,
+			   (unsigned long long)f->size);
+	memcpy(&p->pyprof, f->payload, sizeof(p->pyprof));
+	if (p->pyprof.mechanism != ML_PYPROF_SETTRACE &&
+	    p->pyprof.mechanism != ML_PYPROF_MONITORING)
+		return BAD(ps, "corrupt: PYFUNCS names line-event mechanism %u",
+			   p->pyprof.mechanism);
+	p->pyfuncs = (const struct ml_fmt_pyfunc *)(f->payload + sizeof(struct ml_fmt_pyprof));
+	p->n_pyfuncs = f->count - 1;
+	for (size_t i = 0; i < p->n_pyfuncs; i++)
+		if (!ml_profile_pycode(p, p->pyfuncs[i].code_id))
+			return BAD(ps, "corrupt: PYFUNCS record %zu names Python code %u, "
+				   "which PYCODE lacks", i + 1, p->pyfuncs[i].code_id);
+	if (l->seen) {
+		if (l->size != (uint64_t)l->count * sizeof(struct ml_fmt_pyline))
+			return BAD(ps, "corrupt: PYLINES section of %u records has %llu bytes",
+				   l->count, (unsigned long long)l->size);
+		p->pylines = (const struct ml_fmt_pyline *)l->payload;
+		p->n_pylines = l->count;
+	}
+	for (size_t i = 0; i < p->n_pylines; i++) {
+		const struct ml_fmt_pyline *r = &p->pylines[i];
+		if (!is_decorated(p, r->code_id) || r->line <= 0 || r->ended > r->hits)
+			return BAD(ps, "corrupt: PYLINES record %zu (code %u, line %d, %llu hits, "
+				   "%llu ended)", i, r->code_id, r->line,
+				   (unsigned long long)r->hits, (unsigned long long)r->ended);
+	}
+	p->has_pyprof = true;
+	return 0;
+}

@@ -139,8 +139,54 @@ static void lines_json(struct ml_json *j, const struct func_lines *fl)
 	ml_json_object_end(j);
 }
 
+/* --function names some decorated functions and some others (text only):
+ * the decorated ones in kernprof's table, then the others in this view's. */
+static int lines_mixed(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out)
+{
+	const char **dec = calloc(o->n_functions + 1, sizeof(*dec));
+	const char **rest = calloc(o->n_functions + 1, sizeof(*rest));
+	struct ml_view_opts od = *o, orest = *o;
+	int err = -ENOMEM;
+	if (!dec || !rest)
+		goto out;
+	od.n_functions = orest.n_functions = 0;
+	for (size_t i = 0; i < o->n_functions; i++) {
+		if (ml_view_is_decorated(a, o->functions[i]))
+			dec[od.n_functions++] = o->functions[i];
+		else
+			rest[orest.n_functions++] = o->functions[i];
+	}
+	od.functions = dec;
+	orest.functions = rest;
+	err = ml_view_lines_decorated(a, &od, out, NULL);
+	if (!err)
+		err = ml_view_lines(a, &orest, out, NULL);
+out:
+	free(dec);
+	free(rest);
+	return err;
+}
+
 int ml_view_lines(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j)
 {
+	/* @profile: every decorated function (no --function, or --layout), or
+	 * those of the names given that are decorated. */
+	if (!o->top && (!o->n_functions || o->layout))
+		return ml_view_lines_decorated(a, o, out, j);
+	if (!o->top && a->profile->has_pyprof) {
+		size_t dec = 0;
+		for (size_t i = 0; i < o->n_functions; i++)
+			dec += ml_view_is_decorated(a, o->functions[i]);
+		if (dec == o->n_functions)
+			return ml_view_lines_decorated(a, o, out, j);
+		if (dec && j) {
+			fprintf(stderr, "memline: report: lines --json: name functions decorated "
+				"with @profile or others, not both\n");
+			return -EINVAL;
+		}
+		if (dec)
+			return lines_mixed(a, o, out);
+	}
 	if (a->profile->has_samples)	/* memline run --lines: line_profiler's layout */
 		return ml_view_lines_timed(a, o, out, j);
 	if (o->top) {

@@ -108,8 +108,12 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 	fprintf(out, "Total time: %g s\n", (double)tf->samples * period_s);
 	fprintf(out, "File: %s\n", tf->file);
 	fprintf(out, "Function: %s at line %d\n\n", tf->name, tf->first);
-	int len = fprintf(out, "%6s %9s %12s %8s %8s %12s", "Line #", tf->exact ? "Hits" : "Samples",
-			  "Time", "Per Hit", "% Time", "Self Time");
+	/* Per Hit only where hits are exact (gcov): a time per sample would
+	 * just be the sampling period. */
+	int len = tf->exact ? fprintf(out, "%6s %9s %12s %8s %8s %12s", "Line #", "Hits", "Time",
+				      "Per Hit", "% Time", "Self Time")
+			    : fprintf(out, "%6s %9s %12s %8s %12s", "Line #", "Samples", "Time",
+				      "% Time", "Self Time");
 	if (tf->gil)
 		len += fprintf(out, " %12s", "GIL Wait");
 	len += fprintf(out, " %12s %12s %12s %12s  %10s", "Self Alloc", "Total Alloc", "Peak",
@@ -149,7 +153,10 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 			ml_units_bytes(r->m.leaked_bytes, leaked, sizeof(leaked));
 			snprintf(allocs, sizeof(allocs), "%llu", (unsigned long long)r->m.allocs);
 		}
-		fprintf(out, "%6d %9s %12s %8s %8s %12s", line, hits, time, per, pct, stime);
+		if (tf->exact)
+			fprintf(out, "%6d %9s %12s %8s %8s %12s", line, hits, time, per, pct, stime);
+		else
+			fprintf(out, "%6d %9s %12s %8s %12s", line, hits, time, pct, stime);
 		if (tf->gil)
 			fprintf(out, " %12s", gil);
 		fprintf(out, " %12s %12s %12s %12s  %10s", self, total, peak, leaked, allocs);
@@ -208,13 +215,11 @@ static void json_func(struct ml_json *j, const struct ml_agg *a, const struct tf
 		ml_json_i64(j, line);
 		ml_json_key(j, "text");
 		ml_json_string(j, tf->have_source ? ml_source_line(&tf->src, line) : NULL);
-		ml_json_key(j, "hits");
+		ml_json_key(j, "hits");	/* exact counts only (gcov); samples are not hits */
 		if (tf->exact && r->have_hits)
 			ml_json_u64(j, r->hits);
-		else if (tf->exact)
-			ml_json_null(j);
 		else
-			ml_json_u64(j, r->samples);
+			ml_json_null(j);
 		ml_json_key(j, "samples");
 		ml_json_u64(j, r->samples);
 		ml_json_key(j, "self_samples");

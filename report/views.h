@@ -41,6 +41,13 @@ enum ml_flame_value {
 	ML_FV_COUNT,
 };
 
+/* --layout of the lines view: the tables of @profile functions. */
+enum ml_lines_layout {
+	ML_LINES_DEFAULT = 0,
+	ML_LINES_LINE_PROFILER = 1,	/* kernprof -l -v's table (the default for them) */
+	ML_LINES_MEMORY_PROFILER = 2,	/* python -m memory_profiler's table */
+};
+
 struct ml_view_opts {
 	enum ml_kind kind;		/* the memory kind shown */
 	bool kind_set;			/* kind was asked for; else the profile's default
@@ -51,6 +58,7 @@ struct ml_view_opts {
 	const char *const *functions;	/* lines only */
 	size_t n_functions;
 	long top;			/* lines: the N functions with most time (0: off) */
+	int layout;			/* lines: enum ml_lines_layout (0: the default) */
 	double unit;			/* lines: timer unit in seconds (0: 1e-6) */
 	const struct ml_cov *cov;	/* exact line and call counts (gcov), or NULL */
 	enum ml_flame_value value;	/* flame, folded: what is measured */
@@ -70,6 +78,14 @@ int ml_view_leaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE *ou
 int ml_view_peak(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j);
 int ml_view_ops(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j);
 int ml_view_lines(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out, struct ml_json *j);
+/* lines of the functions decorated with @profile (the profile's PYFUNCS):
+ * kernprof's or memory_profiler's table (o->layout) with exact hits, time
+ * and memory.  With o->functions, only the decorated ones among them
+ * (names of others are skipped when skip_others, else an error). */
+int ml_view_lines_decorated(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+			    struct ml_json *j);
+/* Whether name designates a function decorated with @profile. */
+bool ml_view_is_decorated(const struct ml_agg *a, const char *name);
 /* lines for a profile with samples (--lines): line_profiler's layout. */
 int ml_view_lines_timed(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
 			struct ml_json *j);

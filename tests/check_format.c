@@ -1328,6 +1328,110 @@ static void bad_end_reason(struct ml_writer *w)
 	ck_assert_int_eq(ml_writer_end(w), 0);
 }
 
+/* PYTHON with one code object (id 1), for the @profile sections. */
+static void put_python(struct ml_writer *w)
+{
+	struct ml_fmt_python py = { .version = 0x030b02f0, .linetable = ML_PY_LINETABLE_311,
+				    .cwd_len = 4, .codes = 1 };
+	struct ml_fmt_pycode pc = { .id = 1, .firstlineno = 3, .filename_len = 4, .name_len = 1 };
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_PYTHON), 0);
+	ck_assert_int_eq(ml_writer_put(w, &py, sizeof(py)), 0);
+	ck_assert_int_eq(ml_writer_put(w, "/src", 4), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_PYCODE), 0);
+	ck_assert_int_eq(ml_writer_put(w, &pc, sizeof(pc)), 0);
+	ck_assert_int_eq(ml_writer_put(w, "a.pyf", 5), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+/* PYFUNCS naming code code_id (mechanism mech), and one PYLINES record
+ * for line_code (none when 0). */
+static void put_pyprof(struct ml_writer *w, uint32_t mech, uint32_t code_id, uint32_t line_code,
+		       uint64_t hits, uint64_t ended)
+{
+	struct ml_fmt_pyprof h = { .mechanism = mech, .events = hits };
+	struct ml_fmt_pyfunc f = { .code_id = code_id, .calls = 1 };
+	struct ml_fmt_pyline l = { .code_id = line_code, .line = 4, .hits = hits, .ended = ended };
+	put_meta(w, 3, 64);
+	put_python(w);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_PYFUNCS), 0);
+	ck_assert_int_eq(ml_writer_put(w, &h, sizeof(h)), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_put(w, &f, sizeof(f)), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+	if (!line_code)
+		return;
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_PYLINES), 0);
+	ck_assert_int_eq(ml_writer_put(w, &l, sizeof(l)), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void pyfuncs_without_python(struct ml_writer *w)
+{
+	struct ml_fmt_pyprof h = { .mechanism = ML_PYPROF_SETTRACE };
+	put_meta(w, 3, 64);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_PYFUNCS), 0);
+	ck_assert_int_eq(ml_writer_put(w, &h, sizeof(h)), 0);
+	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static void pyfuncs_bad_mechanism(struct ml_writer *w)
+{
+	put_pyprof(w, 7, 1, 1, 2, 2);
+}
+
+static void pyfuncs_unknown_code(struct ml_writer *w)
+{
+	put_pyprof(w, ML_PYPROF_MONITORING, 9, 0, 0, 0);
+}
+
+static void pylines_undecorated_code(struct ml_writer *w)
+{
+	put_pyprof(w, ML_PYPROF_SETTRACE, 1, 2, 2, 2);
+}
+
+static void pylines_more_ended_than_hits(struct ml_writer *w)
+{
+	put_pyprof(w, ML_PYPROF_SETTRACE, 1, 1, 2, 3);
+}
+
+START_TEST(pyprof_sections)
+{
+	ck_assert_str_eq(structure_error(pyfuncs_without_python),
+			 "corrupt: PYFUNCS without PYTHON");
+	ck_assert_str_eq(structure_error(pyfuncs_bad_mechanism),
+			 "corrupt: PYFUNCS names line-event mechanism 7");
+	ck_assert_str_eq(structure_error(pyfuncs_unknown_code),
+			 "corrupt: PYFUNCS record 1 names Python code 9, which PYCODE lacks");
+	ck_assert_str_eq(structure_error(pylines_undecorated_code),
+			 "corrupt: PYLINES record 0 (code 2, line 4, 2 hits, 2 ended)");
+	ck_assert_str_eq(structure_error(pylines_more_ended_than_hits),
+			 "corrupt: PYLINES record 0 (code 1, line 4, 2 hits, 3 ended)");
+	/* A good one reads back. */
+	const char *path = in_dir("pyprof.prof");
+	struct ml_profile *p = NULL;
+	struct ml_writer w;
+	n_order = 0;
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
+	put_pyprof(&w, ML_PYPROF_MONITORING, 1, 1, 5, 4);
+	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
+	ck_assert(p->has_pyprof);
+	ck_assert_uint_eq(p->pyprof.mechanism, ML_PYPROF_MONITORING);
+	ck_assert_uint_eq(p->n_pyfuncs, 1);
+	ck_assert_uint_eq(p->pyfuncs[0].code_id, 1);
+	ck_assert_uint_eq(p->n_pylines, 1);
+	ck_assert_uint_eq(p->pylines[0].hits, 5);
+	ck_assert_uint_eq(p->pylines[0].ended, 4);
+	ml_profile_free(p);
+}
+END_TEST
+
 START_TEST(malformed_structure)
 {
 	ck_assert_str_eq(structure_error(no_meta), "corrupt: no META section");
@@ -1513,6 +1617,7 @@ int main(void)
 	tcase_add_test(tc, empty_dir_missing);
 	tcase_add_test(tc, notes_and_file_kinds);
 	tcase_add_test(tc, malformed_structure);
+	tcase_add_test(tc, pyprof_sections);
 	tcase_add_test(tc, trie_edge_cases);
 	tcase_add_test(tc, section_table);
 	tcase_add_test(tc, header_straddles_buffer);

@@ -39,7 +39,7 @@ def error_usage():
 				(["bogus"], 2, ("unknown command",)),
 				(["report", prof], 2, ("view",)),
 				(["report", prof, "ops", "--sort", "bogus"], 2, ("sort key",)),
-				(["report", prof, "lines"], 2, ("--function",)),
+				(["report", prof, "lines"], 1, ("--function", "@profile")),
 				(["report", prof, "lines", "--function", "no_such_fn"], 1, ("no_such_fn",)),
 				(["report", os.path.join(OPTS.tmp, "none.mlp"), "leaks"], 1, ("none.mlp",))):
 		p = run([memline()] + argv, cwd=OPTS.tmp)

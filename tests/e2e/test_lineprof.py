@@ -64,11 +64,12 @@ def lines_split_60_30_10():
 	check(re.match(r"^Total time: [0-9.e+-]+ s$", out[3]), "total line: %r" % out[3])
 	check(out[4].startswith("File: ") and out[4].endswith("lp_split.c"), "file line: %r" % out[4])
 	eq(out[5], "Function: main at line %d" % line_of("lp_split", "main"), "function line")
-	check(out[7].startswith("Line #   Samples         Time  Per Hit   % Time"), "header: %r" % out[7])
+	check(out[7].startswith("Line #   Samples         Time   % Time    Self Time"), "header: %r" % out[7])
 	check(out[7].endswith("  Line Contents"), "header end: %r" % out[7])
 	eq(out[8], "=" * len(out[7]), "rule")
 	row = [l for l in out if l.endswith("/* L:sixty */")][0]
 	check(re.match(r"^ {4}\d\d {6}[ \d]{3}\d +\d+\.\d +\d+\.\d +\d+\.\d ", row), "row: %r" % row)
+	check("Per Hit" not in out[7], "sampled lines have no Per Hit: %r" % out[7])
 	# -u: the unit scales Time.
 	p = run([rcli(), "report", prof, "lines", "--function", "main", "-u", "1e-3"])
 	eq(text(p.stdout).splitlines()[0], "Timer unit: 0.001 s", "-u 1e-3")

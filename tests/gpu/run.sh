@@ -12,7 +12,8 @@
 # 3. When python3 can import torch with CUDA, runs tests/gpu/torch_peak.py
 #    with the caching allocator, expandable_segments:True and
 #    backend:cudaMallocAsync, comparing memline's CUDA peak with
-#    torch.cuda.max_memory_reserved().
+#    torch.cuda.max_memory_reserved(); and tests/gpu/kp_torch.py: @profile's
+#    CUDA Increment per line against torch.cuda.memory_reserved()'s change.
 # Prints one line per check and `gpu: N passed, M failed`.
 set -u
 cd "$(dirname "$0")/../.."
@@ -87,6 +88,20 @@ if /usr/bin/python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available
 			bad "torch ${conf:-default} peak" "see above"
 		fi
 	done
+	# @profile: CUDA Increment per decorated line against torch's reserved bytes.
+	d=$work/kp_torch
+	mkdir -p "$d"
+	"$ML" run -o "$d" -- /usr/bin/python3 tests/gpu/kp_torch.py "$d/torch.json" >"$d/out.txt" 2>&1
+	prof=$(ls "$d"/memline.*/memline.python*.mlp 2>/dev/null | head -n 1)
+	if [ -z "$prof" ]; then
+		bad "kp_torch" "no profile: $(tail -n 3 "$d/out.txt")"
+	elif "$ML" report "$prof" lines --json >"$d/lines.json" &&
+		/usr/bin/python3 tests/gpu/kp_torch.py --compare "$d/torch.json" "$d/lines.json"; then
+		ok "kp_torch @profile CUDA increments"
+		"$ML" report "$prof" lines | head -30
+	else
+		bad "kp_torch" "see above"
+	fi
 else
 	echo "skip torch: python3 cannot use torch with CUDA"
 fi
