@@ -24,7 +24,12 @@
 	/* Pseudo-kind: every block of the GPU kinds counted a second time under \
 	 * one total, so that the combined GPU peak and each stack's bytes live \
 	 * at it are exact.  Not added to any sum over kinds (docs/format.md). */ \
-	X(CUDA_GPU, 9, "cuda_gpu", 0)
+	X(CUDA_GPU, 9, "cuda_gpu", 0) \
+	/* PyTorch's CUDA blocks: what its caching allocator hands out (one per \
+	 * tensor storage, rounded as PyTorch rounds), from its own reports \
+	 * (torch_hooks/).  They live inside cuda_device / cuda_vmm segments, \
+	 * so they are never added to those (docs/torch.md). */ \
+	X(TORCH_CUDA, 10, "torch_cuda", 0)
 
 #define ML_KIND_ENUM_(id, value, name, gpu) ML_KIND_##id = value,
 enum ml_kind {

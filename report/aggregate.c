@@ -543,6 +543,7 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 		free(st.frames);
 		return f < 0 ? -ENOMEM : 0;
 	}
+	a->samples[si] = (struct ml_agg_sample){ st.frames, st.n_frames, sm->count };
 	for (size_t i = 0; i < st.n_frames && err == 0; i++) {
 		long f, l;
 		if (frame_target(a, st.frames[i], &f, &l) < 0) {
@@ -564,8 +565,7 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 			a->lines[l].total_samples += sm->count;
 		}
 	}
-	free(st.frames);
-	return err;
+	return err;	/* st.frames is a->samples[si]'s now */
 }
 
 /* Keeps a string made here until ml_agg_free.  0 or -ENOMEM (s freed). */
@@ -664,6 +664,11 @@ int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct
 		if (err < 0)
 			goto fail;
 	}
+	a->samples = calloc(p->n_samples + 1, sizeof(*a->samples));
+	if (!a->samples) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	for (size_t i = 0; i < p->n_samples; i++) {
 		err = attribute_sample(a, i);
 		if (err < 0)
@@ -696,6 +701,9 @@ void ml_agg_free(struct ml_agg *a)
 	for (size_t i = 0; i < a->n_stacks; i++)
 		free(a->stacks[i].frames);
 	free(a->stacks);
+	for (size_t i = 0; a->samples && i < a->profile->n_samples; i++)
+		free(a->samples[i].frames);
+	free(a->samples);
 	free(a->funcs);
 	free(a->lines);
 	free(a);

@@ -67,6 +67,14 @@ struct ml_agg_line {
 	size_t seen_sample;
 };
 
+/* A sample record's stack as symbolized (the ops view by ATen op charges
+ * time from it): samples[i] is profile->samples[i]. */
+struct ml_agg_sample {
+	const struct ml_frame **frames;	/* innermost first */
+	size_t n_frames;
+	uint64_t count;
+};
+
 struct ml_agg {
 	const struct ml_profile *profile;
 	const struct ml_resolver *resolver;
@@ -78,6 +86,7 @@ struct ml_agg {
 	size_t n_lines;
 	struct ml_amount totals[ML_KIND_COUNT];	/* sum of every counter */
 	uint64_t total_samples;		/* every sample of the profile */
+	struct ml_agg_sample *samples;	/* profile->n_samples of them */
 	void *priv;
 };
 

@@ -40,6 +40,17 @@ struct ml_region {
 	uint64_t count, total_ns, alloc_bytes, allocs;
 };
 
+/* The TORCH section (common/torchformat.h): a process that used PyTorch. */
+struct ml_profile_torch {
+	bool present;
+	uint32_t flags;			/* ML_TORCH_* */
+	uint64_t block_allocs, block_frees, other_reports;
+	uint32_t n_schemas;
+	/* n_schemas (name, overload) pairs: schemas[2 i] the ATen name without
+	 * "aten::", schemas[2 i + 1] the overload ("" for none). */
+	const char **schemas;
+};
+
 struct ml_profile {
 	const char *path;		/* the file it was read from */
 	struct ml_fmt_meta meta;
@@ -61,6 +72,7 @@ struct ml_profile {
 	size_t n_samples;
 	struct ml_region *regions;	/* in file order: parents first */
 	size_t n_regions;
+	struct ml_profile_torch torch;
 	void *priv;			/* owned storage */
 };
 

@@ -25,11 +25,13 @@ _Static_assert(sizeof(struct ml_fmt_timepoint) == 24, "timepoint layout");
 _Static_assert(sizeof(struct ml_fmt_sampling) == 48, "sampling layout");
 _Static_assert(sizeof(struct ml_fmt_sample) == 24, "sample layout");
 _Static_assert(sizeof(struct ml_fmt_region) == 48, "region layout");
+_Static_assert(sizeof(struct ml_fmt_torch) == 40, "torch layout");
 
 const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_META] = "META", [ML_SEC_MODULES] = "MODULES", [ML_SEC_STACKS] = "STACKS",
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
 	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
+	[ML_SEC_TORCH] = "TORCH",
 };
 
 int ml_reader_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -230,6 +232,8 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		rc = ml_reader_parse_samples(&ps);
 	if (!rc)
 		rc = ml_reader_parse_regions(&ps);
+	if (!rc)
+		rc = ml_reader_parse_torch(&ps);
 	free(ps.node_depth);
 	free(ps.leaf_at);
 	if (rc) {
@@ -338,6 +342,7 @@ void ml_profile_free(struct ml_profile *p)
 	free(p->stacks);
 	free(p->samples);
 	free(p->regions);
+	free(p->torch.schemas);
 	free(p);
 }
 

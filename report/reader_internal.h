@@ -5,6 +5,7 @@
 #define ML_REPORT_READER_INTERNAL_H
 
 #include "report/profile.h"
+#include "common/torchformat.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -12,7 +13,7 @@
 #include <stdint.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_FRAMES + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_TORCH + 1)
 
 /* Everything a profile owns; ml_profile.priv points here. */
 struct owned {
@@ -89,5 +90,7 @@ int ml_reader_check_gpu_total(struct parse *ps);
 int ml_reader_parse_timeline(struct parse *ps);
 int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
+/* TORCH (reader_torch.c). */
+int ml_reader_parse_torch(struct parse *ps);
 
 #endif

@@ -1,0 +1,50 @@
+/* report/aten_ops.h - an aggregation's stacks and samples summed per ATen
+ * operator, as torch.profiler's key_averages() sums its events: self is
+ * charged to the innermost op on the stack, total once to every op on it.
+ * CPU bytes are split into tensor storage (what torch.profiler counts:
+ * allocated under c10::alloc_cpu) and everything else the op allocated. */
+#ifndef ML_REPORT_ATEN_OPS_H
+#define ML_REPORT_ATEN_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "report/aggregate.h"
+
+/* One op.  f.name and f.label are its name ("aten::mm"); f.self and
+ * f.total hold, per kind, what it allocated, except that the CPU kinds
+ * (ml_aten_ops_cpu_kind) count tensor storage only; f.self_samples and
+ * f.total_samples its samples. */
+struct ml_aten_row {
+	struct ml_agg_func f;
+	struct ml_amount other_self, other_total;	/* CPU bytes not tensor storage */
+};
+
+struct ml_aten_ops {
+	struct ml_aten_row *rows;
+	size_t n_rows;
+	bool exact;			/* names from the profile's schemas */
+	/* What no op allocated (per kind; CPU kinds all bytes) and the samples
+	 * that caught no op. */
+	struct ml_amount outside[ML_KIND_COUNT];
+	uint64_t outside_samples;
+	struct ml_amount tensor_total;	/* every tensor storage block, in an op or not */
+	void *priv;
+};
+
+/* Whether kind counts as CPU memory (heap, and Python objects where the
+ * profile has them), split into tensor storage and the rest. */
+bool ml_aten_ops_cpu_kind(enum ml_kind kind);
+
+/* Sums a's stacks and samples per op.  Returns 0 and *out (free with
+ * ml_aten_ops_free; n_rows is 0 for a profile without ATen ops), or
+ * -ENOMEM.  a must outlive the result. */
+int ml_aten_ops_build(const struct ml_agg *a, struct ml_aten_ops **out);
+void ml_aten_ops_free(struct ml_aten_ops *o);
+
+/* The row holding f (f must be some row's f). */
+static inline const struct ml_aten_row *ml_aten_row_of(const struct ml_agg_func *f)
+{
+	return (const struct ml_aten_row *)f;	/* f is the row's first member */
+}
+
+#endif

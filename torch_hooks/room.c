@@ -1,0 +1,30 @@
+/* torch_hooks/room.c - the PyTorch room's place in the core's registry: at
+ * start-up, in a Python process, the audit hook that follows `import torch`
+ * (schemas.c); in a fork child, counts of its own; its section in every
+ * profile of a process that used PyTorch. */
+#include "torch_hooks/internal.h"
+
+struct ml_torch_state ml_torch;
+
+static void start(void)
+{
+	if (ml_torch_pyapi_find())
+		ml_torch_schemas_start();
+}
+
+/* The child's blocks are its own from here on (the core forgot the live
+ * ones); what was learnt of PyTorch stays true. */
+static void fork_child(void)
+{
+	ml_torch.block_allocs = 0;
+	ml_torch.block_frees = 0;
+	ml_torch.other_reports = 0;
+}
+
+static const struct ml_room torch_room = {
+	.name = "torch",
+	.start = start,
+	.fork_child = fork_child,
+	.write_sections = ml_torch_write,
+};
+ML_ROOM(torch_room)
