@@ -24,6 +24,9 @@ UNWIND_LIBS := $(shell pkg-config --libs libunwind 2>/dev/null)
 DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 JEMALLOC_LIBS := $(shell pkg-config --libs jemalloc 2>/dev/null)
+# The pprof view: profile.proto encoded by protobuf-c, gzipped by zlib.
+PB_LIBS := $(shell pkg-config --libs libprotobuf-c zlib 2>/dev/null || echo -lprotobuf-c -lz)
+PROTOC_C ?= protoc-c
 
 WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 BASE_CFLAGS := -std=gnu11 -g $(WARN) -I. -D_GNU_SOURCE $(PKG_CFLAGS) -MMD -MP
@@ -64,10 +67,15 @@ CORE_SRCS := $(filter-out %/hooks.c %/room.c core/lifecycle.c,$(RT_SRCS))
 # command line on top of it.
 REPORT_SRCS := $(wildcard report/*.c) $(wildcard common/*.c)
 CLI_SRCS := $(wildcard cli/*.c)
+# Generated from report/pprof/profile.proto.
+PB_GEN := $(BUILD)/gen/report/pprof/profile.pb-c
+# The HTML report's page, script and style, embedded by report/html_assets.S.
+HTML_ASSETS := $(wildcard report/html/*)
 
 RT_OBJS := $(RT_SRCS:%.c=$(BUILD)/rt/%.o)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
-REPORT_OBJS := $(REPORT_SRCS:%.c=$(BUILD)/obj/%.o)
+REPORT_OBJS := $(REPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/profile.pb-c.o \
+	$(BUILD)/obj/report/html_assets.o
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 
 LIB := $(BUILD)/libmemline.so
@@ -103,7 +111,7 @@ $(LIB): $(RT_OBJS)
 $(CLI): $(CLI_OBJS) $(BUILD)/libmlreport.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf -lstdc++
+	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf -lstdc++ $(PB_LIBS)
 
 $(BUILD)/libmlreport.a: $(REPORT_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -119,13 +127,30 @@ $(BUILD)/rt/%.o: %.c
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS_PLAIN) -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS_PLAIN) -I$(BUILD)/gen -c -o $@ $<
+
+$(PB_GEN).c $(PB_GEN).h: report/pprof/profile.proto
+	@mkdir -p $(BUILD)/gen
+	@echo "  PROTOC  $<"
+	$(Q)$(PROTOC_C) --c_out=$(BUILD)/gen $<
+
+# The generated code needs the header first (the pprof view includes it).
+$(BUILD)/obj/report/view_pprof.o: $(PB_GEN).h
+$(BUILD)/obj/gen/profile.pb-c.o: $(PB_GEN).c $(PB_GEN).h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(filter-out -Wshadow,$(CFLAGS_PLAIN)) -I$(BUILD)/gen -c -o $@ $<
+
+$(BUILD)/obj/report/html_assets.o: report/html_assets.S $(HTML_ASSETS)
+	@mkdir -p $(dir $@)
+	@echo "  AS      $<"
+	$(Q)$(CC) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS_PLAIN) $(LDFLAGS_PLAIN) -o $@ $< $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a \
-		$(CHECK_LIBS) $(DW_LIBS) -lelf -lstdc++ $(UNWIND_LIBS) -ldl -lpthread
+		$(CHECK_LIBS) $(DW_LIBS) -lelf -lstdc++ $(UNWIND_LIBS) -ldl -lpthread $(PB_LIBS)
 
 # Fixtures are tiny, -g, -O0 unless they say otherwise, and never sanitized.
 $(BUILD)/fixtures/%: tests/fixtures/%.c

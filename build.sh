@@ -6,12 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev check
-	libjemalloc-dev python3 valgrind)
+	libjemalloc-dev python3 valgrind libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
 # check only: clang and llvm build and read the clang-built test fixtures
 # (DWARF 5 symbolization, llvm-cov exact hits, the llvm-addr2line
 # comparison); libclang-rt-dev holds clang's profile runtime, which clang
 # only recommends (without it -fprofile-instr-generate cannot link).
-CHECK_PACKAGES=(clang llvm libclang-rt-dev)
+# golang-go reads the pprof output back (go tool pprof); chromium renders
+# the HTML report headless (numbers, console errors, screenshots).
+CHECK_PACKAGES=(clang llvm libclang-rt-dev golang-go chromium)
 
 usage() {
 	echo "usage: $0 demo|check" >&2
@@ -54,8 +56,25 @@ esac
 
 if [ "$1" = check ]; then
 	PACKAGES+=("${CHECK_PACKAGES[@]}")
+	# npm fetches speedscope, which reads the folded stacks back in a
+	# test; a node.js that brings its own npm is kept as it is.
+	command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 fi
 install_missing
+# speedscope (pinned; its MIT licence is in the package) from the npm
+# registry into build/tools/, for the test that loads folded stacks into it.
+# Without it that test is skipped.
+fetch_speedscope() {
+	local dir=build/tools/speedscope version=1.25.0
+	[ -f "$dir/package/dist/release/index.html" ] && return 0
+	command -v npm >/dev/null 2>&1 || return 0
+	mkdir -p "$dir"
+	(cd "$dir" && npm pack --silent "speedscope@$version" >/dev/null 2>&1 &&
+		tar xzf "speedscope-$version.tgz") ||
+		echo "build.sh: could not fetch speedscope $version from npm: its test will be skipped" >&2
+}
+
+[ "$1" = check ] && fetch_speedscope
 jobs=-j$(nproc 2>/dev/null || echo 2)
 # Plain make: the default goal must build everything (tests/layout_check.sh).
 make $jobs

@@ -15,8 +15,9 @@ struct report_args {
 	size_t n_files;
 	enum ml_report_view view;
 	bool json;
-	bool limit_set, sort_set, unit_set;
+	bool limit_set, sort_set, unit_set, value_set, fraction_set;
 	const char **functions;
+	const char *output;		/* -o FILE */
 	struct ml_view_opts vo;
 };
 
@@ -81,6 +82,31 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 						  "(e.g. 1e-6, 1e-3, 1)");
 		ra->vo.unit = u;
 		ra->unit_set = true;
+	} else if (((v = opt_value(argc, argv, i, "--output", &m)), m) ||
+		   ((v = opt_value(argc, argv, i, "-o", &m)), m)) {
+		if (!v || !*v)
+			return ml_cli_usage_error("report: -o needs a file name");
+		ra->output = v;
+	} else if ((v = opt_value(argc, argv, i, "--base", &m)), m) {
+		if (!v || !*v)
+			return ml_cli_usage_error("report: --base needs a profile file");
+		ra->vo.base_path = v;
+	} else if ((v = opt_value(argc, argv, i, "--value", &m)), m) {
+		int val = v ? ml_flame_value_parse(v) : -1;
+		if (val < 0)
+			return ml_cli_usage_error("report: unknown value '%s'; valid values: %s",
+						  v ? v : "", ml_flame_value_list());
+		ra->vo.value = (enum ml_flame_value)val;
+		ra->value_set = true;
+	} else if ((v = opt_value(argc, argv, i, "--node-fraction", &m)), m) {
+		char *end;
+		errno = 0;
+		double f = v ? strtod(v, &end) : -1;
+		if (!v || errno || *end || end == v || !(f >= 0) || f > 1)
+			return ml_cli_usage_error("report: --node-fraction takes a share of the "
+						  "total from 0 to 1 (e.g. 0.01 for 1%%)");
+		ra->vo.node_fraction = f;
+		ra->fraction_set = true;
 	} else if ((v = opt_value(argc, argv, i, "--function", &m)), m) {
 		if (!v || !*v)
 			return ml_cli_usage_error("report: --function needs a function name");
@@ -88,6 +114,29 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 	} else {
 		return ml_cli_usage_error("report: unknown option '%s'", argv[*i]);
 	}
+	return 0;
+}
+
+/* Checks the options of the pictures and interchange views. */
+static int check_picture_args(const struct report_args *ra)
+{
+	enum ml_report_view v = ra->view;
+	bool document = ml_report_view_is_document(v);
+	bool flame = v == ML_VIEW_FLAME || v == ML_VIEW_FOLDED || v == ML_VIEW_HTML ||
+		     v == ML_VIEW_PPROF;
+	if (ra->output && !document)
+		return ml_cli_usage_error("report: -o only applies to the html, trace and pprof views");
+	if (ra->value_set && v != ML_VIEW_FLAME && v != ML_VIEW_FOLDED)
+		return ml_cli_usage_error("report: --value only applies to the flame and folded views");
+	if (ra->fraction_set && v != ML_VIEW_FLAME && v != ML_VIEW_HTML)
+		return ml_cli_usage_error("report: --node-fraction only applies to the flame and "
+					  "html views");
+	if (ra->vo.base_path && !flame && v != ML_VIEW_OPS && v != ML_VIEW_PEAK && v != ML_VIEW_LEAKS)
+		return ml_cli_usage_error("report: --base applies to the ops, peak, leaks, flame, "
+					  "folded, html and pprof views");
+	if (ra->json && (v == ML_VIEW_FOLDED || document || v == ML_VIEW_FLAME))
+		return ml_cli_usage_error("report: --json does not apply to the %s view",
+					  ml_report_view_name(v));
 	return 0;
 }
 
@@ -100,6 +149,9 @@ static int check_args(const struct report_args *ra)
 					  ra->files[ra->n_files - 1], ml_report_view_list());
 	if (ra->view == ML_VIEW_NONE)
 		return ml_cli_usage_error("report: no view given (one of %s)", ml_report_view_list());
+	int err = check_picture_args(ra);
+	if (err)
+		return err;
 	if (ra->sort_set && ra->view != ML_VIEW_OPS)
 		return ml_cli_usage_error("report: --sort only applies to the ops view");
 	if (ra->vo.n_functions && ra->view != ML_VIEW_LINES)
@@ -122,6 +174,7 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 	ra->vo.kind = ML_KIND_HEAP;
 	ra->vo.limit = -1;
 	ra->vo.sort = ML_OPS_SELF_CPU_MEMORY_USAGE;
+	ra->vo.node_fraction = -1;
 	ra->files = calloc((size_t)argc + 1, sizeof(*ra->files));
 	ra->functions = calloc((size_t)argc + 1, sizeof(*ra->functions));
 	if (!ra->files || !ra->functions)
@@ -189,10 +242,95 @@ static int load_all(const struct report_args *ra, struct ml_profile **profiles)
 	return 0;
 }
 
+/* html, trace, pprof: one document of every profile, written to -o FILE
+ * under a temporary name first (a failed report leaves no half file), or
+ * to standard output.  A device or a pipe (/dev/stdout, a FIFO) is written
+ * as it is: only a regular file is replaced by renaming.  Returns 0 or
+ * ML_EXIT_FAIL. */
+static int report_document(const struct report_args *ra, struct ml_profile **profiles)
+{
+	const char *name = ml_report_view_name(ra->view);
+	bool to_stdout = !ra->output || strcmp(ra->output, "-") == 0;
+	if (to_stdout && ml_report_view_is_binary(ra->view) && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "memline: the %s view is binary: give -o FILE\n", name);
+		return ML_EXIT_FAIL;
+	}
+	struct stat st;
+	bool special = !to_stdout && stat(ra->output, &st) == 0 && !S_ISREG(st.st_mode);
+	char *tmp = NULL;
+	FILE *out = stdout;
+	if (!to_stdout) {
+		if (!special && asprintf(&tmp, "%s.tmp.%d", ra->output, (int)getpid()) < 0)
+			tmp = NULL;
+		out = special ? fopen(ra->output, "w") : tmp ? fopen(tmp, "w") : NULL;
+		if (!out) {
+			fprintf(stderr, "memline: cannot write %s: %s\n", ra->output, strerror(errno));
+			free(tmp);
+			return ML_EXIT_FAIL;
+		}
+	}
+	int rc = ml_report_document(profiles, ra->n_files, ra->view, &ra->vo, out) < 0
+		 ? ML_EXIT_FAIL : 0;
+	if (to_stdout)
+		return fflush(stdout) != 0 ? ML_EXIT_FAIL : rc;
+	if (fclose(out) != 0 && rc == 0) {
+		fprintf(stderr, "memline: cannot write %s: %s\n", ra->output, strerror(errno));
+		rc = ML_EXIT_FAIL;
+	}
+	if (!special && rc == 0 && rename(tmp, ra->output) != 0) {
+		fprintf(stderr, "memline: cannot write %s: %s\n", ra->output, strerror(errno));
+		rc = ML_EXIT_FAIL;
+	}
+	if (!special && rc != 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* Shows each profile in turn (text, or a JSON document each). */
+static int report_each(const struct report_args *ra, struct ml_profile **profiles)
+{
+	int rc = 0;
+	struct ml_json json, *j = NULL;
+	if (ra->json) {
+		j = &json;
+		ml_json_init(j, stdout);
+		if (ra->n_files > 1)
+			ml_json_array_begin(j);
+	}
+	for (size_t i = 0; i < ra->n_files; i++)
+		if (ml_report_show(profiles[i], ra->view, &ra->vo, ra->n_files > 1, i == 0, j) < 0)
+			rc = ML_EXIT_FAIL;
+	if (j && (rc == 0 || ra->n_files > 1)) {
+		if (ra->n_files > 1)
+			ml_json_array_end(j);
+		ml_json_finish(j);
+	}
+	return rc;
+}
+
+/* Loads the --base profile and points ra->vo.base at its aggregation.
+ * 0 or ML_EXIT_FAIL. */
+static int load_base(struct report_args *ra, struct ml_profile **p, struct ml_report_loaded **l)
+{
+	char err[256] = "";
+	int rc = ml_profile_load(ra->vo.base_path, p, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "memline: %s: %s\n", ra->vo.base_path, err[0] ? err : strerror(-rc));
+		return ML_EXIT_FAIL;
+	}
+	if (ml_report_load(*p, l) < 0)
+		return ML_EXIT_FAIL;
+	ra->vo.base = ml_report_agg(*l);
+	ra->vo.diff_measure = ra->view == ML_VIEW_PEAK ? 1 : ra->view == ML_VIEW_LEAKS ? 2 : 0;
+	return 0;
+}
+
 int ml_cli_report(int argc, char **argv)
 {
 	struct report_args ra = { 0 };
-	struct ml_profile **profiles = NULL;
+	struct ml_profile **profiles = NULL, *base_profile = NULL;
+	struct ml_report_loaded *base = NULL;
 	char *newest = NULL;
 	int rc = parse_args(argc, argv, &ra);
 	if (rc)
@@ -211,26 +349,19 @@ int ml_cli_report(int argc, char **argv)
 	rc = profiles ? load_all(&ra, profiles) : ML_EXIT_FAIL;
 	if (rc)
 		goto out;
-	struct ml_json json, *j = NULL;
-	if (ra.json) {
-		j = &json;
-		ml_json_init(j, stdout);
-		if (ra.n_files > 1)
-			ml_json_array_begin(j);
-	}
-	for (size_t i = 0; i < ra.n_files; i++)
-		if (ml_report_show(profiles[i], ra.view, &ra.vo, ra.n_files > 1, i == 0, j) < 0)
-			rc = ML_EXIT_FAIL;
-	if (j && (rc == 0 || ra.n_files > 1)) {
-		if (ra.n_files > 1)
-			ml_json_array_end(j);
-		ml_json_finish(j);
-	}
+	if (ra.vo.base_path)
+		rc = load_base(&ra, &base_profile, &base);
+	if (rc == 0)
+		rc = ml_report_view_is_document(ra.view) ? report_document(&ra, profiles)
+							 : report_each(&ra, profiles);
 out:
 	for (size_t i = 0; profiles && i < ra.n_files; i++)
 		if (profiles[i])
 			ml_profile_free(profiles[i]);
 	free(profiles);
+	ml_report_unload(base);
+	if (base_profile)
+		ml_profile_free(base_profile);
 	free(newest);
 	free(ra.files);
 	free(ra.functions);

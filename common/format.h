@@ -46,6 +46,7 @@ enum ml_fmt_section_type {
 	ML_SEC_SAMPLES = 7,	/* line timer, reserved for lineprof/ */
 	ML_SEC_REGIONS = 8,	/* named regions, reserved for lineprof/ */
 	ML_SEC_FRAMES = 9,	/* count x ml_fmt_frame: the call-site trie */
+	ML_SEC_SPANS = 10,	/* ml_fmt_spans_header, then count - 1 x ml_fmt_span */
 };
 
 struct ml_fmt_section {
@@ -212,5 +213,22 @@ struct ml_fmt_region {
 };
 
 #define ML_REGION_NVTX 0x1u	/* came from an NVTX range */
+
+/* ML_SEC_SPANS: each completed region (memline.h push/pop, NVTX range) on
+ * the time axis, for timelines and traces.  Record 0 is the header; then
+ * the first spans completed, at most ML_SPANS_MAX; later ones are only
+ * counted (dropped). */
+#define ML_SPANS_MAX 32768u
+struct ml_fmt_spans_header {
+	uint64_t dropped;	/* spans completed after the table was full */
+	uint64_t reserved[2];
+};
+
+struct ml_fmt_span {
+	uint32_t region;	/* the id of its REGIONS record */
+	uint32_t tid;		/* the thread that opened it */
+	uint64_t start_ns;	/* since start-up (CLOCK_MONOTONIC) */
+	uint64_t end_ns;	/* >= start_ns */
+};
 
 #endif

@@ -29,6 +29,11 @@ uint64_t ml_clock_start_realtime_ns(void)
 	return start_real_ns;
 }
 
+uint64_t ml_clock_start_mono_ns(void)
+{
+	return start_mono_ns;
+}
+
 uint64_t ml_clock_elapsed_ns(void)
 {
 	return now_ns(CLOCK_MONOTONIC) - start_mono_ns;

@@ -152,6 +152,12 @@ extern struct ml_config ml_config;
 /* Rewrites an LD_PRELOAD value in place without its libmemline entries. */
 void ml_config_filter_preload(char *value);
 
+/* ================================================================ clock */
+
+/* CLOCK_MONOTONIC at start-up, ns: what "since start-up" in the profile
+ * counts from (a room turns its own monotonic times into profile times). */
+uint64_t ml_clock_start_mono_ns(void);
+
 /* ========================================================== diagnostics */
 
 /* One-line diagnostics on stderr: write(2) only, async-signal-safe, never

@@ -21,11 +21,16 @@ static uint64_t start_ns;
 static volatile uint32_t reset_gen = 1;
 
 /* Per thread and kind: what this thread knows of the bucket it last wrote,
- * so that most events cost no clock read and no shared access. */
-#define CLOCK_EVERY 16u
+ * so that most events cost no clock read and no shared access.  The clock
+ * is read again once the TSC has moved on by CLOCK_TSC_SPAN cycles (about
+ * a third of a millisecond at 3 GHz; a bucket is at least 4 ms), so an
+ * event is never placed much earlier than it happened, however slowly the
+ * thread allocates. */
+#define CLOCK_TSC_SPAN (1ull << 20)
 struct thread_line {
 	uint32_t gen;		/* reset_gen it belongs to (0: never used) */
-	uint32_t countdown;	/* events left before the clock is read again */
+	uint32_t pad;
+	uint64_t tsc;		/* the TSC at the last clock read */
 	uint64_t now_ns;	/* the clock at the last read */
 	uint64_t idx;		/* the bucket now_ns fell in, at shift */
 	uint32_t shift;
@@ -91,9 +96,9 @@ void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes)
 	raise_bucket(kind, now_ns, live_bytes + 1);
 }
 
-/* The clock is read every CLOCK_EVERY events of a thread (an event is
- * placed up to that many of the thread's events late: microseconds, where
- * a bucket is at least 4 ms).  Between reads, an event whose value does not
+/* The clock is read when CLOCK_TSC_SPAN cycles have passed since the
+ * thread's last read (an event is placed at most that late).  Between
+ * reads, an event whose value does not
  * exceed what the thread already saw in its bucket changes nothing and is
  * skipped.  A bucket only grows (merges take maxima), so "known" stays a
  * lower bound of the bucket holding now_ns; every value is still applied
@@ -103,7 +108,8 @@ void ml_timeline_event(uint32_t kind, uint64_t live_bytes)
 	struct thread_line *t = &tl_lines[kind];
 	uint64_t value = live_bytes + 1;
 	uint32_t gen = __atomic_load_n(&reset_gen, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(t->gen != gen || t->countdown == 0, 0)) {
+	uint64_t tsc = ml_tsc();
+	if (__builtin_expect(t->gen != gen || tsc - t->tsc > CLOCK_TSC_SPAN, 0)) {
 		uint64_t now = ml_clock_coarse_ns();
 		uint32_t shift = __atomic_load_n(&lines[kind].shift, __ATOMIC_ACQUIRE);
 		uint64_t idx = (now > start_ns ? now - start_ns : 0) >> (shift ? shift : 1);
@@ -113,9 +119,8 @@ void ml_timeline_event(uint32_t kind, uint64_t live_bytes)
 		t->now_ns = now;
 		t->idx = idx;
 		t->shift = shift;
-		t->countdown = CLOCK_EVERY;
+		t->tsc = tsc;
 	}
-	t->countdown--;
 	if (value > t->known)
 		t->known = raise_bucket(kind, t->now_ns, value);
 }

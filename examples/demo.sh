@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # examples/demo.sh BUILD - profiles BUILD/examples/leaky with memline and prints
-# its leaks, peak, ops and lines reports (what `make demo` runs).
+# its leaks, peak, ops, lines and flame reports, and writes its HTML report
+# (what `make demo` runs).
 set -euo pipefail
 BUILD=${1:-build}
 ML="$BUILD/memline"
@@ -20,5 +21,8 @@ show "$ML" report "$PROFILE" leaks
 show "$ML" report "$PROFILE" peak
 show "$ML" report "$PROFILE" ops --sort self_cpu_memory_usage --limit 10
 show "$ML" report "$PROFILE" lines --function parse_record
+show "$ML" report "$PROFILE" flame
+show "$ML" report "$PROFILE" html -o "$OUT/leaky.html"
 echo
-echo "The profile is $PROFILE; try: $ML report $PROFILE ops --json"
+echo "The profile is $PROFILE; open $OUT/leaky.html in a browser, or try:"
+echo "  $ML report $PROFILE ops --json"

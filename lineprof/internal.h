@@ -116,6 +116,14 @@ uint32_t ml_lp_regions_count(void);
 /* Forgets the counts (fork child: the child reports only its own). */
 void ml_lp_regions_reset(void);
 
+/* spans.c: regions on the time axis.  span_add records one completed
+ * region (monotonic start and end, ml_lp_now_ns); async-signal-safe,
+ * lock-free, never allocates.  span_tid is the calling thread's id. */
+uint32_t ml_lp_span_tid(void);
+void ml_lp_span_add(uint32_t region, uint32_t tid, uint64_t start_mono_ns, uint64_t end_mono_ns);
+void ml_lp_spans_reset(void);
+void ml_lp_spans_write(struct ml_writer *w);
+
 /* Monotonic nanoseconds. */
 static inline uint64_t ml_lp_now_ns(void)
 {

@@ -38,6 +38,7 @@ static __thread struct thread_regions tl_regions __attribute__((tls_model("initi
 struct open_range {
 	uint64_t id;		/* 0: free */
 	uint32_t node;
+	uint32_t tid;		/* the thread that started it */
 	uint64_t t0;
 };
 static struct open_range ranges[RANGES_MAX];
@@ -149,8 +150,10 @@ void ml_lp_region_pop(void)
 	if (d >= ML_LP_REGION_DEPTH)
 		return;
 	const struct open_region *o = &t->open[d];
-	close_node(o->node, ml_lp_now_ns() - o->t0, ml_tl_alloc_bytes - o->bytes0,
+	uint64_t now = ml_lp_now_ns();
+	close_node(o->node, now - o->t0, ml_tl_alloc_bytes - o->bytes0,
 		   ml_tl_allocs - o->allocs0);
+	ml_lp_span_add(o->node, ml_lp_span_tid(), o->t0, now);
 }
 
 uint64_t ml_lp_range_start(const char *name, uint32_t flags)
@@ -166,7 +169,7 @@ uint64_t ml_lp_range_start(const char *name, uint32_t flags)
 	for (uint32_t i = 0; i < RANGES_MAX; i++)
 		if (!ranges[i].id) {
 			id = next_range_id++;
-			ranges[i] = (struct open_range){ id, node, ml_lp_now_ns() };
+			ranges[i] = (struct open_range){ id, node, ml_lp_span_tid(), ml_lp_now_ns() };
 			break;
 		}
 	ml_spin_unlock(&ranges_lock);
@@ -188,8 +191,11 @@ void ml_lp_range_end(uint64_t id)
 			break;
 		}
 	ml_spin_unlock(&ranges_lock);
-	if (r.id)
-		close_node(r.node, ml_lp_now_ns() - r.t0, 0, 0);
+	if (r.id) {
+		uint64_t now = ml_lp_now_ns();
+		close_node(r.node, now - r.t0, 0, 0);
+		ml_lp_span_add(r.node, r.tid, r.t0, now);
+	}
 }
 
 void ml_lp_regions_foreach(void (*fn)(const struct ml_lp_region_info *r, void *arg), void *arg)

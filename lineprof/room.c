@@ -23,6 +23,7 @@ static void start(void)
 static void fork_child(void)
 {
 	ml_lp_regions_reset();
+	ml_lp_spans_reset();
 	ml_lp_sampler_after_fork();
 }
 

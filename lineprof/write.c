@@ -59,5 +59,6 @@ void ml_lp_write_sections(struct ml_writer *w)
 		ml_writer_begin(w, ML_SEC_REGIONS);
 		ml_lp_regions_foreach(put_region, w);
 		ml_writer_end(w);
+		ml_lp_spans_write(w);
 	}
 }

@@ -568,6 +568,21 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 	return err;	/* st.frames is a->samples[si]'s now */
 }
 
+int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *out)
+{
+	const struct ml_sample *sm = &a->profile->samples[i];
+	const struct ml_stack ps = { .id = 0, .depth = sm->depth, .flags = sm->flags,
+				     .frames = sm->frames };
+	memset(out, 0, sizeof(*out));
+	int err = symbolize_stack((struct ml_agg *)a, &ps, out);
+	if (err < 0) {
+		free(out->frames);
+		out->frames = NULL;
+		out->n_frames = 0;
+	}
+	return err;
+}
+
 /* Keeps a string made here until ml_agg_free.  0 or -ENOMEM (s freed). */
 static int pool_keep(struct agg_priv *pv, char *str)
 {

@@ -103,6 +103,12 @@ void ml_agg_free(struct ml_agg *a);
  * module and source file), or NULL. */
 const struct ml_agg_func *ml_agg_find_func(const struct ml_agg *a, const char *name);
 
+/* The program frames of sample record i of the profile, symbolized as an
+ * allocation stack's are (memline's frames removed, inlined calls
+ * expanded), into *out (its frames array is the caller's to free; its
+ * amounts are zero).  Returns 0 or -ENOMEM. */
+int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *out);
+
 /* Adds a counter's numbers into an amount. */
 void ml_amount_add_counter(struct ml_amount *dst, const struct ml_fmt_counter *c);
 void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src);

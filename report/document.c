@@ -1,6 +1,7 @@
 /* report/document.c - one profile shown as one view: symbolize, load the
  * coverage counts, aggregate, then the view as text (with a header when
- * several profiles are shown) or as a JSON document (report/report.h). */
+ * several profiles are shown) or as a JSON document; or every profile as
+ * one document view (html, trace, pprof) (report/report.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,12 +9,22 @@
 #include "report/report.h"
 #include "report/resolver.h"
 
-static const char *const view_names[ML_VIEW_COUNT] = { "leaks", "peak", "ops", "lines",
-						       "regions" };
+static const char *const view_names[ML_VIEW_COUNT] = {
+	"leaks", "peak", "ops", "lines", "regions", "timeline", "flame", "folded", "html", "trace",
+	"pprof",
+};
 
 typedef int (*view_fn)(const struct ml_agg *, const struct ml_view_opts *, FILE *, struct ml_json *);
-static const view_fn view_fns[ML_VIEW_COUNT] = { ml_view_leaks, ml_view_peak, ml_view_ops,
-						  ml_view_lines, ml_view_regions };
+static const view_fn view_fns[ML_VIEW_COUNT] = {
+	ml_view_leaks, ml_view_peak, ml_view_ops, ml_view_lines, ml_view_regions,
+	ml_view_timeline, ml_view_flame, ml_view_folded,
+};
+
+/* The views that write one document of all the profiles. */
+static const struct ml_docview *const docviews[ML_VIEW_COUNT] = {
+	[ML_VIEW_HTML] = &ml_docview_html, [ML_VIEW_TRACE] = &ml_docview_trace,
+	[ML_VIEW_PPROF] = &ml_docview_pprof,
+};
 
 enum ml_report_view ml_report_view_parse(const char *name)
 {
@@ -30,7 +41,25 @@ const char *ml_report_view_name(enum ml_report_view view)
 
 const char *ml_report_view_list(void)
 {
-	return "leaks, peak, ops, lines, regions";
+	return "leaks, peak, ops, lines, regions, timeline, flame, folded, html, trace, pprof";
+}
+
+bool ml_report_view_is_document(enum ml_report_view view)
+{
+	return view >= 0 && view < ML_VIEW_COUNT && docviews[view];
+}
+
+bool ml_report_view_is_binary(enum ml_report_view view)
+{
+	return ml_report_view_is_document(view) && docviews[view]->binary;
+}
+
+/* The view function: with a base, ops, peak and leaks show what changed. */
+static view_fn view_for(enum ml_report_view view, const struct ml_view_opts *vo)
+{
+	if (vo->base && (view == ML_VIEW_OPS || view == ML_VIEW_PEAK || view == ML_VIEW_LEAKS))
+		return ml_view_diff;
+	return view_fns[view];
 }
 
 static const char *end_reason_name(uint32_t r)
@@ -114,9 +143,17 @@ static int show_json(enum ml_report_view view, const struct ml_view_opts *vo,
 	ml_json_key(&doc, "kind");
 	ml_json_string(&doc, ml_kind_name(vo->kind));
 	profile_json(&doc, agg->profile);
+	if (vo->base) {
+		ml_json_key(&doc, "base");
+		ml_json_string(&doc, vo->base_path);
+	}
 	ml_json_key(&doc, view_names[view]);
 	ml_json_object_begin(&doc);
-	int err = view_fns[view](agg, vo, NULL, &doc);
+	if (vo->base) {
+		ml_json_key(&doc, "diff");
+		ml_json_bool(&doc, true);
+	}
+	int err = view_for(view, vo)(agg, vo, NULL, &doc);
 	ml_json_object_end(&doc);
 	ml_json_object_end(&doc);
 	fclose(mem);
@@ -129,43 +166,118 @@ static int show_json(enum ml_report_view view, const struct ml_view_opts *vo,
 	return err;
 }
 
-int ml_report_show(const struct ml_profile *p, enum ml_report_view view,
-		   const struct ml_view_opts *opts, bool header, bool first, struct ml_json *j)
+struct ml_report_loaded {
+	struct ml_symbolizer *sym;
+	struct ml_agg *agg;
+	struct ml_cov *cov;
+	struct ml_resolver r;	/* the aggregation points here: never moves */
+};
+
+void ml_report_unload(struct ml_report_loaded *l)
 {
-	struct ml_symbolizer *sym = NULL;
-	struct ml_agg *agg = NULL;
-	struct ml_cov *cov = NULL;
-	struct ml_resolver r;
-	int err = ml_sym_open(p, &sym);
+	if (!l)
+		return;
+	ml_agg_free(l->agg);
+	ml_cov_free(l->cov);
+	if (l->sym)
+		ml_sym_close(l->sym);
+	free(l);
+}
+
+const struct ml_agg *ml_report_agg(const struct ml_report_loaded *l)
+{
+	return l->agg;
+}
+
+/* Symbolizes p, loads its coverage counts when cov is set and it has
+ * samples, and aggregates it.  0, or -1 after one error line. */
+static int load(const struct ml_profile *p, bool cov, struct ml_report_loaded **out)
+{
+	struct ml_report_loaded *l = calloc(1, sizeof(*l));
+	if (!l) {
+		fprintf(stderr, "memline: %s: %s\n", p->path, strerror(ENOMEM));
+		return -1;
+	}
+	int err = ml_sym_open(p, &l->sym);
 	if (err < 0) {
 		fprintf(stderr, "memline: %s: cannot symbolize: %s\n", p->path, strerror(-err));
-		goto out;
+		ml_report_unload(l);
+		return -1;
 	}
-	ml_resolver_from_symbolizer(&r, sym);
-	struct ml_view_opts vo = *opts;
-	if (p->has_samples && (view == ML_VIEW_LINES || view == ML_VIEW_OPS) &&
-	    ml_cov_load(p->exe, p->path, p->meta.start_realtime_ns, &cov) < 0)
-		cov = NULL;
-	vo.cov = cov;
-	err = ml_agg_build(p, &r, &agg);
+	ml_resolver_from_symbolizer(&l->r, l->sym);
+	if (cov && p->has_samples && ml_cov_load(p->exe, p->path, p->meta.start_realtime_ns, &l->cov) < 0)
+		l->cov = NULL;
+	err = ml_agg_build(p, &l->r, &l->agg);
 	if (err < 0) {
 		fprintf(stderr, "memline: %s: %s\n", p->path, strerror(-err));
-		goto out;
+		ml_report_unload(l);
+		return -1;
 	}
 	if (p->meta.flags & ML_META_DEGRADED)
 		fprintf(stderr, "memline: warning: %s: the runtime hit internal trouble while "
 			"recording; its numbers may be incomplete\n", p->path);
+	*out = l;
+	return 0;
+}
+
+int ml_report_load(const struct ml_profile *p, struct ml_report_loaded **out)
+{
+	return load(p, false, out);
+}
+
+int ml_report_show(const struct ml_profile *p, enum ml_report_view view,
+		   const struct ml_view_opts *opts, bool header, bool first, struct ml_json *j)
+{
+	struct ml_report_loaded *l = NULL;
+	if (load(p, view == ML_VIEW_LINES || view == ML_VIEW_OPS, &l) < 0)
+		return -1;
+	struct ml_view_opts vo = *opts;
+	vo.cov = l->cov;
 	if (!j && header)
 		header_text(stdout, p, first);
-	err = j ? show_json(view, &vo, agg, j) : view_fns[view](agg, &vo, stdout, NULL);
+	int err = j ? show_json(view, &vo, l->agg, j) : view_for(view, &vo)(l->agg, &vo, stdout, NULL);
 	/* -ENOENT: the view has said what it could not find. */
 	if (err < 0 && err != -ENOENT)
 		fprintf(stderr, "memline: %s: %s\n", p->path, strerror(-err));
-out:
-	ml_agg_free(agg);
-	ml_cov_free(cov);
-	if (sym)
-		ml_sym_close(sym);
+	ml_report_unload(l);
 	return err < 0 ? -1 : 0;
 }
 
+int ml_report_document(struct ml_profile *const *profiles, size_t n, enum ml_report_view view,
+		       const struct ml_view_opts *opts, FILE *out)
+{
+	const struct ml_docview *dv = docviews[view];
+	struct ml_view_opts vo = *opts;
+	vo.t0_realtime_ns = UINT64_MAX;	/* processes line up by their start times */
+	for (size_t i = 0; i < n; i++)
+		if (profiles[i]->meta.start_realtime_ns < vo.t0_realtime_ns)
+			vo.t0_realtime_ns = profiles[i]->meta.start_realtime_ns;
+	void *doc = NULL;
+	int err = dv->begin(&vo, &doc);
+	if (err < 0) {
+		fprintf(stderr, "memline: %s: %s\n", dv->name, strerror(-err));
+		return -1;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct ml_report_loaded *l = NULL;
+		if (load(profiles[i], view == ML_VIEW_HTML, &l) < 0) {
+			rc = -1;
+			break;
+		}
+		vo.cov = l->cov;
+		err = dv->add(doc, l->agg, &vo);
+		if (err < 0) {
+			if (err != -ENOENT)
+				fprintf(stderr, "memline: %s: %s\n", profiles[i]->path, strerror(-err));
+			rc = -1;
+		}
+		ml_report_unload(l);
+	}
+	err = dv->end(doc, rc == 0 ? out : NULL);
+	if (err < 0 && rc == 0) {
+		fprintf(stderr, "memline: %s: %s\n", dv->name, strerror(-err));
+		rc = -1;
+	}
+	return rc;
+}

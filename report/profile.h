@@ -72,6 +72,9 @@ struct ml_profile {
 	size_t n_samples;
 	struct ml_region *regions;	/* in file order: parents first */
 	size_t n_regions;
+	const struct ml_fmt_span *spans;	/* regions on the time axis, in the order they ended */
+	size_t n_spans;
+	uint64_t spans_dropped;		/* spans the runtime had no room for */
 	struct ml_profile_torch torch;
 	void *priv;			/* owned storage */
 };

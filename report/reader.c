@@ -31,6 +31,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_META] = "META", [ML_SEC_MODULES] = "MODULES", [ML_SEC_STACKS] = "STACKS",
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
 	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
+	[ML_SEC_SPANS] = "SPANS",
 	[ML_SEC_TORCH] = "TORCH",
 };
 
@@ -232,6 +233,8 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		rc = ml_reader_parse_samples(&ps);
 	if (!rc)
 		rc = ml_reader_parse_regions(&ps);
+	if (!rc)
+		rc = ml_reader_parse_spans(&ps);
 	if (!rc)
 		rc = ml_reader_parse_torch(&ps);
 	free(ps.node_depth);

@@ -90,6 +90,7 @@ int ml_reader_check_gpu_total(struct parse *ps);
 int ml_reader_parse_timeline(struct parse *ps);
 int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
+int ml_reader_parse_spans(struct parse *ps);
 /* TORCH (reader_torch.c). */
 int ml_reader_parse_torch(struct parse *ps);
 

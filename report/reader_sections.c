@@ -478,3 +478,45 @@ int ml_reader_parse_regions(struct parse *ps)
 	return 0;
 }
 
+
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* SPANS: a header, then spans of known regions, each start <= end. */
+int ml_reader_parse_spans(struct parse *ps)
+{
+	const struct span *s = &ps->sec[ML_SEC_SPANS];
+	struct ml_profile *p = ps->p;
+	struct ml_fmt_spans_header h;
+
+	if (!s->seen)
+		return 0;
+	if (s->count < 1 || s->size < sizeof(h) ||
+	    (s->size - sizeof(h)) / sizeof(struct ml_fmt_span) != s->count - 1 ||
+	    (s->size - sizeof(h)) % sizeof(struct ml_fmt_span))
+		return BAD(ps, "corrupt: SPANS section of %llu bytes for %u records",
+			   (unsigned long long)s->size, s->count);
+	memcpy(&h, s->payload, sizeof(h));
+	p->spans_dropped = h.dropped;
+	p->spans = (const struct ml_fmt_span *)(uintptr_t)(s->payload + sizeof(h));
+	p->n_spans = s->count - 1;
+	uint32_t *ids = calloc(p->n_regions + 1, sizeof(*ids));
+	if (!ids)
+		return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	for (size_t k = 0; k < p->n_regions; k++)
+		ids[k] = p->regions[k].id;
+	qsort(ids, p->n_regions, sizeof(*ids), cmp_u32);
+	int rc = 0;
+	for (size_t i = 0; i < p->n_spans && !rc; i++) {
+		const struct ml_fmt_span *sp = &p->spans[i];
+		if (!bsearch(&sp->region, ids, p->n_regions, sizeof(*ids), cmp_u32) ||
+		    sp->end_ns < sp->start_ns)
+			rc = BAD(ps, "corrupt: span %zu of region %u (%llu..%llu ns)", i, sp->region,
+				 (unsigned long long)sp->start_ns, (unsigned long long)sp->end_ns);
+	}
+	free(ids);
+	return rc;
+}

@@ -19,6 +19,12 @@ enum ml_report_view {
 	ML_VIEW_OPS,
 	ML_VIEW_LINES,
 	ML_VIEW_REGIONS,
+	ML_VIEW_TIMELINE,
+	ML_VIEW_FLAME,
+	ML_VIEW_FOLDED,
+	ML_VIEW_HTML,		/* documents: one of every profile (below) */
+	ML_VIEW_TRACE,
+	ML_VIEW_PPROF,
 	ML_VIEW_COUNT,
 };
 
@@ -29,10 +35,29 @@ const char *ml_report_view_name(enum ml_report_view view);
 /* Every view's name, separated by ", " (a static string). */
 const char *ml_report_view_list(void);
 
+/* A profile symbolized and aggregated, to be subtracted (--base: vo->base
+ * is ml_report_agg of it).  ml_report_load returns 0, or -1 after one
+ * error line on stderr. */
+struct ml_report_loaded;
+int ml_report_load(const struct ml_profile *p, struct ml_report_loaded **out);
+const struct ml_agg *ml_report_agg(const struct ml_report_loaded *l);
+void ml_report_unload(struct ml_report_loaded *l);
+
+/* Views that are one document of every profile (html, trace, pprof), and
+ * which of them are binary (refuse a terminal). */
+bool ml_report_view_is_document(enum ml_report_view view);
+bool ml_report_view_is_binary(enum ml_report_view view);
+
+/* Writes the document view of profiles[0..n) to out.  Returns 0, or -1
+ * after one error line on stderr (out may then hold part of it). */
+int ml_report_document(struct ml_profile *const *profiles, size_t n, enum ml_report_view view,
+		       const struct ml_view_opts *vo, FILE *out);
+
 /* Symbolizes and aggregates profile p, then shows view with options vo:
  * as text on stdout when j is NULL (after a "==> file <==" header when
  * header is set; first: no blank line before it), else as one JSON
- * document appended to j (nothing appended when the view fails).
+ * document appended to j (nothing appended when the view fails).  With
+ * vo->base, ops, peak and leaks show what changed (view_diff.c).
  * Returns 0, or -1 after one error line on stderr. */
 int ml_report_show(const struct ml_profile *p, enum ml_report_view view,
 		   const struct ml_view_opts *vo, bool header, bool first, struct ml_json *j);

@@ -69,4 +69,34 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 /* How many of n rows a --limit lets through (limit < 0: all). */
 size_t ml_view_limit(long limit, size_t n);
 
+/* ---- what the flame views (flame, folded, html, pprof) share ---- */
+struct ml_flame;
+
+/* The row index (report/flame.h) of what o asks the flame views to draw:
+ * its kind's group and --value.  -1 after an error line on stderr when
+ * the profile does not have it (no samples, no such kind). */
+long ml_view_flame_index(const struct ml_flame *t, const struct ml_view_opts *o);
+
+/* Builds the flame tree of a (minus o->base) and finds what o asks for.
+ * Returns 0 with *out (ml_flame_free) and *vi, -ENOENT after an error line
+ * (ml_view_flame_index), or -ENOMEM. */
+int ml_view_flame_open(const struct ml_agg *a, const struct ml_view_opts *o,
+		       struct ml_flame **out, size_t *vi);
+
+/* A --value's title ("bytes allocated", ...) and whether it is bytes. */
+const char *ml_view_flame_title(enum ml_flame_value v);
+bool ml_view_flame_is_bytes(enum ml_flame_value v);
+
+/* v as text: binary units for bytes, seconds for samples (x period_ns),
+ * plain counts; "+" before a positive value when sign is set. */
+void ml_view_flame_amount(char *buf, size_t len, int64_t v, enum ml_flame_value what,
+			  uint64_t period_ns, bool sign);
+
+/* o->node_fraction, or dflt when the command line did not set it. */
+double ml_view_node_fraction(const struct ml_view_opts *o, double dflt);
+
+/* The flame view's first line: what is drawn, its total, the cut. */
+int ml_view_flame_header(FILE *out, const struct ml_flame *t, const struct ml_view_opts *o,
+			 size_t vi, int64_t cut);
+
 #endif

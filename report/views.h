@@ -28,6 +28,19 @@ enum ml_ops_key {
 	ML_OPS_KEY_COUNT,
 };
 
+/* What the flame views measure (--value): a field of the chosen kind's
+ * group (report/flame.h), or the line timer's samples. */
+enum ml_flame_value {
+	ML_FV_ALLOC,		/* bytes allocated (default) */
+	ML_FV_ALLOCS,		/* allocations */
+	ML_FV_PEAK,		/* bytes live at the peak */
+	ML_FV_PEAK_BLOCKS,
+	ML_FV_LEAKED,		/* bytes live at exit */
+	ML_FV_LEAKED_BLOCKS,
+	ML_FV_TIME,		/* samples (--lines profiles) */
+	ML_FV_COUNT,
+};
+
 struct ml_view_opts {
 	enum ml_kind kind;		/* the memory kind shown (heap for now) */
 	long limit;			/* rows or records at most; < 0: all */
@@ -37,6 +50,13 @@ struct ml_view_opts {
 	long top;			/* lines: the N functions with most time (0: off) */
 	double unit;			/* lines: timer unit in seconds (0: 1e-6) */
 	const struct ml_cov *cov;	/* exact line and call counts (gcov), or NULL */
+	enum ml_flame_value value;	/* flame, folded: what is measured */
+	double node_fraction;		/* flame, html: hide nodes below this share
+					 * of the root (< 0: the view's default) */
+	const struct ml_agg *base;	/* --base: the profile subtracted, or NULL */
+	const char *base_path;
+	uint64_t t0_realtime_ns;	/* the earliest start of the profiles reported */
+	int diff_measure;		/* --base with ops 0 (allocated), peak 1, leaks 2 */
 };
 
 /* Each view writes text to out when j is NULL; otherwise it writes its
@@ -53,6 +73,38 @@ int ml_view_lines_timed(const struct ml_agg *a, const struct ml_view_opts *o, FI
 /* regions: the tree of memline.h / NVTX regions. */
 int ml_view_regions(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
 		    struct ml_json *j);
+
+/* Terminal pictures: memory over time per kind (and regions), and the
+ * heaviest paths of the call tree as an indented text tree. */
+int ml_view_timeline(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		     struct ml_json *j);
+int ml_view_flame(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		  struct ml_json *j);
+/* Folded stacks ("main;f;g 1234" per line) for flamegraph.pl, inferno and
+ * speedscope; with a base, difffolded's "stack base new" lines. */
+int ml_view_folded(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		   struct ml_json *j);
+/* What grew and shrank against o->base, by stack, function and line (ops,
+ * peak and leaks with --base). */
+int ml_view_diff(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		 struct ml_json *j);
+
+/* --value names: parse one (returns the value or -1), name one, list all. */
+int ml_flame_value_parse(const char *name);
+const char *ml_flame_value_name(enum ml_flame_value v);
+const char *ml_flame_value_list(void);
+
+/* Documents that hold every profile of the command line at once (html,
+ * trace, pprof): begin, add each profile, then end writes the document to
+ * out.  Each returns 0 or -errno (end frees the state either way). */
+struct ml_docview {
+	const char *name;
+	int (*begin)(const struct ml_view_opts *o, void **state);
+	int (*add)(void *state, const struct ml_agg *a, const struct ml_view_opts *o);
+	int (*end)(void *state, FILE *out);
+	bool binary;		/* refuses to write to a terminal */
+};
+extern const struct ml_docview ml_docview_html, ml_docview_trace, ml_docview_pprof;
 
 /* ops keys: parse a name (returns the key or -1), name a key, and list all
  * valid names separated by ", " (a static string). */

@@ -2,7 +2,7 @@
 # tests/check_all.sh - the whole suite behind `make check`: unit tests, the
 # end-to-end tests, the torture suite, the layout rules, then the unit tests
 # and the report tool under ASan+UBSan.
-# Ends with one line, `check: N passed, M failed`; exits non-zero on failure.
+# Ends with one line, `check: N passed, M failed, K skipped`; exits non-zero on failure.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,7 @@ MAKE=${MAKE:-make}
 JOBS=-j$(nproc 2>/dev/null || echo 2)
 passed=0
 failed=0
+skipped=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -42,6 +43,9 @@ part() {
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
+	local s
+	s=$(echo "$line" | sed -nE 's/.*, ([0-9]+) skipped.*/\1/p')
+	skipped=$((skipped + ${s:-0}))
 }
 
 # The release build: unit tests, fixtures under memline run, the torture
@@ -66,5 +70,5 @@ asan_cli() {
 }
 part e2e "report tool under ASan+UBSan ($BUILD-asan/memline)" asan_cli
 
-echo "check: $passed passed, $failed failed"
+echo "check: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -274,6 +274,61 @@ START_TEST(sections_round_trip)
 }
 END_TEST
 
+/* Each completed region is a span on the time axis: inner ones end first
+ * and lie inside their outer one; an NVTX range keeps the thread that
+ * started it; past the table's size spans are only counted. */
+START_TEST(spans_round_trip)
+{
+	char path[] = "/tmp/check_lineprof.XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ml_lp_regions_reset();
+	ml_lp_spans_reset();
+	ml_lp_region_push("sp_outer", 0);
+	ml_lp_region_push("sp_inner", 0);
+	usleep(2000);
+	ml_lp_region_pop();
+	ml_lp_region_pop();
+	uint64_t id = ml_lp_range_start("sp_range", ML_REGION_NVTX);
+	ml_lp_range_end(id);
+	write_profile(path);
+	struct ml_profile *p = NULL;
+	char err[256] = "";
+	ck_assert_msg(ml_profile_load(path, &p, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(p->n_spans, 3);
+	ck_assert_uint_eq(p->spans_dropped, 0);
+	const char *names[3];
+	for (size_t i = 0; i < 3; i++) {
+		for (size_t k = 0; k < p->n_regions; k++)
+			if (p->regions[k].id == p->spans[i].region)
+				names[i] = p->regions[k].name;
+		ck_assert_uint_eq(p->spans[i].tid, (uint32_t)getpid());
+		ck_assert_uint_le(p->spans[i].start_ns, p->spans[i].end_ns);
+	}
+	ck_assert_str_eq(names[0], "sp_inner");	/* in the order they closed */
+	ck_assert_str_eq(names[1], "sp_outer");
+	ck_assert_str_eq(names[2], "sp_range");
+	ck_assert_uint_ge(p->spans[0].end_ns - p->spans[0].start_ns, 2000000);
+	ck_assert_uint_le(p->spans[1].start_ns, p->spans[0].start_ns);
+	ck_assert_uint_ge(p->spans[1].end_ns, p->spans[0].end_ns);
+	ck_assert_uint_ge(p->spans[2].start_ns, p->spans[1].end_ns);
+	ml_profile_free(p);
+
+	for (uint32_t i = 0; i < ML_SPANS_MAX + 5; i++) {
+		ml_lp_region_push("sp_many", 0);
+		ml_lp_region_pop();
+	}
+	write_profile(path);
+	ck_assert_msg(ml_profile_load(path, &p, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(p->n_spans, ML_SPANS_MAX);
+	ck_assert_uint_eq(p->spans_dropped, 8);	/* 3 + 32773 - 32768 */
+	ml_profile_free(p);
+	unlink(path);
+	ml_lp_spans_reset();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("lineprof");
@@ -283,6 +338,7 @@ int main(void)
 	tcase_add_test(tc, regions_form_a_tree);
 	tcase_add_test(tc, regions_reused_name_buffer);
 	tcase_add_test(tc, sections_round_trip);
+	tcase_add_test(tc, spans_round_trip);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -2,6 +2,7 @@
  * fake symbolizer: units, self/inclusive/recursion attribution, JSON
  * escaping, ops sorting and layout, the lines and leaks views. */
 #include "report/aggregate.h"
+#include "report/flame.h"
 #include "report/json.h"
 #include "report/units.h"
 #include "report/views.h"
@@ -587,6 +588,88 @@ START_TEST(peak_view_json)
 }
 END_TEST
 
+/* ---- the flame tree ------------------------------------------------- */
+
+/* The child of node n for (function, line), or 0. */
+static uint32_t flame_child(const struct ml_flame *t, uint32_t n, const char *fn, int line)
+{
+	for (uint32_t c = t->nodes[n].first_child; c; c = t->nodes[c].next_sibling)
+		if (strcmp(t->nodes[c].function, fn) == 0 && t->nodes[c].line == line)
+			return c;
+	return 0;
+}
+
+START_TEST(flame_tree_sums_paths)
+{
+	struct ml_flame *t;
+	ck_assert_int_eq(ml_flame_build(agg, NULL, &t), 0);
+	ck_assert_uint_eq(t->n_groups, 2);
+	ck_assert_str_eq(t->groups[0].name, "heap");
+	ck_assert_str_eq(t->groups[1].name, "cuda");
+	ck_assert(!t->has_time);
+	size_t alloc = ml_flame_vi(0, ML_FF_ALLOC_BYTES), leak = ml_flame_vi(0, ML_FF_LEAK_BYTES);
+	ck_assert_int_eq(t->total[alloc], 3510);
+	ck_assert_int_eq(t->total[ml_flame_vi(1, ML_FF_ALLOC_BYTES)], 1 << 20);
+	/* a call site is a node: main -> f:20 (st1, st4) apart from main ->
+	 * f:21 -> f:20 (st2, recursion) */
+	uint32_t m = flame_child(t, 0, "main", 10), f = flame_child(t, m, "f", 20);
+	uint32_t f21 = flame_child(t, m, "f", 21), f21f = flame_child(t, f21, "f", 20);
+	uint32_t sd = flame_child(t, f, "strdup", 0);
+	uint32_t g = flame_child(t, m, "g", 31), h = flame_child(t, g, "h", 40);
+	ck_assert(m && f && f21 && f21f && sd && g && h);
+	size_t nv = t->n_values;
+	ck_assert_int_eq(t->total[m * nv + alloc], 3510);
+	ck_assert_int_eq(t->total[f * nv + alloc], 3100);	/* st1 + st4 */
+	ck_assert_int_eq(t->self[f * nv + alloc], 100);	/* st1 ends at f:20 */
+	ck_assert_int_eq(t->total[f21 * nv + leak], 10);
+	ck_assert_int_eq(t->self[f21f * nv + leak], 10);
+	ck_assert_int_eq(t->total[sd * nv + ML_FF_ALLOCS], 3);
+	ck_assert_int_eq(t->total[h * nv + alloc], 400);	/* inlined h under g */
+	ck_assert_int_eq(t->total[h * nv + ml_flame_vi(1, ML_FF_PEAK_BYTES)], 1 << 20);
+	/* every node: its total is its self plus its children's */
+	for (uint32_t n = 0; n < t->n_nodes; n++)
+		for (size_t v = 0; v < nv; v++) {
+			int64_t sum = t->self[n * nv + v];
+			for (uint32_t c = t->nodes[n].first_child; c; c = t->nodes[c].next_sibling)
+				sum += t->total[c * nv + v];
+			ck_assert_int_eq(sum, t->total[n * nv + v]);
+		}
+	ml_flame_free(t);
+	/* against itself: nothing changed, the base's own numbers kept */
+	ck_assert_int_eq(ml_flame_build(agg, agg, &t), 0);
+	for (size_t i = 0; i < t->n_nodes * t->n_values; i++)
+		ck_assert_int_eq(t->total[i], 0);
+	ck_assert_int_eq(t->base_total[alloc], 3510);
+	ml_flame_free(t);
+}
+END_TEST
+
+/* Folded stacks: one line per stack, outermost first, counts summing to the total. */
+START_TEST(folded_view_lines)
+{
+	struct ml_view_opts o = heap_opts();
+	int rc;
+	char *out = render(ml_view_folded, &o, false, &rc);
+	ck_assert_int_eq(rc, 0);
+	const char *base = strrchr(SRC, '/') + 1;
+	char want[256];
+	snprintf(want, sizeof(want), "main (%s:10);f (%s:20) 100\n", base, base);
+	ck_assert_ptr_nonnull(strstr(out, want));
+	snprintf(want, sizeof(want), "main (%s:10);f (%s:20);strdup (in libc.so.6) 3000\n", base, base);
+	ck_assert_ptr_nonnull(strstr(out, want));
+	long sum = 0;
+	for (char *l = out; *l;) {
+		char *nl = strchr(l, '\n');
+		ck_assert_ptr_nonnull(nl);
+		*nl = '\0';
+		sum += strtol(strrchr(l, ' ') + 1, NULL, 10);
+		l = nl + 1;
+	}
+	ck_assert_int_eq(sum, 3510);
+	free(out);
+}
+END_TEST
+
 static Suite *report_suite(void)
 {
 	Suite *s = suite_create("report");
@@ -608,6 +691,8 @@ static Suite *report_suite(void)
 	tcase_add_test(t, lines_view_text);
 	tcase_add_test(t, lines_view_errors);
 	tcase_add_test(t, peak_view_json);
+	tcase_add_test(t, flame_tree_sums_paths);
+	tcase_add_test(t, folded_view_lines);
 	suite_add_tcase(s, t);
 	return s;
 }
