@@ -60,6 +60,17 @@ struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind)
 	return sum;
 }
 
+bool ml_agg_has_torch_blocks(const struct ml_agg *a)
+{
+	return a->totals[ML_KIND_TORCH_CUDA].allocs ||
+	       (a->profile->kinds_present & (1u << ML_KIND_TORCH_CUDA));
+}
+
+struct ml_amount ml_agg_cuda_mem(const struct ml_agg *a, const struct ml_amount *per_kind)
+{
+	return ml_agg_has_torch_blocks(a) ? per_kind[ML_KIND_TORCH_CUDA] : ml_amount_gpu(per_kind);
+}
+
 bool ml_agg_has_cuda(const struct ml_agg *a)
 {
 	for (int k = 1; k < ML_KIND_COUNT; k++)

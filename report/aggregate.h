@@ -120,6 +120,13 @@ const char *ml_kind_list(void);
  * blocks live at the combined GPU peak (ML_KIND_CUDA_GPU) when the profile
  * has it, else the sum of each kind's own peak. */
 struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind);
+/* True when the profile has PyTorch's own CUDA blocks (torch_cuda: one
+ * per tensor storage, reported by its caching allocator). */
+bool ml_agg_has_torch_blocks(const struct ml_agg *a);
+/* What the views call "CUDA Mem" of per_kind: PyTorch's blocks when the
+ * profile has them (its segments, the GPU kinds, are then the memory
+ * reserved), else the GPU kinds (ml_amount_gpu). */
+struct ml_amount ml_agg_cuda_mem(const struct ml_agg *a, const struct ml_amount *per_kind);
 /* True when the profile saw any CUDA kind. */
 bool ml_agg_has_cuda(const struct ml_agg *a);
 
