@@ -29,7 +29,14 @@
 	 * tensor storage, rounded as PyTorch rounds), from its own reports \
 	 * (torch_hooks/).  They live inside cuda_device / cuda_vmm segments, \
 	 * so they are never added to those (docs/torch.md). */ \
-	X(TORCH_CUDA, 10, "torch_cuda", 0)
+	X(TORCH_CUDA, 10, "torch_cuda", 0) \
+	/* Events, not memory: each free of a CPU tensor's storage (c10::free_cpu) \
+	 * and of a PyTorch CUDA block, counted as an "allocation" of the bytes \
+	 * freed at the stack that freed them, and released at once.  The report \
+	 * subtracts them to get what an op or line allocated net, as \
+	 * torch.profiler counts it; no view lists them as memory. */ \
+	X(TORCH_CPU_FREED, 11, "torch_cpu_freed", 0) \
+	X(TORCH_CUDA_FREED, 12, "torch_cuda_freed", 0)
 
 #define ML_KIND_ENUM_(id, value, name, gpu) ML_KIND_##id = value,
 enum ml_kind {
@@ -64,6 +71,14 @@ static inline int ml_kind_parse(const char *name)
 static inline bool ml_kind_is_gpu(enum ml_kind kind)
 {
 	return (unsigned)kind < ML_KIND_COUNT && (ML_KIND_GPU_MASK >> kind) & 1u;
+}
+
+/* True for the kinds that count events at the stack that freed memory
+ * (torch_cpu_freed, torch_cuda_freed), not memory held: views of memory
+ * leave them out. */
+static inline bool ml_kind_is_event(enum ml_kind kind)
+{
+	return kind == ML_KIND_TORCH_CPU_FREED || kind == ML_KIND_TORCH_CUDA_FREED;
 }
 
 #endif

@@ -24,6 +24,7 @@ struct ml_fmt_torch {
 	uint64_t block_allocs;		/* CUDA blocks PyTorch's allocator reported */
 	uint64_t block_frees;
 	uint64_t other_reports;		/* reports of other devices (CPU: torch.profiler on) */
+	uint64_t tensor_frees;		/* CPU tensor storage freed (c10::free_cpu) */
 	uint32_t schemas_len;
 	uint32_t reserved;
 };

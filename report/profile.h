@@ -44,7 +44,7 @@ struct ml_region {
 struct ml_profile_torch {
 	bool present;
 	uint32_t flags;			/* ML_TORCH_* */
-	uint64_t block_allocs, block_frees, other_reports;
+	uint64_t block_allocs, block_frees, other_reports, tensor_frees;
 	uint32_t n_schemas;
 	/* n_schemas (name, overload) pairs: schemas[2 i] the ATen name without
 	 * "aten::", schemas[2 i + 1] the overload ("" for none). */

@@ -52,6 +52,7 @@ int ml_reader_parse_torch(struct parse *ps)
 	t->block_allocs = rec.block_allocs;
 	t->block_frees = rec.block_frees;
 	t->other_reports = rec.other_reports;
+	t->tensor_frees = rec.tensor_frees;
 	t->n_schemas = rec.n_schemas;
 	return 0;
 }

@@ -13,6 +13,10 @@
  * most len bytes, NUL included; returns buf.  Does not allocate. */
 char *ml_units_bytes(uint64_t bytes, char *buf, size_t len);
 
+/* ml_units_bytes for a signed count: "-1.50 KiB" below zero (what an op
+ * freed more than it allocated, as torch.profiler shows it). */
+char *ml_units_bytes_signed(int64_t bytes, char *buf, size_t len);
+
 /* Formats nanoseconds as seconds with three decimals ("1.234 s"). */
 char *ml_units_seconds(uint64_t ns, char *buf, size_t len);
 

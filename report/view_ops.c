@@ -147,19 +147,37 @@ struct layout {
 	struct ml_ops_time time;	/* the time columns (ops_time.h) */
 };
 
+/* By ATen op, PyTorch's memory columns are net, as torch.profiler counts
+ * them: what the op allocated less what was freed while it ran (the free
+ * events of aten_ops.h); an op can free more than it allocates. */
+static int64_t net(const struct ml_amount *per_kind, enum ml_kind kind, enum ml_kind freed)
+{
+	return (int64_t)(per_kind[kind].alloc_bytes - per_kind[freed].alloc_bytes);
+}
+
 /* A row's value for key: ml_ops_key_value, with CUDA Mem as the profile
  * defines it (ml_agg_cuda_mem) and the ATen rows' own columns. */
-static uint64_t value(const struct layout *l, const struct ml_agg_func *f, enum ml_ops_key key,
-		      enum ml_kind kind)
+static int64_t value(const struct layout *l, const struct ml_agg_func *f, enum ml_ops_key key,
+		     enum ml_kind kind)
 {
+	bool op_cpu = l->ops && ml_aten_ops_cpu_kind(kind);
+	bool op_cuda = l->ops && l->torch_blocks;
 	switch (key) {
-	case ML_OPS_SELF_CUDA_MEMORY_USAGE: return ml_agg_cuda_mem(l->a, f->self).alloc_bytes;
-	case ML_OPS_CUDA_MEMORY_USAGE: return ml_agg_cuda_mem(l->a, f->total).alloc_bytes;
+	case ML_OPS_SELF_CPU_MEMORY_USAGE:
+		return op_cpu ? net(f->self, kind, ML_KIND_TORCH_CPU_FREED) : (int64_t)f->self[kind].alloc_bytes;
+	case ML_OPS_CPU_MEMORY_USAGE:
+		return op_cpu ? net(f->total, kind, ML_KIND_TORCH_CPU_FREED) : (int64_t)f->total[kind].alloc_bytes;
+	case ML_OPS_SELF_CUDA_MEMORY_USAGE:
+		return op_cuda ? net(f->self, ML_KIND_TORCH_CUDA, ML_KIND_TORCH_CUDA_FREED)
+			       : (int64_t)ml_agg_cuda_mem(l->a, f->self).alloc_bytes;
+	case ML_OPS_CUDA_MEMORY_USAGE:
+		return op_cuda ? net(f->total, ML_KIND_TORCH_CUDA, ML_KIND_TORCH_CUDA_FREED)
+			       : (int64_t)ml_agg_cuda_mem(l->a, f->total).alloc_bytes;
 	case ML_OPS_SELF_OTHER_MEMORY:
-		return l->ops ? ml_aten_row_of(f)->other_self.alloc_bytes : 0;
+		return l->ops ? (int64_t)ml_aten_row_of(f)->other_self.alloc_bytes : 0;
 	case ML_OPS_OTHER_MEMORY:
-		return l->ops ? ml_aten_row_of(f)->other_total.alloc_bytes : 0;
-	default: return ml_ops_key_value(f, key, kind);
+		return l->ops ? (int64_t)ml_aten_row_of(f)->other_total.alloc_bytes : 0;
+	default: return (int64_t)ml_ops_key_value(f, key, kind);
 	}
 }
 
@@ -174,7 +192,7 @@ static int cmp_row(const void *x, const void *y, void *ctx)
 	const struct row_order *o = ctx;
 	const struct ml_agg_func *a = *(const struct ml_agg_func *const *)x;
 	const struct ml_agg_func *b = *(const struct ml_agg_func *const *)y;
-	uint64_t va = value(o->l, a, o->key, o->kind), vb = value(o->l, b, o->key, o->kind);
+	int64_t va = value(o->l, a, o->key, o->kind), vb = value(o->l, b, o->key, o->kind);
 	if (va != vb)
 		return va > vb ? -1 : 1;
 	return strcmp(a->label, b->label);
@@ -225,11 +243,11 @@ static void row_text(const struct layout *l, FILE *out, const struct ml_agg_func
 	for (size_t c = 0; c < l->n_columns; c++) {
 		if (!shown_column(l, c))
 			continue;
-		uint64_t v = value(l, f, l->columns[c].key, kind);
+		int64_t v = value(l, f, l->columns[c].key, kind);
 		if (l->columns[c].bytes)
-			ml_units_bytes(v, cell, sizeof(cell));
+			ml_units_bytes_signed(v, cell, sizeof(cell));
 		else
-			snprintf(cell, sizeof(cell), "%llu", (unsigned long long)v);
+			snprintf(cell, sizeof(cell), "%lld", (long long)v);
 		fprintf(out, "%*s  ", column_width(&l->columns[c]), cell);
 	}
 	fputc('\n', out);
@@ -260,17 +278,22 @@ static void op_footer(const struct layout *l, FILE *out)
 	const struct ml_aten_ops *ops = l->ops;
 	struct ml_amount self = { 0 }, other = { 0 }, outside = { 0 };
 	char u1[ML_UNITS_LEN], u2[ML_UNITS_LEN], u3[ML_UNITS_LEN];
+	int64_t net_self = 0;
 	for (size_t i = 0; i < ops->n_rows; i++) {
 		for (int k = 0; k < ML_KIND_COUNT; k++)
 			if (ml_aten_ops_cpu_kind((enum ml_kind)k))
 				ml_amount_add(&self, &ops->rows[i].f.self[k]);
+		net_self -= (int64_t)ops->rows[i].f.self[ML_KIND_TORCH_CPU_FREED].alloc_bytes;
 		ml_amount_add(&other, &ops->rows[i].other_self);
 	}
+	net_self += (int64_t)self.alloc_bytes;
 	for (int k = 0; k < ML_KIND_COUNT; k++)
 		if (ml_aten_ops_cpu_kind((enum ml_kind)k))
 			ml_amount_add(&outside, &ops->outside[k]);
-	fprintf(out, "Self CPU Mem total: %s of tensor storage in ops (%s in %llu blocks in all)\n",
+	fprintf(out, "Self CPU Mem total: %s of tensor storage allocated in ops, %s net of what "
+		"they freed (%s in %llu blocks in all)\n",
 		ml_units_bytes(self.alloc_bytes, u1, sizeof(u1)),
+		ml_units_bytes_signed(net_self, u3, sizeof(u3)),
 		ml_units_bytes(ops->tensor_total.alloc_bytes, u2, sizeof(u2)),
 		(unsigned long long)ops->tensor_total.allocs);
 	fprintf(out, "Self Other Mem total: %s of other CPU memory in ops; outside any op: %s\n",
@@ -347,8 +370,21 @@ static void row_json(const struct layout *l, const struct ml_view_opts *o, struc
 	amount_field(j, "self", &f->self[o->kind]);
 	amount_field(j, "total", &f->total[o->kind]);
 	if (l->ops) {
+		/* torch.profiler's numbers, under its names: net, signed. */
+		static const enum ml_ops_key torch_keys[] = {
+			ML_OPS_SELF_CPU_MEMORY_USAGE, ML_OPS_CPU_MEMORY_USAGE,
+			ML_OPS_SELF_CUDA_MEMORY_USAGE, ML_OPS_CUDA_MEMORY_USAGE,
+		};
+		for (size_t k = 0; k < sizeof(torch_keys) / sizeof(torch_keys[0]); k++) {
+			if (k >= 2 && !l->cuda)
+				break;
+			ml_json_key(j, ml_ops_key_name(torch_keys[k]));
+			ml_json_i64(j, value(l, f, torch_keys[k], o->kind));
+		}
 		amount_field(j, "other_self", &ml_aten_row_of(f)->other_self);
 		amount_field(j, "other_total", &ml_aten_row_of(f)->other_total);
+		amount_field(j, "freed_self", &f->self[ML_KIND_TORCH_CPU_FREED]);
+		amount_field(j, "freed_total", &f->total[ML_KIND_TORCH_CPU_FREED]);
 	}
 	if (l->cuda) {
 		struct ml_amount cs = ml_agg_cuda_mem(l->a, f->self);
@@ -358,6 +394,8 @@ static void row_json(const struct layout *l, const struct ml_view_opts *o, struc
 		if (l->torch_blocks) {
 			struct ml_amount rs = ml_amount_gpu(f->self);
 			amount_field(j, "cuda_reserved_self", &rs);
+			amount_field(j, "cuda_freed_self", &f->self[ML_KIND_TORCH_CUDA_FREED]);
+			amount_field(j, "cuda_freed_total", &f->total[ML_KIND_TORCH_CUDA_FREED]);
 		}
 	}
 	ml_json_object_end(j);
@@ -405,7 +443,9 @@ static bool row_shown(const struct layout *l, const struct ml_agg_func *f, enum 
 	struct ml_amount g = l->cuda ? ml_agg_cuda_mem(l->a, f->total) : (struct ml_amount){ 0 };
 	struct ml_amount r = l->cuda ? ml_amount_gpu(f->total) : (struct ml_amount){ 0 };
 	bool other = l->ops && ml_aten_row_of(f)->other_total.allocs;
-	return t->allocs || t->alloc_bytes || t->frees || g.allocs || r.allocs || other ||
+	bool freed = l->ops && (f->total[ML_KIND_TORCH_CPU_FREED].allocs ||
+				f->total[ML_KIND_TORCH_CUDA_FREED].allocs);
+	return t->allocs || t->alloc_bytes || t->frees || g.allocs || r.allocs || other || freed ||
 	       (l->time.shown && f->total_samples);
 }
 

@@ -20,29 +20,32 @@ struct ml_c10_device {
 };
 #define ML_C10_CUDA 1		/* c10::DeviceType::CUDA */
 
-/* The two signatures of c10::reportMemoryUsageToProfiler memline hooks. */
-enum ml_torch_sig {
-	ML_TORCH_V1,		/* 1.x: (void*, int64_t, int64_t, int64_t, Device) */
-	ML_TORCH_V2,		/* 2.x: (void*, int64_t, size_t, size_t, Device) */
-	ML_TORCH_SIGS,
+/* The functions of libc10 memline hooks. */
+enum ml_torch_fn {
+	ML_TORCH_REPORT_V1,	/* reportMemoryUsageToProfiler(void*, int64_t, int64_t, int64_t, Device): 1.x */
+	ML_TORCH_REPORT_V2,	/* reportMemoryUsageToProfiler(void*, int64_t, size_t, size_t, Device): 2.x */
+	ML_TORCH_FREE_CPU,	/* free_cpu(void*): frees a CPU tensor's storage */
+	ML_TORCH_FNS,
 };
-/* Both take their integers in registers the same way, so one type calls either. */
+/* Both signatures take their integers in registers the same way, so one
+ * type calls either. */
 typedef void (*ml_c10_report_fn)(void *ptr, int64_t size, uint64_t allocated, uint64_t reserved,
 				 struct ml_c10_device device);
+typedef void (*ml_c10_free_fn)(void *ptr);
 
 /* ---- real.c: the definitions in PyTorch's libc10 ---- */
 
-/* The mangled name of signature sig. */
-extern const char *const ml_torch_symbol[ML_TORCH_SIGS];
+/* The mangled name of each function. */
+extern const char *const ml_torch_symbol[ML_TORCH_FNS];
 
-/* libc10's definition of signature sig, found the first time (libc10 is
- * loaded RTLD_LOCAL below torch._C, so RTLD_NEXT cannot see it: each loaded
- * library is asked through a RTLD_NOLOAD handle, those named libc10.* first).
- * NULL when there is none (one warning).  Thread-safe; takes the dynamic
- * linker's lock on the first call only. */
-ml_c10_report_fn ml_torch_real(enum ml_torch_sig sig);
-/* Looks both signatures up now (outside PyTorch's allocator lock: the
- * Python side calls it when torch._C is loaded).  Guard held. */
+/* libc10's definition of fn, found the first time (libc10 is loaded
+ * RTLD_LOCAL below torch._C, so RTLD_NEXT cannot see it: each loaded
+ * library is asked through a RTLD_NOLOAD handle, those named libc10.*
+ * first).  NULL when there is none (one warning).  Thread-safe; takes the
+ * dynamic linker's lock on the first call only. */
+void *ml_torch_real(enum ml_torch_fn fn);
+/* Looks up now every function this PyTorch defines (outside PyTorch's
+ * allocator lock: the Python side calls it when torch._C is loaded). */
 void ml_torch_real_resolve(void);
 
 /* ---- the room's state (room.c) ---- */
@@ -51,6 +54,7 @@ struct ml_torch_state {
 	uint32_t flags;				/* ML_TORCH_*, atomic or */
 	uint64_t block_allocs, block_frees;	/* atomic adds */
 	uint64_t other_reports;
+	uint64_t tensor_frees;
 	/* The schemas (common/torchformat.h), in the arena. */
 	char *schemas;
 	uint32_t schemas_len, n_schemas;

@@ -9,13 +9,14 @@
 #include <string.h>
 #include "torch_hooks/internal.h"
 
-const char *const ml_torch_symbol[ML_TORCH_SIGS] = {
-	[ML_TORCH_V1] = "_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE",
-	[ML_TORCH_V2] = "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE",
+const char *const ml_torch_symbol[ML_TORCH_FNS] = {
+	[ML_TORCH_REPORT_V1] = "_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE",
+	[ML_TORCH_REPORT_V2] = "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE",
+	[ML_TORCH_FREE_CPU] = "_ZN3c108free_cpuEPv",
 };
 
-static ml_c10_report_fn volatile found[ML_TORCH_SIGS];
-static volatile bool looked[ML_TORCH_SIGS];
+static void *volatile found[ML_TORCH_FNS];
+static volatile bool looked[ML_TORCH_FNS];
 static ml_spin_t lock;
 
 /* Which loaded object dl_iterate_phdr should name: the index-th one that
@@ -84,33 +85,35 @@ static void *lookup(const char *sym)
 	return NULL;
 }
 
-ml_c10_report_fn ml_torch_real(enum ml_torch_sig sig)
+void *ml_torch_real(enum ml_torch_fn fn)
 {
-	if (__atomic_load_n(&looked[sig], __ATOMIC_ACQUIRE))
-		return found[sig];
+	if (__atomic_load_n(&looked[fn], __ATOMIC_ACQUIRE))
+		return found[fn];
 	/* dlopen and dlsym allocate: never recorded. */
 	bool held = ml_guard_enter_always();
 	ml_spin_lock(&lock);
-	if (!looked[sig]) {
-		found[sig] = (ml_c10_report_fn)lookup(ml_torch_symbol[sig]);
-		__atomic_store_n(&looked[sig], true, __ATOMIC_RELEASE);
-		if (!found[sig]) {
+	if (!looked[fn]) {
+		found[fn] = lookup(ml_torch_symbol[fn]);
+		__atomic_store_n(&looked[fn], true, __ATOMIC_RELEASE);
+		if (!found[fn]) {
 			ml_torch_flag(ML_TORCH_NO_FORWARD);
-			ml_warn("cannot find PyTorch's c10::reportMemoryUsageToProfiler; "
-				"torch.profiler gets no memory events in this run");
+			ml_warn(fn == ML_TORCH_FREE_CPU
+				? "cannot find PyTorch's c10::free_cpu; its tensors are freed with free()"
+				: "cannot find PyTorch's c10::reportMemoryUsageToProfiler; "
+				  "torch.profiler gets no memory events in this run");
 		}
 	}
 	ml_spin_unlock(&lock);
 	if (held)
 		ml_guard_exit();
-	return found[sig];
+	return found[fn];
 }
 
-/* Only the signature this PyTorch defines: asking for the other would
+/* Only what this PyTorch defines: asking for the other signature would
  * warn about a function that was never there. */
 void ml_torch_real_resolve(void)
 {
-	for (int s = 0; s < ML_TORCH_SIGS; s++)
-		if (!looked[s] && lookup(ml_torch_symbol[s]))
-			ml_torch_real((enum ml_torch_sig)s);
+	for (int f = 0; f < ML_TORCH_FNS; f++)
+		if (!looked[f] && lookup(ml_torch_symbol[f]))
+			ml_torch_real((enum ml_torch_fn)f);
 }

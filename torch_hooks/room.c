@@ -19,6 +19,7 @@ static void fork_child(void)
 	ml_torch.block_allocs = 0;
 	ml_torch.block_frees = 0;
 	ml_torch.other_reports = 0;
+	ml_torch.tensor_frees = 0;
 }
 
 static const struct ml_room torch_room = {
