@@ -74,7 +74,8 @@ struct ml_amount ml_agg_cuda_mem(const struct ml_agg *a, const struct ml_amount 
 bool ml_agg_has_cuda(const struct ml_agg *a)
 {
 	for (int k = 1; k < ML_KIND_COUNT; k++)
-		if (a->totals[k].allocs || (a->profile->kinds_present & (1u << k)))
+		if (k != ML_KIND_TORCH_CPU_FREED &&
+		    (a->totals[k].allocs || (a->profile->kinds_present & (1u << k))))
 			return true;
 	return false;
 }
@@ -325,19 +326,42 @@ static bool cuda_runtime_frame(const struct ml_frame *fr)
 static bool stack_has_cuda(const struct ml_agg_stack *st)
 {
 	for (int k = 1; k < ML_KIND_COUNT; k++)
-		if (st->kind[k].allocs || st->kind[k].frees || st->kind[k].live_blocks)
+		if (k != ML_KIND_TORCH_CPU_FREED &&
+		    (st->kind[k].allocs || st->kind[k].frees || st->kind[k].live_blocks))
 			return true;
 	return false;
+}
+
+/* True when the stack holds PyTorch's CUDA blocks (or their frees). */
+static bool stack_has_torch_blocks(const struct ml_agg_stack *st)
+{
+	const struct ml_amount *b = &st->kind[ML_KIND_TORCH_CUDA];
+	const struct ml_amount *f = &st->kind[ML_KIND_TORCH_CUDA_FREED];
+	return b->allocs || b->live_blocks || f->allocs;
+}
+
+/* True for a frame of PyTorch's CUDA caching allocator (libc10_cuda): the
+ * entry point of a block it reports, as malloc is a heap block's.  Its
+ * innermost frames are dropped, so a block's self is the code that asked
+ * for the memory (docs/torch.md). */
+static bool torch_allocator_frame(const struct ml_frame *fr)
+{
+	const char *base = fr->module ? strrchr(fr->module, '/') : NULL;
+	base = base ? base + 1 : fr->module;
+	return base && strncmp(base, "libc10_cuda", 11) == 0;
 }
 
 /* The program frames of ps, innermost first: memline's own removed, the
  * allocation entry point removed, inlined calls expanded.  For a CUDA
  * allocation, the CUDA runtime's innermost frames are the entry point too
- * (cuda_runtime_frame); host mallocs the runtime makes keep them. */
+ * (cuda_runtime_frame); host mallocs the runtime makes keep them.  For a
+ * PyTorch CUDA block, its caching allocator's frames are
+ * (torch_allocator_frame). */
 static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st)
 {
 	size_t cap = 0;
 	bool strip_cudart = stack_has_cuda(st);
+	bool strip_torch = stack_has_torch_blocks(st);
 	for (uint32_t i = 0; i < ps->depth; i++) {
 		uint64_t addr = ps->frames[i];
 		if (addr_in_runtime(a->profile, addr))
@@ -354,6 +378,8 @@ static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct m
 				continue;	/* the entry point, not the program */
 			if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
 				continue;	/* the CUDA runtime: the entry point */
+			if (st->n_frames == 0 && strip_torch && torch_allocator_frame(&frames[k]))
+				continue;	/* PyTorch's allocator: the entry point */
 			if (push_frame(st, &cap, &frames[k]) < 0)
 				return -ENOMEM;
 		}

@@ -109,20 +109,53 @@ bool ml_view_same_file(const char *a, const char *b)
 	return strcmp(a, b) == 0 || strcmp(ml_view_base_name(a), ml_view_base_name(b)) == 0;
 }
 
-bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg_line *l,
-			  enum ml_kind kind)
+bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg *a,
+			  const struct ml_agg_line *l, enum ml_kind kind)
 {
 	m->self_bytes += l->self[kind].alloc_bytes;
 	m->total_bytes += l->total[kind].alloc_bytes;
 	m->peak_bytes += l->total[kind].peak_bytes;
 	m->leaked_bytes += l->total[kind].live_bytes;
 	m->allocs += l->total[kind].allocs;
-	struct ml_amount gs = ml_amount_gpu(l->self), gt = ml_amount_gpu(l->total);
+	struct ml_amount gs = ml_agg_cuda_mem(a, l->self), gt = ml_agg_cuda_mem(a, l->total);
 	m->cuda_self += gs.alloc_bytes;
 	m->cuda_total += gt.alloc_bytes;
 	m->cuda_peak += gt.peak_bytes;
 	m->cuda_leaked += gt.live_bytes;
-	return l->total[kind].allocs || l->total[kind].alloc_bytes || gt.allocs;
+	m->torch = ml_agg_has_torch_blocks(a);
+	const struct ml_amount *freed = &l->total[ML_KIND_TORCH_CUDA_FREED];
+	struct ml_amount rsvd = m->torch ? ml_amount_gpu(l->total) : (struct ml_amount){ 0 };
+	if (m->torch) {
+		m->cuda_net += (int64_t)(gt.alloc_bytes - freed->alloc_bytes);
+		m->cuda_reserved += rsvd.alloc_bytes;
+	}
+	return l->total[kind].allocs || l->total[kind].alloc_bytes || gt.allocs ||
+	       (m->torch && (freed->allocs || rsvd.allocs));
+}
+
+int ml_view_line_cuda_header(FILE *out, bool torch)
+{
+	if (torch)
+		return fprintf(out, " %12s %12s %12s %12s %12s", "CUDA Alloc", "CUDA Net", "CUDA Peak",
+			       "CUDA Leaked", "CUDA Rsvd");
+	return fprintf(out, " %12s %12s %12s", "CUDA Alloc", "CUDA Peak", "CUDA Leaked");
+}
+
+void ml_view_line_cuda_cells(FILE *out, const struct ml_view_line_mem *m, bool any, bool torch)
+{
+	char ca[ML_UNITS_LEN] = "", cn[ML_UNITS_LEN] = "", cp[ML_UNITS_LEN] = "";
+	char cl[ML_UNITS_LEN] = "", cr[ML_UNITS_LEN] = "";
+	if (any) {
+		ml_units_bytes(m->cuda_total, ca, sizeof(ca));
+		ml_units_bytes_signed(m->cuda_net, cn, sizeof(cn));
+		ml_units_bytes(m->cuda_peak, cp, sizeof(cp));
+		ml_units_bytes(m->cuda_leaked, cl, sizeof(cl));
+		ml_units_bytes(m->cuda_reserved, cr, sizeof(cr));
+	}
+	if (torch)
+		fprintf(out, " %12s %12s %12s %12s %12s", ca, cn, cp, cl, cr);
+	else
+		fprintf(out, " %12s %12s %12s", ca, cp, cl);
 }
 
 void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, bool cuda)
@@ -147,6 +180,12 @@ void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, 
 	ml_json_u64(j, m->cuda_peak);
 	ml_json_key(j, "cuda_leaked_bytes");
 	ml_json_u64(j, m->cuda_leaked);
+	if (!m->torch)
+		return;
+	ml_json_key(j, "cuda_net_bytes");
+	ml_json_i64(j, m->cuda_net);
+	ml_json_key(j, "cuda_reserved_bytes");
+	ml_json_u64(j, m->cuda_reserved);
 }
 
 void ml_view_record_json(struct ml_json *j, const struct ml_agg_stack *st, uint64_t bytes,

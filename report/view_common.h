@@ -36,20 +36,33 @@ const char *ml_view_base_name(const char *path);
 bool ml_view_same_file(const char *a, const char *b);
 
 /* A source line's memory as the lines views show it: the kind's bytes, and
- * the GPU kinds summed (ml_kind_is_gpu), each at its own kind's peak. */
+ * CUDA Mem (ml_agg_cuda_mem: PyTorch's blocks, else the GPU kinds summed),
+ * each at its own kind's peak.  With PyTorch's blocks (torch), also their
+ * net bytes (allocated less freed while the line ran, inclusive: the
+ * change of torch.cuda.memory_allocated() across the line) and the
+ * segment bytes the caching allocator reserved on the line. */
 struct ml_view_line_mem {
 	uint64_t self_bytes, total_bytes, peak_bytes, leaked_bytes, allocs;
 	uint64_t cuda_self, cuda_total, cuda_peak, cuda_leaked;
+	bool torch;
+	int64_t cuda_net;
+	uint64_t cuda_reserved;
 };
 
-/* Adds line l's numbers of kind (and the GPU kinds) into m.  Returns true
- * when l allocated anything (a row worth printing). */
-bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg_line *l,
-			  enum ml_kind kind);
+/* Adds line l's numbers of kind (and CUDA Mem) into m.  Returns true when
+ * l allocated or freed anything (a row worth printing). */
+bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg *a,
+			  const struct ml_agg_line *l, enum ml_kind kind);
 
 /* Writes m's fields into the open JSON object: self_alloc_bytes ...
  * allocs, and the cuda_* ones when cuda is true. */
 void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, bool cuda);
+
+/* The CUDA columns of the lines views: their header (returns the width
+ * printed) and one row's cells (blank when any is false).  torch: the
+ * profile has PyTorch's blocks (ml_agg_has_torch_blocks). */
+int ml_view_line_cuda_header(FILE *out, bool torch);
+void ml_view_line_cuda_cells(FILE *out, const struct ml_view_line_mem *m, bool any, bool torch);
 
 /* Writes a stack record's fields into the open JSON object: bytes, blocks,
  * stack_id, truncated, frames. */

@@ -83,8 +83,9 @@ static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, str
 
 static bool cuda_kind_used(const struct ml_agg *a, int k)
 {
-	if (k == ML_KIND_CUDA_GPU)
-		return false;	/* the combined total: its blocks are listed per kind */
+	if (k == ML_KIND_CUDA_GPU || ml_kind_is_event((enum ml_kind)k))
+		return false;	/* the combined total: its blocks are listed per kind;
+				 * free events hold no memory */
 	struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
 	return t.allocs || t.live_blocks;
 }

@@ -20,6 +20,7 @@ struct func_lines {
 	struct ml_source src;
 	bool have_source;
 	bool cuda;		/* the profile has CUDA kinds: CUDA columns */
+	bool torch;		/* ... and PyTorch's blocks: its columns */
 };
 
 static void fill_rows(const struct ml_agg *a, enum ml_kind kind, struct func_lines *fl)
@@ -30,7 +31,7 @@ static void fill_rows(const struct ml_agg *a, enum ml_kind kind, struct func_lin
 		    !ml_sym_name_matches(l->function, fl->name) || !ml_view_same_file(l->file, fl->file))
 			continue;
 		struct line_row *r = &fl->rows[l->line - fl->first];
-		if (ml_view_line_mem_add(&r->m, l, kind))
+		if (ml_view_line_mem_add(&r->m, a, l, kind))
 			r->any = true;
 	}
 }
@@ -48,6 +49,7 @@ static int load_function(const struct ml_agg *a, enum ml_kind kind, const char *
 	if (!fl->rows)
 		return -ENOMEM;
 	fl->cuda = ml_agg_has_cuda(a) && kind == ML_KIND_HEAP;	/* --kind X: plain layout */
+	fl->torch = ml_agg_has_torch_blocks(a);
 	fill_rows(a, kind, fl);
 	if (ml_source_load(fl->file, &fl->src) == 0)
 		fl->have_source = true;
@@ -64,7 +66,7 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 	int len = fprintf(out, "%6s %12s %12s %12s %12s  %10s", "Line #", "Self Alloc",
 			  "Total Alloc", "Peak", "Leaked", "Allocs");
 	if (fl->cuda)
-		len += fprintf(out, " %12s %12s %12s", "CUDA Alloc", "CUDA Peak", "CUDA Leaked");
+		len += ml_view_line_cuda_header(out, fl->torch);
 	if (fl->have_source)
 		len += fprintf(out, "   %s", "Line Contents");
 	fputc('\n', out);
@@ -83,15 +85,8 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 			snprintf(allocs, sizeof(allocs), "%llu", (unsigned long long)r->m.allocs);
 		}
 		fprintf(out, "%6d %12s %12s %12s %12s  %10s", line, self, total, peak, leaked, allocs);
-		if (fl->cuda) {
-			char ca[ML_UNITS_LEN] = "", cp[ML_UNITS_LEN] = "", cl[ML_UNITS_LEN] = "";
-			if (r->any) {
-				ml_units_bytes(r->m.cuda_total, ca, sizeof(ca));
-				ml_units_bytes(r->m.cuda_peak, cp, sizeof(cp));
-				ml_units_bytes(r->m.cuda_leaked, cl, sizeof(cl));
-			}
-			fprintf(out, " %12s %12s %12s", ca, cp, cl);
-		}
+		if (fl->cuda)
+			ml_view_line_cuda_cells(out, &r->m, r->any, fl->torch);
 		if (fl->have_source) {
 			const char *text = ml_source_line(&fl->src, line);
 			fprintf(out, "   %s", text ? text : "");

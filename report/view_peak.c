@@ -146,7 +146,7 @@ static int cuda_peaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 	}
 	for (int k = 1; k < ML_KIND_COUNT; k++) {
 		struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
-		if (!t.allocs || k == ML_KIND_CUDA_GPU)
+		if (!t.allocs || k == ML_KIND_CUDA_GPU || ml_kind_is_event((enum ml_kind)k))
 			continue;
 		size_t n;
 		const struct ml_agg_line **lines = peak_lines(a, (enum ml_kind)k, &n);

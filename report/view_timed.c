@@ -41,7 +41,7 @@ static void fill(const struct ml_agg *a, const struct ml_view_opts *o, struct tf
 		struct trow *r = &tf->rows[l->line - tf->first];
 		r->samples += l->total_samples;
 		r->self_samples += l->self_samples;
-		if (ml_view_line_mem_add(&r->m, l, kind))
+		if (ml_view_line_mem_add(&r->m, a, l, kind))
 			r->mem = true;
 	}
 	tf->cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
@@ -109,7 +109,7 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 			  tf->exact ? "Hits" : "Samples", "Time", "Per Hit", "% Time", "Self Time",
 			  "Self Alloc", "Total Alloc", "Peak", "Leaked", "Allocs");
 	if (tf->cuda)
-		len += fprintf(out, " %12s %12s %12s", "CUDA Alloc", "CUDA Peak", "CUDA Leaked");
+		len += ml_view_line_cuda_header(out, ml_agg_has_torch_blocks(a));
 	if (tf->have_source)
 		len += fprintf(out, "  %s", "Line Contents");
 	fputc('\n', out);
@@ -144,15 +144,8 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 		}
 		fprintf(out, "%6d %9s %12s %8s %8s %12s %12s %12s %12s %12s  %10s", line, hits, time,
 			per, pct, stime, self, total, peak, leaked, allocs);
-		if (tf->cuda) {
-			char ca[ML_UNITS_LEN] = "", cp[ML_UNITS_LEN] = "", cl[ML_UNITS_LEN] = "";
-			if (r->mem) {
-				ml_units_bytes(r->m.cuda_total, ca, sizeof(ca));
-				ml_units_bytes(r->m.cuda_peak, cp, sizeof(cp));
-				ml_units_bytes(r->m.cuda_leaked, cl, sizeof(cl));
-			}
-			fprintf(out, " %12s %12s %12s", ca, cp, cl);
-		}
+		if (tf->cuda)
+			ml_view_line_cuda_cells(out, &r->m, r->mem, ml_agg_has_torch_blocks(a));
 		if (tf->have_source) {
 			const char *t = ml_source_line(&tf->src, line);
 			fprintf(out, "  %s", t ? t : "");
