@@ -45,6 +45,10 @@ static inline __attribute__((always_inline)) void record(void *ptr, int64_t size
 		ML_UNWIND_MARK();
 		ml_track_alloc(ptr, (size_t)size, ML_KIND_TORCH_CUDA);
 		ml_unwind_unmark();
+		/* A block is carved out of a segment the driver hooks counted:
+		 * no new memory of this thread's (regions count those). */
+		ml_tl_alloc_bytes -= (uint64_t)size;
+		ml_tl_allocs--;
 		__atomic_fetch_add(&ml_torch.block_allocs, 1, __ATOMIC_RELAXED);
 	} else {
 		freed_event(ptr, (uint64_t)-size, ML_KIND_TORCH_CUDA_FREED);

@@ -1,0 +1,205 @@
+"""tests/e2e/test_torch.py - PyTorch: ops by ATen op and CUDA memory per
+tensor.  Without PyTorch, through stand-ins of its libraries
+(tests/cuda_double: fake_c10.cc, fake_caching.cc, fake_aten.cc, on the
+driver double) and of its Python side (tests/fixtures/py/faketorch).  With
+Debian's python3-torch (CPU), against torch.profiler(profile_memory=True)
+run in the same process: docs/torch.md says what is compared and why."""
+
+from harness import *
+from test_cuda import cuda_env, cuda_fixture, cuda_line
+
+PY = "/usr/bin/python3"
+PYFIX = os.path.join(ROOT, "tests", "fixtures", "py")
+MiB = 1 << 20
+
+# The stand-in program's blocks (fake_caching.cc rounds to 512 bytes):
+# empty(1000) 1024, zeros(4 MiB) 4 MiB, add(3000) a 1536-byte scratch freed
+# inside the op and a 3072-byte output, pool_backward(600000) 600064,
+# sum(100) 512; the add's output is freed outside any op.
+BLOCKS = {"empty": 1024, "zeros": 4 << 20, "add": 1536 + 3072, "pool": 600064, "sum": 512}
+LIVE_AT_END = 1024 + (4 << 20) + 600064 + 512
+PEAK = LIVE_AT_END + 3072
+SEGMENTS = 2 * MiB + 4 * MiB
+
+
+def ops_by_name(doc):
+	return {r["name"]: r for r in doc["ops"]["ops"]}
+
+
+def torch_kinds(prof):
+	doc = report(prof, "leaks")["leaks"]["cuda"]
+	return {k["kind"]: k for k in doc["kinds"]}
+
+
+def check_standin_ops(ops, names):
+	"""The stand-in's ops, net as torch.profiler counts them."""
+	empty, add, zeros, pool, s = (ops[names[k]] for k in ("empty", "add", "zeros", "pool", "sum"))
+	eq((empty["self_cuda_memory_usage"], empty["cuda_memory_usage"]), (1024 + 3072 + (4 << 20),) * 2,
+	   "aten::empty CUDA (its own output, add's and zeros')")
+	eq((add["self_cuda_memory_usage"], add["cuda_memory_usage"]), (0, 3072),
+	   "aten::add CUDA: its scratch allocated and freed inside it counts 0")
+	eq(add["cuda_freed_self"]["alloc_bytes"], 1536, "aten::add freed its scratch")
+	eq((zeros["self_cuda_memory_usage"], zeros["cuda_memory_usage"]), (0, 4 << 20), "aten::zeros")
+	eq(pool["self_cuda_memory_usage"], 600064, "max_pool2d_with_indices_backward")
+	eq(s["self_cuda_memory_usage"], 512, "sum")
+	eq(empty["cuda_reserved_self"]["alloc_bytes"], SEGMENTS, "segments reserved under aten::empty")
+
+
+def standin_run(variant):
+	plain = run([cuda_fixture("drv_torch"), variant], env=cuda_env())
+	eq(plain.returncode, 0, "drv_torch alone: %s" % text(plain.stderr))
+	r = Run(cuda_fixture("drv_torch"), [variant], env=cuda_env())
+	eq(text(r.proc.stdout), text(plain.stdout), "the program's output under memline "
+	   "(every c10 call forwarded to the stand-in libc10)")
+	eq(text(plain.stdout).splitlines()[0], "c10 reports 8 net %d cpu frees 2" % LIVE_AT_END,
+	   "what the stand-in libc10 was told")
+	return r.file("drv_torch")
+
+
+def standin_blocks(variant):
+	prof = standin_run(variant)
+	kinds = torch_kinds(prof)
+	t = kinds.get("torch_cuda")
+	check(t, "no torch_cuda kind (kinds: %s)" % sorted(kinds))
+	eq((t["in_use_bytes"], t["in_use_blocks"], t["allocs"], t["frees"], t["alloc_bytes"]),
+	   (LIVE_AT_END, 4, 6, 2, sum(BLOCKS.values())), "torch_cuda summary (blocks)")
+	d = kinds["cuda_device"]
+	eq((d["allocs"], d["alloc_bytes"], d["in_use_bytes"]), (2, SEGMENTS, SEGMENTS),
+	   "cuda_device: the caching allocator's segments, kept")
+	check("torch_cuda_freed" not in kinds and "torch_cpu_freed" not in kinds,
+	      "free events listed as memory")
+	rows = {}
+	for f in report(prof, "lines", "--function", "main")["lines"]["functions"]:
+		rows.update({r["line"]: r for r in f["lines"]})
+	L = lambda m: cuda_line("drv_torch", m)
+	for m, key in (("t_empty", "empty"), ("t_zeros", "zeros"), ("t_add", "add"), ("t_pool", "pool"),
+		       ("t_sum", "sum")):
+		eq(row(rows, L(m), m)["cuda_total_alloc_bytes"], BLOCKS[key], "CUDA Alloc of line " + m)
+	eq((rows[L("t_add")]["cuda_net_bytes"], rows[L("t_free")]["cuda_net_bytes"]), (3072, -3072),
+	   "CUDA Net: the add line keeps its output, the free line gives it back")
+	eq((rows[L("t_empty")]["cuda_reserved_bytes"], rows[L("t_zeros")]["cuda_reserved_bytes"]),
+	   (2 * MiB, 4 * MiB), "CUDA Rsvd: the segments, on the lines that grew the cache")
+	peaks = {p["kind"]: p["peak_bytes"] for p in report(prof, "peak")["peak"]["cuda_peaks"]}
+	eq(peaks.get("torch_cuda"), PEAK, "torch_cuda peak (torch.cuda.max_memory_allocated)")
+	doc = report(prof, "ops")["ops"]
+	eq((doc["by"], doc["op_names_exact"], doc["cuda_torch_blocks"]), ("op", False, True),
+	   "ops by op, names from C++ ids (no schemas in a C program)")
+	ops = ops_by_name(report(prof, "ops"))
+	check_standin_ops(ops, {"empty": "aten::empty_memory_format", "add": "aten::add_Tensor",
+				"zeros": "aten::zeros", "pool": "aten::max_pool2d_with_indices_backward",
+				"sum": "aten::sum_dim_IntList"})
+	cpu_empty, cpu_add = ops["aten::empty_memory_format"], ops["aten::add_Tensor"]
+	eq((cpu_empty["self_cpu_memory_usage"], cpu_add["self_cpu_memory_usage"],
+	    cpu_add["cpu_memory_usage"]), (700 + 2000, 0, 2000),
+	   "CPU tensor storage: add's 1000-byte scratch is freed inside it (c10::free_cpu)")
+	p = run([rcli(), "report", prof, "ops"])
+	out = text(p.stdout)
+	check("aten::max_pool2d_with_indices_backward" in out and "Self CUDA Rsvd" in out and
+	      "reserved (segments): 6.00 MiB" in out, "ops text: %s" % out[:600])
+
+
+@test
+def torch_standin_blocks_v2():
+	standin_blocks("v2")
+
+
+@test
+def torch_standin_blocks_v1():
+	standin_blocks("v1")
+
+
+@test
+def torch_standin_python():
+	"""The stand-in's Python side: op names from torch._C's schemas,
+	record_function scopes as regions, per-block CUDA bytes."""
+	cdir = build_path("cuda")
+	script = os.path.join(PYFIX, "torch_standin.py")
+	plain = run([PY, script, cdir, "v2"], env=cuda_env())
+	eq(plain.returncode, 0, "torch_standin.py alone: %s" % text(plain.stderr)[-300:])
+	r = Run(PY, [script, cdir, "v2"], env=cuda_env())
+	eq(text(r.proc.stdout), text(plain.stdout), "output under memline")
+	eq(text(plain.stdout).strip(), "c10 reports 8 net %d cpu frees 1 step %d" % (LIVE_AT_END, LIVE_AT_END),
+	   "what the stand-in saw")
+	prof = r.files()[0]
+	doc = report(prof, "ops")["ops"]
+	eq(doc["op_names_exact"], True, "names from the schemas")
+	ops = ops_by_name(report(prof, "ops"))
+	check_standin_ops(ops, {"empty": "aten::empty", "add": "aten::add", "zeros": "aten::zeros",
+				"pool": "aten::max_pool2d_with_indices_backward", "sum": "aten::sum"})
+	check(not any(n.startswith(("aten::empty_memory_format", "aten::add_Tensor", "aten::sum_dim"))
+		      for n in ops), "C++ ids left among the names: %s" % sorted(ops))
+	regions = report(prof, "regions")["regions"]["children"]
+	check("standin_step" in regions, "record_function scope not a region: %s" % sorted(regions))
+	eq(regions["standin_step"]["count"], 2, "record_function scopes entered")
+
+
+# ------------------------------------------------------ Debian's PyTorch
+
+def torch_python():
+	p = run([PY, "-c", "import torch, sys; sys.exit(0 if torch.__version__ else 1)"], timeout=120)
+	if p.returncode != 0:
+		raise Skip("%s cannot import torch (install python3-torch)" % PY)
+	return PY
+
+
+def profiled_torch(script, *args):
+	"""Runs a torch script under memline; the script writes torch.profiler's
+	key_averages to OUT.json ({key: [self_cpu_memory_usage, cpu_memory_usage,
+	count]}).  Returns (profile, torch's rows)."""
+	py = torch_python()
+	d = tempfile.mkdtemp(prefix="ml-torch-", dir=OPTS.tmp)
+	out = os.path.join(d, "torch.json")
+	r = Run(py, [os.path.join(PYFIX, script), out] + list(args))
+	with open(out) as f:
+		return r.files()[0], json.load(f)
+
+
+def compare_with_torch(prof, theirs, what):
+	"""Every ATen op torch.profiler gave 1 MB of self CPU memory or more:
+	the same name in memline's table, Self CPU Mem within 2%; every op it
+	gave any self CPU memory: in memline's table too."""
+	ops = ops_by_name(report(prof, "ops", "--by", "op"))
+	big = {k: v for k, v in theirs.items() if k.startswith("aten::") and abs(v[0]) >= 1000000}
+	check(big, "%s: no op of 1 MB or more in torch.profiler's table" % what)
+	for name, (self_mem, total_mem, calls) in sorted(big.items()):
+		check(name in ops, "%s: %s (torch self %d) not in memline's table" % (what, name, self_mem))
+		got = ops[name]["self_cpu_memory_usage"]
+		check(abs(got - self_mem) <= 0.02 * abs(self_mem),
+		      "%s: %s self CPU memory: memline %d, torch.profiler %d" % (what, name, got, self_mem))
+	for name, v in theirs.items():
+		if name.startswith("aten::") and v[0]:
+			check(name in ops, "%s: %s (torch self %d) not in memline's table" % (what, name, v[0]))
+	return ops
+
+
+@test
+def torch_ops_formula():
+	"""python-profiling.md 10.5: the formula's values exactly, and
+	torch.profiler's within 2% (it moves the 800 B of arange between runs)."""
+	prof, theirs = profiled_torch("torch_ops.py")
+	ops = compare_with_torch(prof, theirs, "torch_ops.py")
+	want = {"aten::empty": (4262224, 4262224), "aten::mm": (262144, 262144),
+		"aten::add": (262144, 262144), "aten::resize_": (800, 800), "aten::zeros": (0, 262144),
+		"aten::ones": (0, 80), "aten::arange": (0, 800)}
+	for name, (s, t) in want.items():
+		check(name in ops, "no %s row" % name)
+		eq((ops[name]["self_cpu_memory_usage"], ops[name]["cpu_memory_usage"]), (s, t), name)
+	eq(ops["aten::empty"]["self"]["allocs"], 3, "aten::empty tensor blocks (the 4th is empty)")
+	out = text(run([rcli(), "report", prof, "ops", "--limit", "5"]).stdout)
+	check(re.search(r"^ +aten::empty +4\.06 MiB +4\.06 MiB ", out, re.M) and
+	      "Op names: from PyTorch's operator schemas" in out, "ops text: %s" % out[:800])
+
+
+@test
+def torch_ops_reference_model():
+	"""The model of reference/pytorch_key_averages.md (forward, backward,
+	record_function), with batch 64 so that several ops pass 1 MB."""
+	prof, theirs = profiled_torch("torch_model.py", "64")
+	ops = compare_with_torch(prof, theirs, "torch_model.py")
+	for name in ("aten::max_pool2d_with_indices_backward", "aten::threshold_backward",
+		     "aten::clamp_min", "aten::native_batch_norm_backward"):
+		check(name in ops, "no %s row" % name)
+		eq(ops[name]["self_cpu_memory_usage"], theirs[name][0], name + " self CPU memory")
+	regions = report(prof, "regions")["regions"]["children"]
+	check("model_inference" in regions, "record_function scope not a region: %s" % sorted(regions))
+	eq(regions["model_inference"]["count"], 1, "model_inference entered once")
