@@ -93,10 +93,16 @@ bool ml_view_is_torch(const struct ml_agg *a)
 	return false;
 }
 
-const char ml_view_torch_note[] =
-	"PyTorch: unless it ran with PYTORCH_NO_CUDA_MEMORY_CACHING=1, the CUDA blocks\n"
-	"here are its caching allocator's segments (what the driver sees), not tensors.\n"
-	"For one block per tensor: `memline run --no-torch-cache` (sets it; slower).\n";
+const char *ml_view_torch_note(const struct ml_agg *a)
+{
+	if (ml_agg_has_torch_blocks(a))
+		return "PyTorch: its blocks, one per tensor as its caching allocator hands them out,\n"
+		       "are kind torch_cuda (what torch.cuda.memory_allocated() counts); the\n"
+		       "cuda_device, cuda_vmm or cuda_pool blocks are its segments (memory reserved).\n";
+	return "PyTorch: unless it ran with PYTORCH_NO_CUDA_MEMORY_CACHING=1, the CUDA blocks\n"
+	       "here are its caching allocator's segments (what the driver sees), not tensors.\n"
+	       "For one block per tensor: `memline run --no-torch-cache` (sets it; slower).\n";
+}
 
 const char *ml_view_base_name(const char *path)
 {

@@ -22,8 +22,9 @@ const struct ml_agg_stack **ml_view_stacks(const struct ml_agg *a, enum ml_kind 
 /* True when the profiled process had PyTorch's CUDA library loaded
  * (libc10_cuda): its CUDA blocks are then caching-allocator segments. */
 bool ml_view_is_torch(const struct ml_agg *a);
-/* The sentence the CUDA sections print for such a profile. */
-extern const char ml_view_torch_note[];
+/* The sentences the CUDA sections print for such a profile (whether it
+has PyTorch's own blocks or only its segments). */
+const char *ml_view_torch_note(const struct ml_agg *a);
 
 /* Prints "N bytes", with " (1.50 KiB)" added from 1 KiB up. */
 void ml_view_bytes(FILE *out, uint64_t bytes);

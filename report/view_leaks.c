@@ -128,7 +128,7 @@ static void cuda_leaks_text(const struct ml_agg *a, const struct ml_view_opts *o
 		"(device, managed, pool, VMM physical, arrays)\n",
 		(unsigned long long)bytes, (unsigned long long)blocks);
 	if (ml_view_is_torch(a))
-		fprintf(out, "\n%s", ml_view_torch_note);
+		fprintf(out, "\n%s", ml_view_torch_note(a));
 }
 
 static void cuda_leaks_json(const struct ml_agg *a, const struct ml_view_opts *o,

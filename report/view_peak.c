@@ -192,7 +192,7 @@ static int cuda_peaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 	if (j)
 		ml_json_array_end(j);
 	else if (ml_view_is_torch(a))
-		fprintf(out, "\n%s", ml_view_torch_note);
+		fprintf(out, "\n%s", ml_view_torch_note(a));
 	return 0;
 }
 
