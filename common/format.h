@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include "common/kinds.h"
+#include "common/torchformat.h"
 
 /*
  * A profile is little-endian:

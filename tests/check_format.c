@@ -651,6 +651,16 @@ END_TEST
 
 /* ---- well-checksummed files with bad structure ---- */
 
+/* "corrupt: <what> 0 has kind N" for the first kind out of range. */
+static const char *kind_error(const char *what)
+{
+	static char buf[3][96];
+	static int next;
+	char *b = buf[next++ % 3];
+	snprintf(b, sizeof(buf[0]), "corrupt: %s 0 has kind %d", what, ML_KIND_COUNT);
+	return b;
+}
+
 /* Writes the profile built by fn and returns the reader's error for it. */
 static const char *structure_error(void (*fn)(struct ml_writer *))
 {
@@ -996,10 +1006,10 @@ START_TEST(malformed_structure)
 			 "corrupt: counter 0 refers to unknown stack 6");
 	ck_assert_str_eq(structure_error(no_stacks_section),
 			 "corrupt: counter 0 refers to unknown stack 7");
-	ck_assert_str_eq(structure_error(bad_counter_kind), "corrupt: counter 0 has kind 10");
+	ck_assert_str_eq(structure_error(bad_counter_kind), kind_error("counter"));
 	ck_assert_str_eq(structure_error(duplicate_counter),
 			 "corrupt: two counters for stack 5, kind 1");
-	ck_assert_str_eq(structure_error(bad_total_kind), "corrupt: total 0 has kind 10");
+	ck_assert_str_eq(structure_error(bad_total_kind), kind_error("total"));
 	ck_assert_str_eq(structure_error(duplicate_total), "corrupt: two TOTALS sections");
 	ck_assert_str_eq(structure_error(gpu_counter_alone),
 			 "corrupt: cuda_gpu counter 2 (stack 5) without a counter of a GPU kind on "
@@ -1019,7 +1029,7 @@ START_TEST(malformed_structure)
 	}
 	ck_assert_str_eq(structure_error(same_total_twice), "corrupt: two totals for kind 2");
 	ck_assert_str_eq(structure_error(bad_timeline_kind),
-			 "corrupt: timeline point 0 has kind 10");
+			 kind_error("timeline point"));
 	ck_assert_str_eq(structure_error(duplicate_stack), "corrupt: stack id 5 appears twice");
 	ck_assert_str_eq(structure_error(stack_id_zero), "corrupt: stack 0 has id 0");
 	ck_assert_str_eq(structure_error(too_deep),

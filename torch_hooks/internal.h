@@ -9,8 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "core/core.h"
-#include "common/torchformat.h"
+#include "core/core.h"	/* the format: the TORCH section */
 
 /* c10::Device as it is passed by value: DeviceType then DeviceIndex, one
  * int8_t each (a 2-byte trivially copyable struct: one integer register). */

@@ -2,8 +2,9 @@
  * of the stand-in operator library (fake_aten.cc) on the stand-in caching
  * allocator (fake_caching.cc, on the driver double) and CPU allocator
  * (fake_c10.cc), loaded with RTLD_LOCAL as torch._C loads PyTorch.
- *   drv_torch v1|v2      the libraries with the 1.x or 2.x signature of
- *                        c10::reportMemoryUsageToProfiler
+ *   drv_torch v1|v2 [spin]  the libraries with the 1.x or 2.x signature of
+ *                           c10::reportMemoryUsageToProfiler; spin: then
+ *                           300 ms of CPU in one op, measured
  * Prints what the stand-in libc10 was told (memline must forward every
  * call) and what the caching allocator holds. */
 #include <dlfcn.h>
@@ -64,5 +65,9 @@ int main(int argc, char **argv)
 	counts(&reports, &net, &frees);
 	printf("c10 reports %ld net %ld cpu frees %ld\n", reports, net, frees);
 	printf("allocated %zu reserved %zu\n", allocated(), reserved());
+	if (argc > 2 && strcmp(argv[2], "spin") == 0) {
+		long (*spin)(long) = (long (*)(long))sym("fake_spin");
+		printf("spin %ld ns\n", spin(300));	/* L:t_spin */
+	}
 	return 0;
 }

@@ -7,6 +7,7 @@
  * call: one per op, a "tensor" being a block of bytes on device 0 (CPU) or
  * 1 (CUDA).  Built -O0: no call is inlined away. */
 #include <stddef.h>
+#include <time.h>
 
 namespace c10 {
 void *alloc_cpu(size_t nbytes);
@@ -82,6 +83,27 @@ void *sum_dim_IntList::call(size_t n, int device)
 	return storage(n, device);
 }
 
+/* aten::spin (no such op in PyTorch: a stand-in for a busy kernel):
+ * burns ms milliseconds of the thread's CPU time and returns the
+ * nanoseconds it measured. */
+struct spin {
+	static long call(long ms);
+};
+long spin::call(long ms)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	volatile unsigned long x = 0;
+	long ns;
+	do {
+		for (int i = 0; i < 100000; i++)
+			x = x * 31 + (unsigned long)i;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+		ns = (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec);
+	} while (ns < ms * 1000000L);
+	return ns;
+}
+
 }  // namespace _ops
 }  // namespace at
 
@@ -109,6 +131,11 @@ void *fake_pool_backward(size_t n, int device)
 void *fake_sum(size_t n, int device)
 {
 	return at::_ops::sum_dim_IntList::call(n, device);
+}
+
+long fake_spin(long ms)
+{
+	return at::_ops::spin::call(ms);
 }
 
 /* Frees a tensor outside any op (Python's `del t`). */

@@ -203,3 +203,24 @@ def torch_ops_reference_model():
 	regions = report(prof, "regions")["regions"]["children"]
 	check("model_inference" in regions, "record_function scope not a region: %s" % sorted(regions))
 	eq(regions["model_inference"]["count"], 1, "model_inference entered once")
+
+
+@test
+def torch_standin_op_time():
+	"""Sampled time per op (memline run --lines): the op that burns 300 ms
+	of CPU gets its samples as self time, against the thread CPU time the
+	program measured in the same run."""
+	r = Run(cuda_fixture("drv_torch"), ["v2", "spin"], opts=["--lines"], env=cuda_env())
+	m = re.search(r"^spin (\d+) ns$", text(r.proc.stdout), re.M)
+	check(m, "no spin line in %r" % text(r.proc.stdout))
+	doc = report(r.file("drv_torch"), "ops")["ops"]
+	period = doc["period_ns"]
+	spin = ops_by_name({"ops": doc})["aten::spin"]
+	want = int(m.group(1)) / period
+	check(want >= 100, "the spin ran only %.1f periods" % want)
+	check(abs(spin["self_samples"] - want) <= max(3, want / 20),
+	      "aten::spin: %d self samples, measured %.1f periods of CPU" % (spin["self_samples"], want))
+	eq(spin["samples"], spin["self_samples"], "aten::spin total samples (no op inside it)")
+	out = text(run([rcli(), "report", r.file("drv_torch"), "ops"]).stdout)
+	check(re.search(r"^ +aten::spin +\d+\.\d\d% +\d", out, re.M) and
+	      "times are estimated from" in out, "ops text with time columns: %s" % out[:900])
