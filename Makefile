@@ -96,9 +96,13 @@ FIX_CFLAGS_static_prog := -static
 
 EXAMPLE := $(BUILD)/examples/leaky
 # Torture programs: each runs alone and under memline (tests/torture/run.py).
-TORTURE := $(patsubst tests/torture/%.c,$(BUILD)/torture/%,$(wildcard tests/torture/*.c))
+# A program's companion library, tests/torture/NAME.lib.c, is built as
+# libNAME.so next to it (the program dlopens it).
+TORTURE_LIB_SRCS := $(wildcard tests/torture/*.lib.c)
+TORTURE := $(patsubst tests/torture/%.c,$(BUILD)/torture/%,$(filter-out $(TORTURE_LIB_SRCS),$(wildcard tests/torture/*.c))) \
+	$(patsubst tests/torture/%.lib.c,$(BUILD)/torture/lib%.so,$(TORTURE_LIB_SRCS))
 
-.PHONY: all check unit e2e torture torture-slow layout fixtures demo bench clean help asan
+.PHONY: all check unit e2e torture torture-slow layout fixtures demo bench clean help asan peers
 # Everything: the runtime, the CLI, the example, every fixture (the CUDA
 # test double included) and every unit test binary.
 all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE)
@@ -167,7 +171,12 @@ $(BUILD)/fixtures/%: tests/fixtures/%.cc
 $(BUILD)/torture/%: tests/torture/%.c
 	@mkdir -p $(dir $@)
 	@echo "  TORTURE $@"
-	$(Q)$(CC) -g -O0 -fno-omit-frame-pointer -pthread -o $@ $<
+	$(Q)$(CC) -g -O0 -fno-omit-frame-pointer -pthread -o $@ $< -ldl
+
+$(BUILD)/torture/lib%.so: tests/torture/%.lib.c
+	@mkdir -p $(dir $@)
+	@echo "  TORTURE $@"
+	$(Q)$(CC) -g -O0 -fno-omit-frame-pointer -shared -fPIC -o $@ $<
 
 $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
@@ -203,6 +212,11 @@ check: all
 asan:
 	$(Q)$(MAKE) CONFIG=asan unit
 
+# memline against valgrind on programs modelled on the peers' tests
+# (tests/peers/compare.py; skipped without valgrind).
+peers: $(LIB) $(CLI)
+	$(Q)/usr/bin/python3 tests/peers/compare.py --build $(BUILD)
+
 demo: all
 	$(Q)./examples/demo.sh $(BUILD)
 
@@ -223,6 +237,7 @@ help:
 	@echo "  torture  each tests/torture program alone and under memline"
 	@echo "           (torture-slow: with the programs marked @slow)"
 	@echo "  layout   the layout rules (docs/layout.md)"
+	@echo "  peers    memline against valgrind on the peers' test programs (tests/peers/)"
 	@echo "  demo     profile the bundled example and print its reports"
 	@echo "  bench    overhead benchmark against heaptrack and valgrind"
 	@echo "  clean    remove build outputs"

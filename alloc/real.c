@@ -1,9 +1,14 @@
 /* alloc/real.c - finds the real allocation functions behind the hooks
- * (dlsym RTLD_NEXT), and the bootstrap buffer that serves dlsym's own
- * allocations while that lookup runs. */
+ * (dlsym RTLD_NEXT), the bootstrap buffer that serves dlsym's own
+ * allocations while that lookup runs, and says when another malloc comes
+ * first in the symbol lookup. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include "core/core.h"
 #include "alloc/real.h"
 
 struct ml_real ml_real;
@@ -66,4 +71,82 @@ size_t ml_bootstrap_size(const void *p)
 	size_t size;
 	memcpy(&size, (const unsigned char *)p - 16, sizeof(size));
 	return size;
+}
+
+/* ---- another malloc ahead of memline's ----
+ * The program may define malloc itself, or an LD_PRELOAD order may put
+ * another allocator first: then the symbol lookup gives every caller that
+ * malloc, not memline's hook.  What reaches the hook is still recorded (a
+ * wrapper that passes calls on with dlsym(RTLD_NEXT), memline's own
+ * operator new); nothing else can be.  Said once, and in the profile. */
+
+static const char *const c_family[] = {
+	"malloc", "calloc", "realloc", "free", "reallocarray", "posix_memalign",
+	"aligned_alloc", "memalign", "valloc", "pvalloc",
+};
+
+/* Appends text to out (cap bytes, NUL-terminated), cutting what does not fit. */
+static void append(char *out, size_t cap, size_t *pos, const char *text)
+{
+	int n = snprintf(out + *pos, cap - *pos, "%s", text);
+	if (n > 0)
+		*pos += (size_t)n < cap - *pos ? (size_t)n : cap - *pos - 1;
+}
+
+/* Appends name to the list in out ("malloc, calloc and free" style). */
+static void list_add(char *out, size_t cap, size_t *pos, const char *name, bool last)
+{
+	if (*pos)
+		append(out, cap, pos, last ? " and " : ", ");
+	append(out, cap, pos, name);
+}
+
+/* Which of the family come first from elsewhere; *where names the first
+ * such module ("" for the program itself). */
+static unsigned shadowed(bool is_shadowed[], const char **where)
+{
+	unsigned n = 0;
+	*where = NULL;
+	for (size_t i = 0; i < sizeof(c_family) / sizeof(c_family[0]); i++) {
+		void *mine = ml_self_export(c_family[i]);
+		void *first = dlsym(RTLD_DEFAULT, c_family[i]);
+		Dl_info di;
+		is_shadowed[i] = mine && first && first != mine;
+		if (!is_shadowed[i])
+			continue;
+		n++;
+		if (!*where && dladdr(first, &di))
+			*where = di.dli_fname ? di.dli_fname : "";
+	}
+	if (*where && (*where)[0] != '/') {	/* the program, as its argv[0] named it */
+		static char exe[PATH_MAX];
+		ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[len > 0 ? len : 0] = '\0';
+		*where = exe;
+	}
+	dlerror();	/* a symbol libc lacks is not the program's error */
+	return n;
+}
+
+void ml_real_check_first(void)
+{
+	bool is_shadowed[sizeof(c_family) / sizeof(c_family[0])];
+	const char *where;
+	unsigned n = shadowed(is_shadowed, &where), listed = 0;
+	char note[1024];
+	size_t pos = 0;
+	if (!n)
+		return;
+	note[0] = '\0';
+	for (size_t i = 0; i < sizeof(c_family) / sizeof(c_family[0]); i++)
+		if (is_shadowed[i])
+			list_add(note, sizeof(note), &pos, c_family[i], ++listed == n && n > 1);
+	append(note, sizeof(note), &pos, n > 1 ? " are defined by " : " is defined by ");
+	append(note, sizeof(note), &pos, where && where[0] ? where : "the program itself");
+	append(note, sizeof(note), &pos, " ahead of memline: only the calls that reach "
+			  "memline (passed on with dlsym(RTLD_NEXT), or from its C++ operator new) "
+			  "are recorded");
+	ml_core_flag(ML_META_ALLOC_SHADOWED);
+	ml_core_note(note);
+	ml_warn(note);
 }

@@ -73,4 +73,10 @@ bool ml_bootstrap_owns(const void *p);
 /* The size a bootstrap block was allocated with. */
 size_t ml_bootstrap_size(const void *p);
 
+/* At start-up: when another definition of malloc (or of the rest of the C
+ * family) comes first in the symbol lookup, the program's own or an earlier
+ * preload's, says so in one line and in the profile (a note, and
+ * ML_META_ALLOC_SHADOWED). */
+void ml_real_check_first(void);
+
 #endif

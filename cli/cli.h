@@ -32,10 +32,15 @@ int ml_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
  * (not found), -EACCES (found but not executable) or -EISDIR. */
 int ml_prog_resolve(const char *prog, char *out, size_t len);
 
+/* The shell that runs an executable file exec refuses (ENOEXEC: a script
+ * without #!), as execvp(3) and shells do. */
+#define ML_SCRIPT_SHELL "/bin/sh"
+
 /* Checks that LD_PRELOAD can work for the program at path: a dynamically
  * linked ELF (it has PT_INTERP), not setuid/setgid, or a #! script whose
- * interpreter passes the same check.  Returns 0, or -1 after writing one
- * reason line (without "memline: ") to why. */
+ * interpreter passes the same check, or a file without #! that /bin/sh
+ * runs (when /bin/sh passes the check).  Returns 0, or -1 after writing
+ * one reason line (without "memline: ") to why. */
 int ml_prog_check_preloadable(const char *path, const char *shown, char *why, size_t len);
 
 #endif

@@ -1,5 +1,6 @@
 /* cli/progcheck.c - finds the program `memline run` is asked to run and
- * checks LD_PRELOAD can work for it (dynamic ELF, not setuid, #! followed). */
+ * checks LD_PRELOAD can work for it (dynamic ELF, not setuid, #! followed,
+ * /bin/sh for a script without #!). */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -135,6 +136,10 @@ static int check_at_depth(const char *path, const char *shown, char *why, size_t
 				 "for setuid programs", shown);
 			rc = -1;
 		}
+	} else if (depth == 0) {
+		/* No #! and not ELF: exec refuses it (ENOEXEC), and execvp and
+		 * shells then run it with /bin/sh, as `memline run` does. */
+		rc = check_at_depth(ML_SCRIPT_SHELL, ML_SCRIPT_SHELL, why, len, depth + 1);
 	} else {
 		snprintf(why, len, "%s is neither an ELF program nor a #! script", shown);
 		rc = -1;

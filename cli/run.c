@@ -135,6 +135,24 @@ static int check_out_dir(const char *dir, char *abs, size_t len)
 	return 0;
 }
 
+/* Runs the file exec refused (a script without #!) with /bin/sh, as
+ * execvp(3) does: /bin/sh PATH ARGS.  Returns only if that exec fails. */
+static void exec_with_shell(const char *path, char *const argv[])
+{
+	size_t argc = 0;
+	while (argv[argc])
+		argc++;
+	char **sh_argv = calloc(argc + 2, sizeof(*sh_argv));
+	if (!sh_argv)
+		return;
+	sh_argv[0] = ML_SCRIPT_SHELL;
+	sh_argv[1] = (char *)path;
+	for (size_t i = 1; i < argc; i++)
+		sh_argv[i + 1] = argv[i];
+	execv(ML_SCRIPT_SHELL, sh_argv);
+	free(sh_argv);
+}
+
 /* In the child: sets the environment and execs.  Never returns. */
 static void exec_child(const char *path, const struct run_opts *o, const char *runtime,
 		       const char *out_abs)
@@ -168,6 +186,8 @@ static void exec_child(const char *path, const struct run_opts *o, const char *r
 		setenv("NVTX_INJECTION64_PATH", runtime, 1);
 	execv(path, o->prog_argv);
 	int err = errno;
+	if (err == ENOEXEC)
+		exec_with_shell(path, o->prog_argv);	/* returns only on failure */
 	fprintf(stderr, "memline: cannot run %s: %s\n", o->prog_argv[0], strerror(err));
 	_exit(err == ENOENT ? ML_EXIT_NOT_FOUND : ML_EXIT_CANNOT_RUN);
 }

@@ -48,6 +48,7 @@ enum ml_fmt_section_type {
 	ML_SEC_REGIONS = 8,	/* named regions, reserved for lineprof/ */
 	ML_SEC_FRAMES = 9,	/* count x ml_fmt_frame: the call-site trie */
 	ML_SEC_SPANS = 10,	/* ml_fmt_spans_header, then count - 1 x ml_fmt_span */
+	ML_SEC_NOTES = 11,	/* count x (ml_fmt_note + text): what the report must say */
 };
 
 struct ml_fmt_section {
@@ -85,6 +86,8 @@ struct ml_fmt_meta {
 #define ML_META_FORKED 0x1u	/* this process is a fork child of a profiled one */
 #define ML_META_TRUNCATED_STACKS 0x2u	/* some stacks hit max_depth */
 #define ML_META_DEGRADED 0x4u	/* the runtime hit internal trouble and passed calls through */
+#define ML_META_ARGV_CUT 0x8u	/* argv did not fit: only its first whole arguments are stored */
+#define ML_META_ALLOC_SHADOWED 0x10u	/* another malloc came first in the symbol lookup */
 
 /* ML_SEC_MODULES record: this struct, then path_len bytes of path, then
  * build_id_len bytes of raw build-id, padded.  Frames of a stack belong to
@@ -230,6 +233,14 @@ struct ml_fmt_span {
 	uint32_t tid;		/* the thread that opened it */
 	uint64_t start_ns;	/* since start-up (CLOCK_MONOTONIC) */
 	uint64_t end_ns;	/* >= start_ns */
+};
+
+/* ML_SEC_NOTES record: this struct, then len bytes of text (no NUL, no
+ * newline), padded.  Sentences the runtime wants every report of the
+ * profile to show as warnings: why some calls could not be seen, say. */
+struct ml_fmt_note {
+	uint32_t len;
+	uint32_t reserved;
 };
 
 #endif

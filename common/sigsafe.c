@@ -24,3 +24,24 @@ void ml_sigsafe_utoa(char out[24], uint64_t v)
 		out[i++] = tmp[--n];
 	out[i] = '\0';
 }
+
+bool ml_sigsafe_append_errno(char *dst, size_t cap, size_t *pos, int err)
+{
+	const char *desc = strerrordesc_np(err), *name = strerrorname_np(err);
+	size_t start = *pos;
+	char num[24];
+	bool ok;
+	if (desc && name)
+		ok = ml_sigsafe_append(dst, cap, pos, desc) && ml_sigsafe_append(dst, cap, pos, " (") &&
+		     ml_sigsafe_append(dst, cap, pos, name) && ml_sigsafe_append(dst, cap, pos, ")");
+	else {
+		ml_sigsafe_utoa(num, (uint64_t)(err < 0 ? -(int64_t)err : err));
+		ok = ml_sigsafe_append(dst, cap, pos, "error ") &&
+		     ml_sigsafe_append(dst, cap, pos, num);
+	}
+	if (!ok) {	/* as ml_sigsafe_append: dst unchanged */
+		*pos = start;
+		dst[start] = '\0';
+	}
+	return ok;
+}

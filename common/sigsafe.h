@@ -16,4 +16,10 @@ bool ml_sigsafe_append(char *dst, size_t cap, size_t *pos, const char *src);
 /* Writes v in decimal, NUL-terminated, to out (at most 21 bytes). */
 void ml_sigsafe_utoa(char out[24], uint64_t v);
 
+/* Appends the words for errno value err to dst, as ml_sigsafe_append:
+ * "No space left on device (ENOSPC)", or "error 4242" for a value glibc
+ * has no words for.  From glibc's static tables, untranslated: never
+ * allocates (strerror may). */
+bool ml_sigsafe_append_errno(char *dst, size_t cap, size_t *pos, int err);
+
 #endif

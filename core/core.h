@@ -160,6 +160,26 @@ uint64_t ml_clock_start_mono_ns(void);
 
 /* ========================================================== diagnostics */
 
+/* Adds a sentence (at most 1 KiB, no newline) that every report of this
+ * profile shows as a warning: why some calls could not be seen, say.  The
+ * profile keeps at most 16 of them (4 KiB).  Thread-safe; not for signal
+ * handlers. */
+void ml_core_note(const char *note);
+/* Flags the profile (ML_META_*: META flags the report explains). */
+void ml_core_flag(uint32_t flag);
+
+/* An address read from a loaded module's dynamic section (DT_SYMTAB, ...):
+ * glibc has relocated most of them in place, some loaders do not. */
+static inline uintptr_t ml_dyn_addr(uintptr_t base, uint64_t v)
+{
+	return v < base ? base + v : v;
+}
+
+/* The address of the function libmemline itself exports as name, or NULL
+ * (whatever the symbol lookup finds first: the program's own, an earlier
+ * preload's).  Reads libmemline's dynamic symbol table; thread-safe. */
+void *ml_self_export(const char *name);
+
 /* One-line diagnostics on stderr: write(2) only, async-signal-safe, never
  * allocate.  ml_warn prints "memline: <msg>" unless MEMLINE_QUIET. */
 void ml_warn(const char *msg);
@@ -220,6 +240,11 @@ void ml_lifecycle_main_returned(int status);
 void ml_lifecycle_exit_called(int status);
 /* _exit/_Exit: writes the profile now (atexit handlers will not run). */
 void ml_lifecycle_underscore_exit(int status);
+/* quick_exit(status) was called; its at_quick_exit handlers run next. */
+void ml_lifecycle_quick_exit(int status);
+/* The program's at_quick_exit handlers have run (memline's handler,
+ * registered first, runs last): writes the profile, as at _exit. */
+void ml_lifecycle_quick_exit_handlers_done(void);
 /* pthread_exit on this thread (the main thread may end the process so). */
 void ml_lifecycle_thread_exit(void);
 /* Just before an exec: writes the profile (if exec fails, recording goes

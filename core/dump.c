@@ -92,9 +92,13 @@ static void add_stack_modules(struct ml_stack_entry *e, void *arg)
 }
 
 static size_t cmdline_len;
+/* Signals that wait while the profile is written (ml_dump_write). */
+static sigset_t async_fatal;
 
 void ml_dump_init(void)
 {
+	sigemptyset(&async_fatal);
+	ml_signals_add_async(&async_fatal, ml_signals_line_timer());
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
 	cmdline_len = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
@@ -110,10 +114,12 @@ static void put_meta(uint32_t reason, int32_t status)
 		argv_len = cmdline_len;
 	else
 		cmdline_len = argv_len;
-	uint32_t argc = 0;
-	if (argv_len == sizeof(cmdline))	/* cut: end on a whole argument */
+	uint32_t argc = 0, flags = ml_core_flags;
+	if (argv_len == sizeof(cmdline)) {	/* cut: end on a whole argument */
+		flags |= ML_META_ARGV_CUT;
 		while (argv_len && cmdline[argv_len - 1] != '\0')
 			argv_len--;
+	}
 	for (size_t i = 0; i < argv_len; i++)
 		argc += cmdline[i] == '\0';
 	struct ml_fmt_meta m = {
@@ -124,7 +130,7 @@ static void put_meta(uint32_t reason, int32_t status)
 		.end_reason = reason,
 		.end_status = status,
 		.max_depth = ml_config.max_depth,
-		.flags = ml_core_flags,
+		.flags = flags,
 		.exe_len = (uint32_t)exe_len,
 		.argv_len = (uint32_t)argv_len,
 		.argc = argc,
@@ -445,6 +451,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	put_totals(totals);
 	put_timeline(totals);
 	ml_rooms_write_sections(&writer);	/* lineprof's samples and regions, ... */
+	ml_notes_write(&writer);
 	rc = commit();
 	if (rc < 0)
 		ml_writer_abort(&writer);
@@ -467,12 +474,11 @@ void ml_dump_wait_other(void)
 
 int ml_dump_write(uint32_t reason, int32_t status)
 {
-	/* The signals that end a process quietly wait until the file is
-	 * complete (SIGTERM as a process exits, say: Pool.terminate); our
-	 * handler then runs and the process still dies of them. */
-	sigset_t quiet, old;
-	sigemptyset(&quiet);
-	sigaddset(&quiet, SIGTERM);
+	/* The signals that end a process from outside wait until the file is
+	 * complete (SIGTERM as a process exits, say: Pool.terminate; a
+	 * SIGALRM); our handler then runs and the process still dies of them. */
+	sigset_t quiet = async_fatal, old;
+	sigaddset(&quiet, SIGTERM);	/* even before ml_dump_init */
 	sigaddset(&quiet, SIGINT);
 	sigaddset(&quiet, SIGHUP);
 	sigaddset(&quiet, SIGPIPE);
@@ -488,16 +494,14 @@ int ml_dump_write(uint32_t reason, int32_t status)
 	int saved_errno = errno;
 	int rc = write_all_sections(reason, status);
 	if (rc < 0) {
-		/* strerror may allocate: print the number. */
-		char msg[PATH_MAX + 64], num[24];
+		/* In words, without strerror (it may allocate). */
+		char msg[PATH_MAX + 128];
 		size_t pos = 0;
 		msg[0] = '\0';
-		ml_sigsafe_utoa(num, (uint64_t)-rc);
 		ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
 		ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, " (errno ");
-		ml_sigsafe_append(msg, sizeof(msg), &pos, num);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, ")");
+		ml_sigsafe_append(msg, sizeof(msg), &pos, ": ");
+		ml_sigsafe_append_errno(msg, sizeof(msg), &pos, -rc);
 		ml_warn(msg);
 	}
 	errno = saved_errno;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <limits.h>
 #include <time.h>
+#include <bits/types/sigset_t.h>	/* sigset_t, without all of signal.h */
 #include "core/core.h"
 
 /* ---- config.c: the environment, read once at start-up (struct ml_config:
@@ -240,6 +241,15 @@ bool ml_lifecycle_final_written(void);
 /* Installs the handler where the program left the default action.  Call
  * once from the constructor. */
 void ml_signals_install(void);
+/* Whether sig's default action ends the process, so that memline's handler
+ * writes the profile (core/fatalsigs.c).  line_timer: SIGPROF is the line
+ * timer's (ml_signals_line_timer(), MEMLINE_LINES=1). */
+bool ml_signals_end_process(int sig, bool line_timer);
+bool ml_signals_line_timer(void);
+/* Adds to set the signals that end the process and arrive from outside
+ * the thread (SIGTERM, SIGINT, SIGALRM, SIGUSR1, real-time signals, ...;
+ * not faults, abort or SIGXFSZ).  Async-signal-safe. */
+void ml_signals_add_async(sigset_t *set, bool line_timer);
 
 /* ---- rooms.c: the registry (struct ml_room: core.h) ---- */
 void ml_rooms_start(void);
@@ -253,6 +263,10 @@ extern volatile int ml_rooms_decorating;
 
 /* ---- track.c: state shared by the whole core (ml_core_active: core.h) ---- */
 extern volatile uint32_t ml_core_flags;	/* ML_META_* */
+/* The notes section (notes.c): written after the rooms' sections;
+ * async-signal-safe.  The lock is reset in a fork child. */
+void ml_notes_write(struct ml_writer *w);
+void ml_notes_after_fork(void);
 
 /* Initialises the core: reads the environment, starts the clocks, creates
  * the tables and turns recording on.  self_addr is an address inside

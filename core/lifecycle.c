@@ -134,6 +134,22 @@ void ml_lifecycle_underscore_exit(int status)
 	}
 }
 
+static volatile int quick_exit_status;
+static volatile int quick_exit_called;
+
+void ml_lifecycle_quick_exit(int status)
+{
+	quick_exit_status = status;
+	quick_exit_called = 1;
+}
+
+void ml_lifecycle_quick_exit_handlers_done(void)
+{
+	/* quick_exit ends like _Exit once its handlers have run. */
+	if (quick_exit_called)
+		ml_lifecycle_underscore_exit(quick_exit_status);
+}
+
 void ml_lifecycle_thread_exit(void)
 {
 	if (syscall(SYS_gettid) == getpid())

@@ -3,6 +3,7 @@
  * Modules that were dlclose'd stay in the map, flagged ML_MOD_UNLOADED. */
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <string.h>
 #include <unistd.h>
@@ -74,6 +75,92 @@ static void load_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *
 		*lo = 0;
 }
 
+/* Parses a hexadecimal number at *p, moving *p past it. */
+static uint64_t parse_hex(const char **p, const char *end)
+{
+	uint64_t v = 0;
+	for (; *p < end; (*p)++) {
+		char c = **p;
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			break;
+		v = v << 4 | (uint64_t)d;
+	}
+	return v;
+}
+
+/* If the /proc/self/maps line [line, end) maps addr, copies its path to
+ * out (without " (deleted)") and returns true. */
+static bool line_maps(const char *line, const char *end, uint64_t addr, char *out, size_t cap)
+{
+	const char *p = line;
+	uint64_t lo = parse_hex(&p, end);
+	if (p == end || *p++ != '-')
+		return false;
+	uint64_t hi = parse_hex(&p, end);
+	if (addr < lo || addr >= hi)
+		return false;
+	for (int field = 0; field < 4 && p < end; field++) {	/* perms offset dev inode */
+		while (p < end && *p == ' ')
+			p++;
+		while (p < end && *p != ' ')
+			p++;
+	}
+	while (p < end && *p == ' ')
+		p++;
+	size_t len = (size_t)(end - p);
+	if (len >= 10 && memcmp(end - 10, " (deleted)", 10) == 0)
+		len -= 10;
+	if (len == 0 || *p != '/' || len >= cap)
+		return false;
+	memcpy(out, p, len);
+	out[len] = '\0';
+	return true;
+}
+
+/* The absolute path of the file mapped at addr, from /proc/self/maps (the
+ * kernel's name for it, whatever the directory the program is in now).
+ * Async-signal-safe: open, read, close.  Call with the map's lock held
+ * (static buffer). */
+static bool mapped_path(uint64_t addr, char *out, size_t cap)
+{
+	static char buf[8192];
+	size_t have = 0;
+	bool found = false;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		char *line = buf, *nl;
+		while (!found && (nl = memchr(line, '\n', have - (size_t)(line - buf))))
+			if (!(found = line_maps(line, nl, addr, out, cap)))
+				line = nl + 1;
+		if (found)
+			break;
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf))
+			have = 0;	/* a line longer than the buffer: drop it */
+	}
+	close(fd);
+	return found;
+}
+
+/* A module's path as the loader has it (dlpi_name), made absolute when the
+ * program gave dlopen a relative one ("./libplugin.so"): the report may run
+ * in another directory, and the program may have changed its own since. */
+static const char *absolute_path(const char *path, uint64_t addr)
+{
+	static char resolved[PATH_MAX];
+	if (!path[0] || path[0] == '/' || !strchr(path, '/') || !addr)
+		return path;	/* absolute, or a pseudo name (linux-vdso.so.1) */
+	return mapped_path(addr, resolved, sizeof(resolved)) ? resolved : path;
+}
+
 static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	bool *first = arg;
@@ -92,6 +179,12 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!path)
 		path = "";
 	struct ml_module_rec *m = lookup(path, info->dlpi_addr);
+	if (!m && n_mods < MAX_MODULES) {
+		uint64_t lo, hi;
+		load_range(info, &lo, &hi);
+		path = absolute_path(path, lo);
+		m = lookup(path, info->dlpi_addr);
+	}
 	if (!m && n_mods < MAX_MODULES) {
 		size_t len = strlen(path);
 		m = ml_arena_alloc(sizeof(*m) + len + 1);

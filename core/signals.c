@@ -3,8 +3,8 @@
  * sigaction and signal that keeps it invisible (the exported wrappers are
  * in process/hooks.c).
  *
- * Our handler is installed for each signal of fatal_signals whose action
- * the program leaves (or sets back) at SIG_DFL, and is invisible to it:
+ * Our handler is installed for each signal whose default action ends the
+ * process (ends_process) where the program leaves (or sets back) SIG_DFL, and is invisible to it:
  * its sigaction and signal calls see and get back exactly the action it
  * set (CPython, for one, installs its SIGINT handler, KeyboardInterrupt,
  * only over SIG_DFL; bash sets SIG_DFL at start and later reinstalls the
@@ -15,13 +15,7 @@
 #include <string.h>
 #include "core/internal.h"
 
-/* Faults and abort, and the signals whose default action ends the process
- * quietly (kill, Ctrl-C, a closed terminal, `prog | head`).  Only where
- * the program left the default action. */
-static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
-				     SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT };
-
-/* Signals of fatal_signals, once start-up has looked at them. */
+/* Signals that end the process, once start-up has looked at them. */
 static volatile sig_atomic_t managed[NSIG];
 /* Signals whose action is our handler. */
 static volatile sig_atomic_t ours[NSIG];
@@ -69,10 +63,10 @@ static void our_action(struct sigaction *sa)
 
 void ml_signals_install(void)
 {
-	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
-		int sig = fatal_signals[i];
+	bool line_timer = ml_signals_line_timer();
+	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction old, sa;
-		if (ml_real_sigaction(sig, NULL, &old) < 0)
+		if (!ml_signals_end_process(sig, line_timer) || ml_real_sigaction(sig, NULL, &old) < 0)
 			continue;
 		managed[sig] = 1;
 		if (old.sa_handler != SIG_DFL)

@@ -175,6 +175,7 @@ void ml_core_after_fork(void)
 	ml_modules_after_fork();
 	ml_unwind_after_fork();
 	ml_dump_after_fork();
+	ml_notes_after_fork();
 	ml_livetab_reset();
 	ml_counters_reset_totals();
 	ml_stacktab_foreach(reset_stack, NULL);

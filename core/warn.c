@@ -57,3 +57,8 @@ void ml_assert_fail(const char *what, const char *file, int line)
 	(void)r;
 	abort();
 }
+
+void ml_core_flag(uint32_t flag)
+{
+	__atomic_or_fetch(&ml_core_flags, flag, __ATOMIC_RELAXED);
+}

@@ -1,8 +1,10 @@
 /* process/hooks.c - the exported entry points of the process's life, and
  * nothing else: main's return (__libc_start_main), exit, _exit, _Exit,
- * pthread_exit, dlclose, the exec family, posix_spawn, and the program's
+ * quick_exit, pthread_exit, thrd_exit, dlopen, dlclose, the exec family (execveat
+ * too), posix_spawn, and the program's
  * sigaction and signal.  Each tells the core (core/core.h) and calls the
  * real function. */
+#include <dlfcn.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -63,6 +65,23 @@ ML_EXPORT void _Exit(int status)
 	underscore_exit(status, ML_NEXT(exit_fn, "_Exit"));
 }
 
+/* quick_exit: the profile is written by the last at_quick_exit handler
+ * (registered at start-up, room.c), after the program's own. */
+ML_EXPORT void quick_exit(int status)
+{
+	ml_lifecycle_quick_exit(status);
+	ML_NEXT(exit_fn, "quick_exit")(status);
+	__builtin_unreachable();
+}
+
+/* C11 threads: glibc's thrd_exit does not go through pthread_exit. */
+ML_EXPORT void thrd_exit(int res)
+{
+	ml_lifecycle_thread_exit();
+	ML_NEXT(exit_fn, "thrd_exit")(res);
+	__builtin_unreachable();
+}
+
 ML_EXPORT void pthread_exit(void *ret)
 {
 	typedef void (*pthread_exit_fn)(void *) __attribute__((noreturn));
@@ -70,6 +89,27 @@ ML_EXPORT void pthread_exit(void *ret)
 	ML_NEXT(pthread_exit_fn, "pthread_exit")(ret);
 	__builtin_unreachable();
 }
+
+/* ---- dlopen: libc takes the caller's search path (RUNPATH) and namespace
+ * from dlopen's return address, so dlopen jumps straight to the real one
+ * and the caller stays the caller; only RTLD_DEEPBIND takes the long way
+ * (deepbind.c), which looks the file up as the caller would. ---- */
+__asm__(".text\n"
+	".globl dlopen\n"
+	".type dlopen, @function\n"
+	"dlopen:\n"
+	"	.cfi_startproc\n"
+	"	testl $8, %esi\n"			/* RTLD_DEEPBIND */
+	"	jnz 1f\n"
+	"	movq ml_proc_real_dlopen(%rip), %rax\n"
+	"	testq %rax, %rax\n"
+	"	jz 1f\n"				/* before start-up */
+	"	jmp *%rax\n"
+	"1:	movq (%rsp), %rdx\n"			/* the caller, third argument */
+	"	jmp ml_proc_dlopen_slow\n"
+	"	.cfi_endproc\n"
+	".size dlopen, .-dlopen\n");
+_Static_assert(RTLD_DEEPBIND == 8, "the jump above tests RTLD_DEEPBIND as 8");
 
 /* ---- dlclose: keep unloaded modules in the map ---- */
 
@@ -107,6 +147,15 @@ ML_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	ml_lifecycle_before_exec();
 	ML_PROC_EXEC_ENV(envp, env);
 	return ML_NEXT(fn, "fexecve")(fd, argv, env);
+}
+
+ML_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+			int flags)
+{
+	typedef int (*fn)(int, const char *, char *const[], char *const[], int);
+	ml_lifecycle_before_exec();
+	ML_PROC_EXEC_ENV(envp, env);
+	return ML_NEXT(fn, "execveat")(dirfd, path, argv, env, flags);
 }
 
 /* execv and execvp take the environment from environ: the same with it

@@ -35,4 +35,13 @@ char *const *ml_proc_exec_env(char *const *envp, char **out, size_t cap, char *p
 	char *const *name = ml_proc_exec_env(envp, slots_##name, ml_proc_env_slots(envp), \
 					     pre_##name)
 
+/* RTLD_DEEPBIND libraries (deepbind.c).  At start-up: finds the real
+ * dlopen (ml_proc_real_dlopen, for hooks.c's jump). */
+void ml_proc_deepbind_start(void);
+extern void *ml_proc_real_dlopen;
+/* dlopen(file, mode) called from caller, when hooks.c does not jump to the
+ * real one: with RTLD_DEEPBIND, opens file as the caller would have and
+ * points the loaded modules' references to libmemline's exports at them. */
+void *ml_proc_dlopen_slow(const char *file, int mode, void *caller);
+
 #endif

@@ -300,6 +300,19 @@ static bool inlined_alloc_entry(const struct ml_frame *fr)
 	return false;
 }
 
+/* True for a frame of the global operator new or new[] (any overload):
+ * the allocation entry point when the program carries its own copy of
+ * libstdc++'s (linked with -static-libstdc++, as GCC's cc1 is).  The
+ * runtime's operator new is then not the one called: the program's calls
+ * malloc, which memline records, with that copy as the innermost frame.
+ * A class's own operator new ("Foo::operator new") is the program's code
+ * and stays. */
+static bool global_operator_new(const struct ml_frame *fr)
+{
+	const char *f = fr->function;
+	return f && (strncmp(f, "operator new(", 13) == 0 || strncmp(f, "operator new[](", 15) == 0);
+}
+
 /* True for a frame of the CUDA runtime, the allocation entry point of a CUDA
  * allocation made through libcudart (docs/cuda.md, "Where the stack
  * starts"): a frame without a source line whose function is one of the
@@ -376,6 +389,8 @@ static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct m
 				continue;
 			if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
 				continue;	/* the entry point, not the program */
+			if (st->n_frames == 0 && global_operator_new(&frames[k]))
+				continue;	/* the program's own copy of operator new */
 			if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
 				continue;	/* the CUDA runtime: the entry point */
 			if (st->n_frames == 0 && strip_torch && torch_allocator_frame(&frames[k]))

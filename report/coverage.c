@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "report/coverage.h"
+#include "report/regfile.h"
 
 struct cov_line {
 	const char *file;
@@ -352,28 +353,29 @@ static size_t find_gcda(const char *data, size_t len, char out[][4096], size_t m
 	return n;
 }
 
+/* The whole regular file at path (never a FIFO or device), or NULL. */
 static char *slurp(const char *path, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		if (fd >= 0)
-			close(fd);
+	int fd = ml_regfile_open(path, &st, NULL);
+	if (fd < 0)
 		return NULL;
-	}
 	char *buf = malloc((size_t)st.st_size + 1);
-	size_t n = 0;
-	while (buf && n < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
+	if (buf && ml_regfile_pread_all(fd, buf, (size_t)st.st_size, 0) < 0) {
+		free(buf);
+		buf = NULL;
 	}
 	close(fd);
-	*len = n;
+	*len = (size_t)st.st_size;
 	return buf;
+}
+
+/* Whether path is a readable regular file (the tools run on it would
+ * otherwise wait on a FIFO). */
+static bool readable_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
 }
 
 /* ---- clang: llvm-profdata merge + llvm-cov export -format=lcov ---- */
@@ -439,7 +441,7 @@ static char *run_tool(char *const argv[], size_t *len)
 static bool find_profraw(const char *profile_path, char *out, size_t len)
 {
 	const char *env = getenv("LLVM_PROFILE_FILE");
-	if (env && *env && !strchr(env, '%') && access(env, R_OK) == 0) {
+	if (env && *env && !strchr(env, '%') && readable_file(env)) {
 		snprintf(out, len, "%s", env);
 		return true;
 	}
@@ -448,10 +450,10 @@ static bool find_profraw(const char *profile_path, char *out, size_t len)
 		snprintf(out, len, "%.*s/default.profraw", (int)(slash - profile_path), profile_path);
 	else
 		snprintf(out, len, "default.profraw");
-	if (access(out, R_OK) == 0)
+	if (readable_file(out))
 		return true;
 	snprintf(out, len, "default.profraw");
-	return access(out, R_OK) == 0;
+	return readable_file(out);
 }
 
 /* "file.c:fn" (a static function) -> "fn". */
@@ -552,6 +554,11 @@ int ml_cov_load(const char *exe, const char *profile_path, uint64_t data_after_n
 		if (stat(gcdas[i], &st) < 0) {
 			fprintf(stderr, "memline: warning: %s is built with --coverage but %s is "
 				"missing; Hits show samples\n", exe, gcdas[i]);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			fprintf(stderr, "memline: warning: %s is %s, not a regular file; Hits show "
+				"samples\n", gcdas[i], ml_regfile_kind(st.st_mode));
 			continue;
 		}
 		uint64_t mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +

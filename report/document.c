@@ -103,7 +103,30 @@ static void profile_json(struct ml_json *j, const struct ml_profile *p)
 	ml_json_u64(j, p->meta.max_depth);
 	ml_json_key(j, "degraded");
 	ml_json_bool(j, (p->meta.flags & ML_META_DEGRADED) != 0);
+	ml_json_key(j, "argv_cut");
+	ml_json_bool(j, (p->meta.flags & ML_META_ARGV_CUT) != 0);
+	ml_json_key(j, "allocator_shadowed");
+	ml_json_bool(j, (p->meta.flags & ML_META_ALLOC_SHADOWED) != 0);
+	ml_json_key(j, "notes");
+	ml_json_array_begin(j);
+	for (size_t i = 0; i < p->n_notes; i++)
+		ml_json_string(j, p->notes[i]);
+	ml_json_array_end(j);
 	ml_json_object_end(j);
+}
+
+/* What the profile itself says the report must not hide, on stderr. */
+static void warn_profile(const struct ml_profile *p)
+{
+	if (p->meta.flags & ML_META_DEGRADED)
+		fprintf(stderr, "memline: warning: %s: the runtime hit internal trouble while "
+			"recording; its numbers may be incomplete\n", p->path);
+	if (p->meta.flags & ML_META_ARGV_CUT)
+		fprintf(stderr, "memline: warning: %s: the command line was longer than the "
+			"profile keeps; only its first %u arguments are shown\n", p->path,
+			p->meta.argc);
+	for (size_t i = 0; i < p->n_notes; i++)
+		fprintf(stderr, "memline: warning: %s: %s\n", p->path, p->notes[i]);
 }
 
 static void header_text(FILE *out, const struct ml_profile *p, bool first)
@@ -117,6 +140,8 @@ static void header_text(FILE *out, const struct ml_profile *p, bool first)
 		fprintf(out, " %s", p->argv[i]);
 	if (p->meta.argc == 0)
 		fprintf(out, " %s", p->exe);
+	if (p->meta.flags & ML_META_ARGV_CUT)
+		fputs(" [...]", out);
 	fputs(" <==\n\n", out);
 }
 
@@ -213,9 +238,7 @@ static int load(const struct ml_profile *p, bool cov, struct ml_report_loaded **
 		ml_report_unload(l);
 		return -1;
 	}
-	if (p->meta.flags & ML_META_DEGRADED)
-		fprintf(stderr, "memline: warning: %s: the runtime hit internal trouble while "
-			"recording; its numbers may be incomplete\n", p->path);
+	warn_profile(p);
 	*out = l;
 	return 0;
 }

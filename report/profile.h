@@ -75,6 +75,8 @@ struct ml_profile {
 	const struct ml_fmt_span *spans;	/* regions on the time axis, in the order they ended */
 	size_t n_spans;
 	uint64_t spans_dropped;		/* spans the runtime had no room for */
+	const char **notes;		/* the runtime's notes (NOTES): warnings to show */
+	size_t n_notes;
 	struct ml_profile_torch torch;
 	void *priv;			/* owned storage */
 };

@@ -4,6 +4,7 @@
 #include "report/profile.h"
 #include "common/writer.h"	/* ml_fnv1a */
 #include "report/reader_internal.h"
+#include "report/regfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
 	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
 	[ML_SEC_SPANS] = "SPANS",
+	[ML_SEC_NOTES] = "NOTES",
 	[ML_SEC_TORCH] = "TORCH",
 };
 
@@ -93,12 +95,14 @@ const char *ml_reader_copy_string(struct owned *o, const unsigned char *src, siz
 	return dst;
 }
 
-/* Magic, version, header size, file size, checksum, reserved fields. */
-static int check_header(struct parse *ps, struct ml_fmt_header *h)
+/* Magic, version, header size, file size and reserved fields: everything
+ * the first HEADER_SIZE bytes of ps->data (or all of it, when shorter) tell
+ * about a file of ps->len bytes.  Reads nothing beyond those bytes, so a
+ * loader can reject a file before reading the rest of it. */
+static int check_header_fields(struct parse *ps, struct ml_fmt_header *h)
 {
 	static const unsigned char zeros[sizeof(h->reserved)];
 	size_t magic_len = sizeof(h->magic);
-	uint64_t sum;
 
 	if (ps->len == 0)
 		return BAD(ps, "empty file: not a memline profile");
@@ -131,8 +135,17 @@ static int check_header(struct parse *ps, struct ml_fmt_header *h)
 			   (unsigned long long)h->file_size);
 	if (h->flags || memcmp(h->reserved, zeros, sizeof(zeros)))
 		return BAD(ps, "corrupt: reserved header fields are not zero");
-	sum = ml_fnv1a(ML_FNV_INIT, ps->data + HEADER_SIZE, ps->len - HEADER_SIZE);
-	if (sum != h->checksum)
+	return 0;
+}
+
+/* The header's fields, then the checksum over the whole file. */
+static int check_header(struct parse *ps, struct ml_fmt_header *h)
+{
+	int rc = check_header_fields(ps, h);
+
+	if (rc)
+		return rc;
+	if (ml_fnv1a(ML_FNV_INIT, ps->data + HEADER_SIZE, ps->len - HEADER_SIZE) != h->checksum)
 		return BAD(ps, "corrupt: checksum mismatch");
 	return 0;
 }
@@ -181,9 +194,10 @@ static struct ml_profile *profile_new(unsigned char *data, size_t len, const cha
 
 	if (!p || !o)
 		goto fail;
-	/* Every string is a copy of file bytes plus a NUL, and every module
-	 * record is at least 40 bytes: this bound cannot be exceeded. */
-	o->strings_cap = len + len / sizeof(struct ml_fmt_module) + path_len + 3;
+	/* Every string is a copy of file bytes plus a NUL, and every record
+	 * with a string is at least 8 bytes (a note): this bound cannot be
+	 * exceeded. */
+	o->strings_cap = len + len / sizeof(struct ml_fmt_note) + path_len + 3;
 	o->strings = malloc(o->strings_cap);
 	if (!o->strings)
 		goto fail;
@@ -236,6 +250,8 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 	if (!rc)
 		rc = ml_reader_parse_spans(&ps);
 	if (!rc)
+		rc = ml_reader_parse_notes(&ps);
+	if (!rc)
 		rc = ml_reader_parse_torch(&ps);
 	free(ps.node_depth);
 	free(ps.leaf_at);
@@ -259,70 +275,56 @@ int ml_profile_parse(const void *data, size_t len, struct ml_profile **out, char
 	return parse_owned(copy, len, "(buffer)", out, err, errlen);
 }
 
-/* Reads all of fd into a malloc'd buffer.  Returns 0 or -errno. */
-static int read_all(int fd, size_t size_hint, unsigned char **out, size_t *out_len)
+/* Reads the profile in the regular file fd (size bytes): its header first,
+ * so that a file that is not a profile, or whose header disagrees with its
+ * size, is rejected before the rest is read. */
+static int load_fd(int fd, size_t size, const char *path, struct ml_profile **out,
+		   char *err, size_t errlen)
 {
-	size_t cap = size_hint + 1, len = 0;
-	unsigned char *buf = malloc(cap), *bigger;
+	unsigned char head[HEADER_SIZE];
+	size_t head_len = size < HEADER_SIZE ? size : HEADER_SIZE;
+	struct parse ps = { .data = head, .len = size, .err = err, .errlen = errlen };
+	struct ml_fmt_header h;
+	unsigned char *data;
+	int rc = ml_regfile_pread_all(fd, head, head_len, 0);
 
-	while (buf) {
-		ssize_t n;
-
-		if (len == cap) {
-			bigger = realloc(buf, cap * 2);
-			if (!bigger)
-				break;
-			buf = bigger;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int rc = -errno;
-
-			free(buf);
-			return rc;
-		}
-		if (n == 0) {
-			*out = buf;
-			*out_len = len;
-			return 0;
-		}
-		len += (size_t)n;
+	if (rc)
+		return ml_reader_set_err(err, errlen, rc, "cannot read: %s",
+					 rc == -EIO ? "the file shrank while it was read" : strerror(-rc));
+	rc = check_header_fields(&ps, &h);
+	if (rc)
+		return rc;
+	/* +1: malloc(0) may return NULL. */
+	data = malloc(size + 1);
+	if (!data)
+		return ml_reader_set_err(err, errlen, -ENOMEM, "out of memory (%zu bytes)", size);
+	rc = ml_regfile_pread_all(fd, data, size, 0);
+	if (rc) {
+		free(data);
+		return ml_reader_set_err(err, errlen, rc, "cannot read: %s",
+					 rc == -EIO ? "the file shrank while it was read" : strerror(-rc));
 	}
-	free(buf);
-	return -ENOMEM;
+	return parse_owned(data, size, path, out, err, errlen);
 }
 
 int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen)
 {
-	unsigned char *data = NULL;
+	const char *what;
 	struct stat st;
-	size_t len = 0;
-	int fd, rc;
+	int fd = ml_regfile_open(path, &st, &what);
+	int rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		return ml_reader_set_err(err, errlen, rc, "cannot open: %s", strerror(-rc));
-	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		ml_reader_set_err(err, errlen, rc, "cannot stat: %s", strerror(-rc));
-		goto out;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		rc = ml_reader_set_err(err, errlen, -EISDIR, "is a directory, not a memline profile");
-		goto out;
-	}
-	rc = read_all(fd, S_ISREG(st.st_mode) ? (size_t)st.st_size : 65536, &data, &len);
-	if (rc) {
-		ml_reader_set_err(err, errlen, rc, "cannot read: %s", strerror(-rc));
-		goto out;
-	}
-	rc = parse_owned(data, len, path, out, err, errlen);
-out:
+	if (fd == -EISDIR)
+		return ml_reader_set_err(err, errlen, fd, "is a directory, not a memline profile");
+	if (fd == ML_ENOTREG)	/* reading a FIFO or a device could block or never end */
+		return ml_reader_set_err(err, errlen, -EINVAL, "is %s; memline reads profiles "
+					 "from regular files only", what);
+	if (fd < 0)
+		return ml_reader_set_err(err, errlen, fd, "cannot open: %s", strerror(-fd));
+	if ((uint64_t)st.st_size > SIZE_MAX - 1)
+		rc = ml_reader_set_err(err, errlen, -EFBIG, "too large to read");
+	else
+		rc = load_fd(fd, (size_t)st.st_size, path, out, err, errlen);
 	close(fd);
 	return rc;
 }
@@ -339,6 +341,7 @@ void ml_profile_free(struct ml_profile *p)
 		free(o->strings);
 		free(o->argv);
 		free(o->frames);
+		free(o->notes);
 		free(o);
 	}
 	free(p->modules);

@@ -22,6 +22,7 @@ struct owned {
 	size_t strings_used, strings_cap;
 	const char **argv;
 	uint64_t *frames;	/* every stack's frames, rebuilt from the trie */
+	const char **notes;	/* NOTES texts (copies in strings) */
 };
 
 /* One section as found in the file. */
@@ -91,6 +92,7 @@ int ml_reader_parse_timeline(struct parse *ps);
 int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
 int ml_reader_parse_spans(struct parse *ps);
+int ml_reader_parse_notes(struct parse *ps);
 /* TORCH (reader_torch.c). */
 int ml_reader_parse_torch(struct parse *ps);
 

@@ -520,3 +520,38 @@ int ml_reader_parse_spans(struct parse *ps)
 	free(ids);
 	return rc;
 }
+
+/* NOTES: sentences for the report to show; no NUL or newline inside. */
+int ml_reader_parse_notes(struct parse *ps)
+{
+	const struct span *s = &ps->sec[ML_SEC_NOTES];
+	struct cursor c = { s->payload, s->size };
+	struct ml_profile *p = ps->p;
+
+	if (!s->seen || !s->count)
+		return s->seen && s->size ? BAD(ps, "corrupt: NOTES section has bytes but no records") : 0;
+	if (s->count > s->size / sizeof(struct ml_fmt_note))
+		return BAD(ps, "corrupt: NOTES section too small for %u records", s->count);
+	ps->o->notes = calloc(s->count, sizeof(*ps->o->notes));
+	if (!ps->o->notes)
+		return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	p->notes = ps->o->notes;
+	for (uint32_t i = 0; i < s->count; i++) {
+		struct ml_fmt_note fn;
+		const unsigned char *text;
+
+		if (!ml_reader_peek(&c, &fn, sizeof(fn)) ||
+		    !ml_reader_take_record(&c, &fn, sizeof(fn), fn.len, &text))
+			return BAD(ps, "corrupt: note %u does not fit in the NOTES section", i);
+		if (memchr(text, '\0', fn.len) || memchr(text, '\n', fn.len))
+			return BAD(ps, "corrupt: note %u holds a NUL or a newline", i);
+		ps->o->notes[i] = ml_reader_copy_string(ps->o, text, fn.len);
+		if (!ps->o->notes[i])
+			return BAD(ps, "corrupt: note %u does not fit", i);
+		p->n_notes++;
+	}
+	if (c.left)
+		return BAD(ps, "corrupt: %llu stray bytes after the last note",
+			   (unsigned long long)c.left);
+	return 0;
+}

@@ -1,48 +1,37 @@
-/* report/source.c - reads source files for the lines view, line by line. */
+/* report/source.c - reads source files for the lines views, line by line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "report/regfile.h"
 #include "report/source.h"
 
-/* Reads the whole file at path.  Returns 0 or -errno. */
-static int read_all(const char *path, char **data, size_t *len)
+/* Reads the whole regular file at path (a FIFO or device is refused, not
+ * waited on) and its modification time.  Returns 0 or -errno/ML_ENOTREG. */
+static int read_all(const char *path, char **data, size_t *len, int64_t *mtime_ns)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -errno;
+	struct stat st;
+	int fd = ml_regfile_open(path, &st, NULL);
+	if (fd < 0)
+		return fd;
 	int err = 0;
-	size_t cap = 8192, used = 0;
-	char *buf = malloc(cap + 1);
-	if (!buf) {
+	size_t size = (size_t)st.st_size;
+	char *buf = (uint64_t)st.st_size < SIZE_MAX ? malloc(size + 1) : NULL;
+	if (!buf)
 		err = -ENOMEM;
-		goto out;
+	else
+		err = ml_regfile_pread_all(fd, buf, size, 0);
+	close(fd);
+	if (err) {
+		free(buf);
+		return err;
 	}
-	for (;;) {
-		size_t got = fread(buf + used, 1, cap - used, f);
-		used += got;
-		if (used < cap)
-			break;
-		char *more = realloc(buf, cap * 2 + 1);
-		if (!more) {
-			err = -ENOMEM;
-			goto out;
-		}
-		buf = more;
-		cap *= 2;
-	}
-	if (ferror(f)) {
-		err = -EIO;
-		goto out;
-	}
-	buf[used] = '\0';
+	buf[size] = '\0';
 	*data = buf;
-	*len = used;
-	buf = NULL;
-out:
-	free(buf);
-	fclose(f);
-	return err;
+	*len = size;
+	*mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	return 0;
 }
 
 static int split_lines(struct ml_source *s, size_t len)
@@ -71,10 +60,10 @@ int ml_source_load(const char *path, struct ml_source *out)
 	memset(out, 0, sizeof(*out));
 	size_t len = 0;
 	const char *found = path;
-	int err = read_all(path, &out->data, &len);
+	int err = read_all(path, &out->data, &len, &out->mtime_ns);
 	if (err == -ENOENT && strchr(path, '/')) {
 		found = strrchr(path, '/') + 1;
-		if (read_all(found, &out->data, &len) == 0)
+		if (read_all(found, &out->data, &len, &out->mtime_ns) == 0)
 			err = 0;
 	}
 	if (err < 0)

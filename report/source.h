@@ -3,17 +3,20 @@
 #define ML_REPORT_SOURCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct ml_source {
 	char *path;		/* where it was found */
 	char *data;		/* the file, lines NUL-terminated in place */
 	char **lines;		/* lines[0] is line 1 */
 	size_t n_lines;
+	int64_t mtime_ns;	/* its modification time, ns since the epoch */
 };
 
 /* Reads path; if it is not there, tries its base name in the current
- * directory (a build tree moved since compilation).  Returns 0 and fills
- * *out (release with ml_source_free), or -errno.  Line ends (\n, \r\n)
+ * directory (a build tree moved since compilation).  Only a regular file is
+ * read.  Returns 0 and fills *out (release with ml_source_free), or -errno
+ * (ML_ENOTREG for a FIFO, device or socket).  Line ends (\n, \r\n)
  * are removed. */
 int ml_source_load(const char *path, struct ml_source *out);
 

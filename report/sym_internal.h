@@ -60,7 +60,6 @@ struct ml_symbolizer {
 	struct sym_cache_entry *cache;
 	size_t cache_cap, cache_used;
 	struct sym_strtab strings;
-	char *debuginfo_path;	/* for Dwfl_Callbacks; NULL: elfutils' default */
 	Dwfl_Callbacks callbacks;
 };
 
@@ -102,6 +101,16 @@ const char *ml_symi_die_name(struct ml_symbolizer *s, struct sym_module *m, Dwar
  * sources named on their command line) joined to the CU's compile
  * directory, interned.  Returns file itself if it is absolute or NULL. */
 const char *ml_symi_source_path(struct ml_symbolizer *s, Dwarf_Die *cu, const char *file);
+
+/* The build-id debug file for build-id id (n bytes) under dir into out:
+ * "dir/.build-id/xx/rest.debug", or "" if n cannot name one. */
+void ml_symi_build_id_path(char *out, size_t len, const char *dir, const uint8_t *id, size_t n);
+
+/* Dwfl_Callbacks.find_debuginfo: the module's separate debug file, found
+ * as elfutils' standard lookup finds it, but only among regular files. */
+int ml_symi_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			   Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			   GElf_Word debuglink_crc, char **debuginfo_file_name);
 
 /* Demangles a C++ (Itanium ABI) symbol.  Returns a malloc'd string, or NULL
  * when name is not a mangled name (the caller then uses name as it is). */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <elfutils/libdw.h>
+#include "report/regfile.h"
 #include "report/sym_internal.h"
 
 #define MAX_FRAMES 64		/* inlined frames of one address, at most */
@@ -16,12 +17,12 @@
 static const Dwfl_Callbacks *callbacks_for(struct ml_symbolizer *s)
 {
 	/* Offline: the files are reported by path; separate debug info is
-	 * found by build-id under the debug directories, or by debuglink.
-	 * Each Dwfl keeps a pointer to these: they live in s. */
+	 * found by build-id under the debug directories, or by debuglink
+	 * (sym_debugfile.c: regular files only).  Each Dwfl keeps a pointer
+	 * to these: they live in s. */
 	s->callbacks.find_elf = dwfl_build_id_find_elf;
-	s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->callbacks.find_debuginfo = ml_symi_find_debuginfo;
 	s->callbacks.section_address = dwfl_offline_section_address;
-	s->callbacks.debuginfo_path = &s->debuginfo_path;
 	return &s->callbacks;
 }
 
@@ -32,45 +33,40 @@ static bool is_pseudo_path(const char *path)
 	       strncmp(path, "linux-gate", 10) == 0;
 }
 
-static void hex(char *out, const uint8_t *bytes, size_t n)
+/* Reports file into m's own Dwfl.  Returns 0 if libdw took it, or -errno
+ * (ML_ENOTREG: not a regular file; -ENOEXEC: not an ELF file libdw can
+ * read) with *what naming what was found. */
+static int report_file(struct ml_symbolizer *s, struct sym_module *m, const char *file,
+		       const char **what)
 {
-	static const char digits[] = "0123456789abcdef";
+	unsigned char magic[4];
+	int fd = ml_regfile_open(file, NULL, what);
 
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[bytes[i] >> 4];
-		out[2 * i + 1] = digits[bytes[i] & 15];
+	if (fd < 0)
+		return fd;
+	if (ml_regfile_pread_all(fd, magic, sizeof(magic), 0) < 0 ||
+	    memcmp(magic, "\177ELF", 4) != 0) {
+		close(fd);
+		*what = "not an ELF file";
+		return -ENOEXEC;
 	}
-	out[2 * n] = '\0';
-}
-
-/* The path of the build-id debug file for build_id in dir, or "" if the
- * build-id is too short or long to name one. */
-static void build_id_debug_path(char *out, size_t len, const char *dir, const uint8_t *id, size_t n)
-{
-	char hexid[2 * 64 + 1];
-
-	out[0] = '\0';
-	if (n < 2 || n > 64)
-		return;
-	hex(hexid, id, n);
-	snprintf(out, len, "%s/.build-id/%.2s/%s.debug", dir, hexid, hexid + 2);
-}
-
-/* Reports file into m's own Dwfl; returns true if libdw took it. */
-static bool report_file(struct ml_symbolizer *s, struct sym_module *m, const char *file)
-{
 	m->dwfl = dwfl_begin(callbacks_for(s));
-	if (!m->dwfl)
-		return false;
+	if (!m->dwfl) {
+		close(fd);
+		return -ENOMEM;
+	}
 	dwfl_report_begin(m->dwfl);
-	/* add_p_vaddr: base is the load bias, as dl_iterate_phdr gives it. */
-	m->mod = dwfl_report_elf(m->dwfl, m->path, file, -1, m->bias, true);
+	/* add_p_vaddr: base is the load bias, as dl_iterate_phdr gives it.
+	 * libdw owns fd from here when it takes the file. */
+	m->mod = dwfl_report_elf(m->dwfl, m->path, file, fd, m->bias, true);
 	dwfl_report_end(m->dwfl, NULL, NULL);
 	if (m->mod)
-		return true;
+		return 0;
+	*what = dwfl_errmsg(-1);
+	close(fd);
 	dwfl_end(m->dwfl);
 	m->dwfl = NULL;
-	return false;
+	return -ENOEXEC;
 }
 
 /* When the module's file is gone, its debug file (found by build-id in
@@ -79,13 +75,14 @@ static bool report_by_build_id(struct ml_symbolizer *s, struct sym_module *m,
 			       const struct ml_module *pm)
 {
 	const char *dirs[] = { getenv("MEMLINE_DEBUG_DIR"), DEFAULT_DEBUG_DIR };
+	const char *what;
 	char path[4096];
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		if (!dirs[i] || !dirs[i][0])
 			continue;
-		build_id_debug_path(path, sizeof(path), dirs[i], pm->build_id, pm->build_id_len);
-		if (path[0] && access(path, R_OK) == 0 && report_file(s, m, path))
+		ml_symi_build_id_path(path, sizeof(path), dirs[i], pm->build_id, pm->build_id_len);
+		if (path[0] && report_file(s, m, path, &what) == 0)
 			return true;
 	}
 	return false;
@@ -118,8 +115,27 @@ static void check_build_id(const struct ml_symbolizer *s, const struct sym_modul
 		"lines may be wrong\n", m->path);
 }
 
+/* Why the module's own file could not be used, in the warning. */
+static void warn_unusable(const struct sym_module *m, int err, const char *what)
+{
+	char why[256];
+
+	if (err == -ENOENT || err == -ENOTDIR)
+		snprintf(why, sizeof(why), "not found");
+	else if (err == -ENOEXEC)
+		snprintf(why, sizeof(why), "%s", what);	/* not ELF, or libdw's reason */
+	else if (err == ML_ENOTREG || err == -EISDIR)
+		ml_regfile_why(err, what, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "cannot be read: %s", strerror(-err));
+	fprintf(stderr, "memline: warning: %s: %s; its frames stay unresolved\n", m->path, why);
+}
+
 static int open_module(struct ml_symbolizer *s, struct sym_module *m, const struct ml_module *pm)
 {
+	const char *what = NULL;
+	int err;
+
 	m->path = strdup(pm->path ? pm->path : "");
 	if (!m->path)
 		return -ENOMEM;
@@ -129,31 +145,25 @@ static int open_module(struct ml_symbolizer *s, struct sym_module *m, const stru
 	m->flags = pm->flags;
 	if (is_pseudo_path(m->path))
 		return 0;
-	if (access(m->path, R_OK) == 0 && report_file(s, m, m->path)) {
+	err = report_file(s, m, m->path, &what);
+	if (err == 0) {
 		check_build_id(s, m, pm);
 		return 0;
 	}
+	if (err == -ENOMEM)
+		return err;
 	if (!report_by_build_id(s, m, pm) && !warned_before(s, m))
-		fprintf(stderr, "memline: warning: %s: not found; its frames stay unresolved\n",
-			m->path);
+		warn_unusable(m, err, what);
 	return 0;
 }
 
 int ml_sym_open(const struct ml_profile *p, struct ml_symbolizer **out)
 {
 	struct ml_symbolizer *s = calloc(1, sizeof(*s));
-	const char *dir = getenv("MEMLINE_DEBUG_DIR");
 	int rc = -ENOMEM;
 
 	if (!s)
 		return -ENOMEM;
-	/* elfutils' default, with $MEMLINE_DEBUG_DIR first among the absolute
-	 * directories (searched by build-id and for debuglink names); the
-	 * empty first entry is the binary's own directory. */
-	if (dir && *dir && asprintf(&s->debuginfo_path, ":.debug:%s:" DEFAULT_DEBUG_DIR, dir) < 0) {
-		s->debuginfo_path = NULL;
-		goto fail;
-	}
 	s->mods = calloc(p->n_modules ? p->n_modules : 1, sizeof(*s->mods));
 	if (!s->mods)
 		goto fail;
@@ -186,7 +196,6 @@ void ml_sym_close(struct ml_symbolizer *s)
 	}
 	free(s->mods);
 	ml_symi_strtab_free(&s->strings);
-	free(s->debuginfo_path);
 	free(s);
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "report/view_common.h"
 #include "report/units.h"
+#include "report/regfile.h"
 
 struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind)
 {
@@ -231,4 +232,35 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 			out[n++] = *d;
 	}
 	return n;
+}
+
+bool ml_view_load_source(const struct ml_agg *a, const char *file, const char *name, bool quiet,
+			 struct ml_source *src, bool *modified)
+{
+	uint64_t started = a->profile->meta.start_realtime_ns;
+	char why[256];
+	int err = ml_source_load(file, src);
+
+	if (modified)
+		*modified = false;
+	if (err < 0) {
+		if (quiet)
+			return false;
+		if (err == -ENOENT || err == -ENOTDIR)
+			snprintf(why, sizeof(why), "not found");
+		else
+			ml_regfile_why(err, NULL, why, sizeof(why));
+		fprintf(stderr, "memline: warning: source file %s: %s; printing the lines of %s "
+			"without Line Contents\n", file, why, name);
+		return false;
+	}
+	if (started && src->mtime_ns > 0 && (uint64_t)src->mtime_ns > started) {
+		if (modified)
+			*modified = true;
+		if (!quiet)
+			fprintf(stderr, "memline: warning: source file %s was modified after the "
+				"profiled run started; its Line Contents may not be the lines "
+				"that ran\n", src->path);
+	}
+	return true;
 }

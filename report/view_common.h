@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "report/views.h"
+#include "report/source.h"
 
 /* The kind's totals: the file's own totals where it has them, else the sum
  * of the counters. */
@@ -79,6 +80,14 @@ void ml_view_record_json(struct ml_json *j, const struct ml_agg_stack *st, uint6
  * many; 0 when there is none. */
 size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 				struct ml_sym_source *out, size_t max);
+
+/* Reads file, where function name's lines are, into src for the Line
+ * Contents column.  Returns true when it was read; *modified (may be NULL)
+ * tells whether the file was modified after the profiled run started, so
+ * that its lines may no longer be the lines that ran.  Unless quiet, a
+ * missing or unreadable file, and a modified one, get a warning on stderr. */
+bool ml_view_load_source(const struct ml_agg *a, const char *file, const char *name, bool quiet,
+			 struct ml_source *src, bool *modified);
 
 /* How many of n rows a --limit lets through (limit < 0: all). */
 size_t ml_view_limit(long limit, size_t n);

@@ -18,7 +18,7 @@ struct func_lines {
 	int first, last;
 	struct line_row *rows;	/* rows[i] is line first + i */
 	struct ml_source src;
-	bool have_source;
+	bool have_source, source_modified;	/* modified after the run started */
 	bool cuda;		/* the profile has CUDA kinds: CUDA columns */
 	bool torch;		/* ... and PyTorch's blocks: its columns */
 };
@@ -51,11 +51,8 @@ static int load_function(const struct ml_agg *a, enum ml_kind kind, const char *
 	fl->cuda = ml_agg_has_cuda(a) && kind == ML_KIND_HEAP;	/* --kind X: plain layout */
 	fl->torch = ml_agg_has_torch_blocks(a);
 	fill_rows(a, kind, fl);
-	if (ml_source_load(fl->file, &fl->src) == 0)
-		fl->have_source = true;
-	else
-		fprintf(stderr, "memline: warning: source file %s not found; "
-			"printing the lines of %s without Line Contents\n", fl->file, name);
+	fl->have_source = ml_view_load_source(a, fl->file, name, false, &fl->src,
+					      &fl->source_modified);
 	return 0;
 }
 
@@ -109,6 +106,8 @@ static void lines_json(struct ml_json *j, const struct func_lines *fl)
 	ml_json_i64(j, fl->last);
 	ml_json_key(j, "source_found");
 	ml_json_bool(j, fl->have_source);
+	ml_json_key(j, "source_modified");
+	ml_json_bool(j, fl->source_modified);
 	ml_json_key(j, "lines");
 	ml_json_array_begin(j);
 	for (int line = fl->first; line <= fl->last; line++) {

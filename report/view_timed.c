@@ -26,7 +26,7 @@ struct tfunc {
 	uint64_t samples, self_samples;	/* the function's, from the aggregation */
 	struct trow *rows;
 	struct ml_source src;
-	bool have_source, exact;
+	bool have_source, source_modified, exact;
 	bool cuda;			/* the profile has CUDA kinds: CUDA columns */
 };
 
@@ -71,11 +71,8 @@ static int load(const struct ml_agg *a, const struct ml_view_opts *o, const char
 	if (!tf->rows)
 		return -ENOMEM;
 	fill(a, o, tf);
-	if (ml_source_load(tf->file, &tf->src) == 0)
-		tf->have_source = true;
-	else if (!quiet)
-		fprintf(stderr, "memline: warning: source file %s not found; "
-			"printing the lines of %s without Line Contents\n", tf->file, name);
+	tf->have_source = ml_view_load_source(a, tf->file, name, quiet, &tf->src,
+					      &tf->source_modified);
 	return 0;
 }
 
@@ -169,6 +166,8 @@ static void json_func(struct ml_json *j, const struct ml_agg *a, const struct tf
 	ml_json_i64(j, tf->last);
 	ml_json_key(j, "source_found");
 	ml_json_bool(j, tf->have_source);
+	ml_json_key(j, "source_modified");
+	ml_json_bool(j, tf->source_modified);
 	ml_json_key(j, "hits_exact");
 	ml_json_bool(j, tf->exact);
 	ml_json_key(j, "samples");

@@ -49,11 +49,14 @@ part() {
 }
 
 # The release build: unit tests, fixtures under memline run, the torture
-# programs alone and under memline, and the layout rules.
+# programs alone and under memline, the layout rules, and the peers'
+# programs against valgrind.
 part unit "unit tests ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" unit
 part e2e "end-to-end tests ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" e2e
 part torture "torture suite ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" torture
 part layout "layout rules (docs/layout.md)" /usr/bin/python3 tests/layout_check.py
+# The peers' test programs under memline and valgrind (skipped without it).
+part peers "memline against valgrind ($BUILD)" $MAKE --no-print-directory $JOBS BUILD="$BUILD" peers
 
 # ASan+UBSan: the unit tests, then the report tool (build-asan/memline) on
 # good, truncated, corrupt and fuzzed profiles made by the release runtime.

@@ -571,6 +571,52 @@ START_TEST(empty_dir_missing)
 }
 END_TEST
 
+/* Notes round trip; a note with a NUL or a newline, or that does not fit,
+ * is corrupt.  A FIFO and a device are refused without waiting. */
+static void write_with_notes(const char *path, const char *const *notes, size_t n)
+{
+	struct ml_writer w;
+
+	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	put_meta(&w, 3, 64);
+	put_stacks(&w);
+	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_NOTES), 0);
+	for (size_t i = 0; i < n; i++) {
+		struct ml_fmt_note r = { .len = (uint32_t)strlen(notes[i]) };
+
+		ck_assert_int_eq(ml_writer_put(&w, &r, sizeof(r)), 0);
+		ck_assert_int_eq(ml_writer_put(&w, notes[i], r.len), 0);
+		ck_assert_int_eq(ml_writer_record(&w), 0);
+	}
+	ck_assert_int_eq(ml_writer_end(&w), 0);
+	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+}
+
+START_TEST(notes_and_file_kinds)
+{
+	static const char *const good[] = { "malloc is defined by /x ahead of memline", "", "two" };
+	static const char *const bad_nl[] = { "line one\nline two" };
+	struct ml_profile *p = NULL;
+
+	write_with_notes(in_dir("notes.prof"), good, 3);
+	ck_assert_int_eq(ml_profile_load(in_dir("notes.prof"), &p, errbuf, sizeof(errbuf)), 0);
+	ck_assert_uint_eq(p->n_notes, 3);
+	for (size_t i = 0; i < 3; i++)
+		ck_assert_str_eq(p->notes[i], good[i]);
+	ml_profile_free(p);
+	p = NULL;
+	write_with_notes(in_dir("notes.prof"), bad_nl, 1);
+	ck_assert_int_eq(ml_profile_load(in_dir("notes.prof"), &p, errbuf, sizeof(errbuf)), -EINVAL);
+	ck_assert_str_eq(errbuf, "corrupt: note 0 holds a NUL or a newline");
+	ck_assert_int_eq(mkfifo(in_dir("fifo.prof"), 0644), 0);
+	ck_assert_int_eq(ml_profile_load(in_dir("fifo.prof"), &p, errbuf, sizeof(errbuf)), -EINVAL);
+	ck_assert_str_eq(errbuf, "is a FIFO; memline reads profiles from regular files only");
+	ck_assert_int_eq(ml_profile_load("/dev/zero", &p, errbuf, sizeof(errbuf)), -EINVAL);
+	ck_assert_str_eq(errbuf, "is a character device; memline reads profiles from regular files only");
+	ck_assert_ptr_null(p);
+}
+END_TEST
+
 /* Sets a field of the small profile, repairs the checksum, returns the error. */
 static const char *patched_error(unsigned char *raw, size_t len, size_t off, uint64_t value,
 				 size_t width)
@@ -1175,6 +1221,7 @@ int main(void)
 	tcase_add_test(tc, corrupt_every_byte);
 	tcase_add_test(tc, wrong_magic_and_version);
 	tcase_add_test(tc, empty_dir_missing);
+	tcase_add_test(tc, notes_and_file_kinds);
 	tcase_add_test(tc, malformed_structure);
 	tcase_add_test(tc, trie_edge_cases);
 	tcase_add_test(tc, section_table);

@@ -8,8 +8,12 @@
 #include "common/writer.h"
 #include "report/profile.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Exercises what a report would read, so ASan sees every pointer used. */
 static void walk(const struct ml_profile *p)
@@ -38,7 +42,35 @@ static void walk(const struct ml_profile *p)
 		sink += ml_profile_stack(p, p->counters[i].stack_id)->depth;
 	for (size_t i = 0; i < p->n_timeline; i++)
 		sink += p->timeline[i].live_bytes;
+	for (size_t i = 0; i < p->n_notes; i++)
+		sink += strlen(p->notes[i]);
 	(void)sink;
+}
+
+/* The loader checks the header before it reads the rest of a file: whatever
+ * the bytes, it must reach the verdict the buffer parser reached (want). */
+static void same_verdict_from_file(const uint8_t *data, size_t len, const char *want)
+{
+	struct ml_profile *p = NULL;
+	char path[64], err[256] = "";
+	int fd = memfd_create("fuzz", 0);
+	int rc;
+
+	if (fd < 0)
+		return;
+	if (write(fd, data, len) != (ssize_t)len) {
+		close(fd);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	rc = ml_profile_load(path, &p, err, sizeof(err));
+	if (rc == 0)
+		ml_profile_free(p);
+	close(fd);
+	if (rc == -ENOMEM)
+		return;
+	if ((rc == 0) != (want[0] == '\0') || strcmp(err, want) != 0)
+		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
@@ -46,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	struct ml_profile *p = NULL;
-	char err[256];
+	char err[256] = "";
 	uint8_t *copy;
 
 	if (len >= sizeof(struct ml_fmt_header) && data[0] != 'M') {
@@ -69,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 			walk(p);
 			ml_profile_free(p);
 		}
+		same_verdict_from_file(copy, len, err);
 		free(copy);
 		return 0;
 	}
@@ -76,5 +109,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		walk(p);
 		ml_profile_free(p);
 	}
+	same_verdict_from_file(data, len, err);
 	return 0;
 }

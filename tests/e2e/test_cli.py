@@ -82,3 +82,24 @@ def error_unwritable_output_dir():
 		os.mkdir(ro, 0o555)
 		p = run([memline(), "run", "-o", ro, "--", fixture("exit_status")], cwd=d)
 		one_line_error(p, "run -o read-only", "writable", "permission")
+
+
+@test
+def run_script_without_shebang():
+	"""An executable script without #! is refused by exec (ENOEXEC); execvp
+	and shells then run it with /bin/sh, and so does memline run: the same
+	output and exit status, and /bin/sh's profile."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	script = os.path.join(d, "noshebang")
+	with open(script, "w") as f:
+		f.write('echo "args: $0 $1 $2"\nexit 7\n')
+	os.chmod(script, 0o755)
+	plain = run(["/usr/bin/env", "sh", "-c", 'exec "$@"', "sh", script, "a b", "c"])
+	eq((plain.returncode, text(plain.stdout)), (7, "args: %s a b c\n" % script), "run by a shell")
+	r = Run(script, args=["a b", "c"], expect_rc=7)
+	eq(text(r.proc.stdout), text(plain.stdout), "stdout under memline")
+	eq(len(r.files()), 1, "profiles (/bin/sh's)")
+	empty = os.path.join(d, "empty")
+	open(empty, "w").close()
+	os.chmod(empty, 0o755)
+	Run(empty, expect_rc=0)

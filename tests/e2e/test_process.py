@@ -315,3 +315,109 @@ def exit_status_passed_on():
 	r = Run("exit_status", expect_rc=42)
 	rows = lines_of(r.file("exit_status"), "main")
 	expect_line(rows, line_of("exit_status", "es_alloc"), "malloc(42)", self_bytes=42, allocs=1)
+
+
+RELATIVE_DLOPEN = r"""#include <dlfcn.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	if (argc < 2 || chdir(argv[1]) != 0)
+		return 2;
+	void *lib = dlopen("./librel.so", RTLD_NOW);
+	if (!lib || chdir("/") != 0)
+		return 3;
+	void *(*make)(void) = (void *(*)(void))dlsym(lib, "make");
+	printf("%d\n", make() != NULL);
+	return 0;
+}
+"""
+
+RELATIVE_LIB = r"""#include <stdlib.h>
+void *make(void)
+{
+	return malloc(4321);	/* L:rel_make */
+}
+"""
+
+
+@test
+def dlopen_relative_path():
+	"""A library dlopen'ed by a relative path is recorded by its absolute
+	path: the report names its function and line from any directory (the
+	program changed directory since, too)."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	for name, src in (("rel.c", RELATIVE_DLOPEN), ("librel.c", RELATIVE_LIB)):
+		with open(os.path.join(d, name), "w") as f:
+			f.write(src)
+	exe, lib = os.path.join(d, "rel"), os.path.join(d, "librel.so")
+	p = run(["cc", "-g", "-O0", "-shared", "-fPIC", "-o", lib, os.path.join(d, "librel.c")])
+	check(p.returncode == 0, "cc lib: " + text(p.stderr))
+	p = run(["cc", "-g", "-O0", "-o", exe, os.path.join(d, "rel.c"), "-ldl"])
+	check(p.returncode == 0, "cc: " + text(p.stderr))
+	prof = Run(exe, args=[d]).file("rel")
+	doc = report(prof, "leaks")
+	mods = [f["module"] for s in doc["leaks"]["records"] for f in s["frames"]]
+	check(lib in mods and not any(m and m.startswith("./") for m in mods),
+	      "modules named in the leaks: %s" % sorted(set(m for m in mods if m)))
+	got = [(b, f[0]) for b, n, f in leak_stacks(doc) if f and f[0][1] == "librel.c"]
+	eq(got, [(4321, ("make", "librel.c", 4))], "the library's leak, symbolized")
+
+
+RUNPATH_PROG = r"""#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(void)
+{
+	/* Found only through this program's RUNPATH ($ORIGIN/plug): dlopen must
+	 * search as called from here, with and without RTLD_DEEPBIND. */
+	void *a = dlopen("libplug.so", RTLD_NOW);
+	void *b = dlopen("libplugdeep.so", RTLD_NOW | RTLD_DEEPBIND);
+	if (!a || !b) {
+		printf("dlopen: %s\n", dlerror());
+		return 1;
+	}
+	void (*drop)(void *) = (void (*)(void *))dlsym(b, "drop");
+	drop(malloc(777));
+	printf("loaded both\n");
+	return 0;
+}
+"""
+
+PLUG_LIB = r"""#include <stdlib.h>
+void drop(void *p)
+{
+	free(p);
+}
+"""
+
+
+@test
+def dlopen_keeps_caller_search_path():
+	"""memline wraps dlopen (for RTLD_DEEPBIND) without changing where it
+	looks: a library found only through the calling program's RUNPATH
+	loads, both plainly and with RTLD_DEEPBIND; the deep-bound library's
+	free of the program's block is seen (no leak)."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	os.mkdir(os.path.join(d, "plug"))
+	with open(os.path.join(d, "prog.c"), "w") as f:
+		f.write(RUNPATH_PROG)
+	with open(os.path.join(d, "plug.c"), "w") as f:
+		f.write(PLUG_LIB)
+	for lib in ("libplug.so", "libplugdeep.so"):
+		p = run(["cc", "-g", "-shared", "-fPIC", "-o", os.path.join(d, "plug", lib),
+			 os.path.join(d, "plug.c")])
+		check(p.returncode == 0, "cc lib: " + text(p.stderr))
+	exe = os.path.join(d, "prog")
+	p = run(["cc", "-g", "-O0", "-o", exe, os.path.join(d, "prog.c"), "-ldl",
+		 "-Wl,--enable-new-dtags,-rpath,$ORIGIN/plug"])
+	check(p.returncode == 0, "cc: " + text(p.stderr))
+	plain = run([exe])
+	eq((plain.returncode, text(plain.stdout)), (0, "loaded both\n"), "plain run")
+	r = Run(exe)
+	eq(text(r.proc.stdout), "loaded both\n", "stdout under memline")
+	prof = r.file("prog")
+	main = ops_rows(report(prof, "ops"))["main"]
+	eq((main["self_allocs"], main["self_bytes"]), (1, 777), "main's block")
+	left = [(b, f[0]) for b, n, f in leak_stacks(report(prof, "leaks")) if f and f[0][1] == "prog.c"]
+	eq(left, [], "leaks allocated in prog.c (its block was freed by the RTLD_DEEPBIND library)")

@@ -212,3 +212,256 @@ def report_all_views():
 		vals = [value(r) for r in rows]
 		eq(vals, sorted(vals, reverse=True), "ops --sort %s order" % key)
 		check(key == "leaked_cpu_memory" or (vals and vals[0] > 0), "ops --sort %s: top row is 0" % key)
+
+
+# ------------------------------------------------ bad input files: devices,
+# FIFOs, files that are not what they claim (issue 8, item 10)
+
+def tmpdir():
+	return tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+
+
+def cc(src_text, name, *flags, lang="c"):
+	"""Builds src_text into DIR/name (-g -O0); returns (dir, exe, src)."""
+	d = tmpdir()
+	src = os.path.join(d, name + (".c" if lang == "c" else ".cc"))
+	with open(src, "w") as f:
+		f.write(src_text)
+	exe = os.path.join(d, name)
+	p = run(["cc" if lang == "c" else "c++", "-g", "-O0", "-o", exe, src] + list(flags))
+	check(p.returncode == 0, "cc %s: %s" % (name, text(p.stderr)))
+	return d, exe, src
+
+
+def report_text(args, timeout=30):
+	"""memline report ARGS: (exit status, stdout, stderr); fails on a hang."""
+	p = run([rcli(), "report"] + args, timeout=timeout)
+	return p.returncode, text(p.stdout), text(p.stderr)
+
+
+LEAKY = r"""#include <stdio.h>
+#include <stdlib.h>
+int main(void)
+{
+	char *p = malloc(123);	/* L:leak */
+	printf("%d\n", p != NULL);
+	return 0;
+}
+"""
+
+
+# ------------------------------------------------------- bad input files
+
+@test
+def report_device_profile():
+	"""/dev/zero is refused at once, not read until memory runs out."""
+	t0 = time.time()
+	rc, out, err = report_text(["/dev/zero", "leaks"], timeout=20)
+	eq(rc, 1, "exit status")
+	eq(err.strip().splitlines(), ["memline: /dev/zero: is a character device; memline reads "
+				      "profiles from regular files only"], "error")
+	check(time.time() - t0 < 10, "took %.1f s" % (time.time() - t0))
+
+
+@test
+def report_fifo_profile():
+	"""A FIFO named as the profile: one line, no wait for a writer."""
+	d = tmpdir()
+	fifo = os.path.join(d, "memline.x.1.mlp")
+	os.mkfifo(fifo)
+	rc, out, err = report_text([fifo, "leaks"], timeout=20)
+	eq(rc, 1, "exit status")
+	check(err.count("\n") == 1 and "is a FIFO" in err and fifo in err, "error: %r" % err)
+	# The newest-profile search in the directory skips it too.
+	p = run([rcli(), "report", "leaks"], cwd=d, timeout=20)
+	eq(p.returncode, 1, "report in a directory with only a FIFO")
+	check("no memline.*.mlp profile" in text(p.stderr), "error: %r" % text(p.stderr))
+
+
+@test
+def report_header_first():
+	"""A big file that is not a profile is rejected from its first bytes,
+	and a header that disagrees with the file's size is caught before the
+	rest is read."""
+	d = tmpdir()
+	big = os.path.join(d, "big.mlp")
+	with open(big, "wb") as f:
+		f.truncate(8 << 30)  # sparse: 8 GiB of zeros
+	rc, out, err = report_text([big, "leaks"], timeout=20)
+	eq((rc, err.strip()), (1, "memline: %s: not a memline profile" % big), "8 GiB of zeros")
+	g = good_profile()
+	with open(big, "wb") as f:
+		f.write(g)
+		f.truncate(8 << 30)
+	rc, out, err = report_text([big, "leaks"], timeout=20)
+	eq((rc, err.strip()), (1, "memline: %s: corrupt: %d bytes, the header says %d"
+			       % (big, 8 << 30, len(g))), "a profile followed by 8 GiB")
+
+
+def profiled_copy(name="victim"):
+	"""A program built in a fresh directory and profiled: (dir, exe, src, profile)."""
+	d, exe, src = cc(LEAKY, name)
+	prof = Run(exe).file(name)
+	return d, exe, src, prof
+
+
+@test
+def report_module_not_regular():
+	"""The profiled binary replaced by a FIFO, a directory, a text file:
+	the report says what it found (never 'not found' for a file that is
+	there), does not wait, and still prints the leak without symbols."""
+	d, exe, src, prof = profiled_copy()
+	os.unlink(exe)
+	cases = [("fifo", lambda: os.mkfifo(exe), "is a FIFO, not a regular file"),
+		 ("dir", lambda: os.mkdir(exe), "is a directory, not a regular file"),
+		 ("text", lambda: open(exe, "w").write("#!/bin/sh\necho hi\n"), "not an ELF file"),
+		 ("empty", lambda: open(exe, "w").close(), "not an ELF file"),
+		 ("gone", lambda: None, "not found")]
+	for what, make, want in cases:
+		make()
+		rc, out, err = report_text([prof, "leaks"], timeout=20)
+		eq(rc, 0, "%s: exit status" % what)
+		warn = [l for l in err.splitlines() if exe in l]
+		eq(warn, ["memline: warning: %s: %s; its frames stay unresolved" % (exe, want)],
+		   "%s: warning" % what)
+		check("123 bytes in 1 blocks" in out, "%s: no leak record in %r" % (what, out[:300]))
+		if os.path.isdir(exe):
+			os.rmdir(exe)
+		elif os.path.lexists(exe):
+			os.unlink(exe)
+
+
+@test
+def report_debug_file_fifo():
+	"""Separate debug files at a FIFO are skipped, by build-id and by
+	debuglink: the report neither waits nor loses the other modules."""
+	d, exe, src, prof = profiled_copy()
+	# By debuglink: the stripped binary names a debug file that is a FIFO.
+	dbg = exe + ".debug"
+	eq(run(["objcopy", "--only-keep-debug", exe, dbg]).returncode, 0, "objcopy")
+	eq(run(["objcopy", "--strip-debug", "--add-gnu-debuglink=" + dbg, exe]).returncode, 0,
+	   "objcopy debuglink")
+	rc, out, err = report_text([prof, "leaks", "--json"], timeout=20)
+	eq(rc, 0, "exit status with the debug file")
+	check('"line": 5' in out, "the debug file is used: %r" % out[:600])
+	os.unlink(dbg)
+	os.mkfifo(dbg)
+	rc, out, err = report_text([prof, "leaks"], timeout=20)
+	eq(rc, 0, "exit status with a FIFO as debuglink")
+	# By build-id: the binary gone, its build-id path in the debug directory a FIFO.
+	os.unlink(exe)
+	ddir = os.path.join(d, "debug")
+	os.makedirs(os.path.join(ddir, ".build-id"))
+	ids = build_ids(prof)
+	check(ids, "no build-id recorded for the program")
+	sub = os.path.join(ddir, ".build-id", ids[0][:2])
+	os.makedirs(sub)
+	os.mkfifo(os.path.join(sub, ids[0][2:] + ".debug"))
+	env = dict(os.environ, MEMLINE_DEBUG_DIR=ddir)
+	p = run([rcli(), "report", prof, "leaks"], env=env, timeout=20)
+	eq(p.returncode, 0, "exit status with a FIFO by build-id")
+	check("not found" in text(p.stderr), "warning: %r" % text(p.stderr))
+
+
+def build_ids(prof):
+	"""The build-ids of the program's module in a profile, as hex."""
+	import struct
+	data = open(prof, "rb").read()
+	off, nsec = 64, struct.unpack_from("<I", data, 32)[0]
+	out = []
+	for _ in range(nsec):
+		stype, count, size = struct.unpack_from("<IIQ", data, off)
+		if stype == 2:
+			at = off + 16
+			for _ in range(count):
+				lo, hi = struct.unpack_from("<QQ", data, at + 8)
+				plen, blen, flags = struct.unpack_from("<III", data, at + 24)
+				if flags & 2 and blen:
+					out.append(data[at + 40 + plen:at + 40 + plen + blen].hex())
+				at += (40 + plen + blen + 7) & ~7
+		off += 16 + size
+	return out
+
+
+@test
+def report_source_checks():
+	"""lines: a source file modified after the run is shown with a warning
+	(and source_modified in JSON); one replaced by a FIFO is not waited on."""
+	d, exe, src, prof = profiled_copy()
+	doc = report(prof, "lines", "--function", "main")
+	fn = doc["lines"]["functions"][0]
+	eq((fn["source_found"], fn["source_modified"]), (True, False), "untouched source")
+	rc, out, err = report_text([prof, "lines", "--function", "main"])
+	eq((rc, err), (0, ""), "untouched source: no warning")
+	future = time.time() + 5
+	os.utime(src, (future, future))
+	rc, out, err = report_text([prof, "lines", "--function", "main"])
+	eq(rc, 0, "exit status")
+	eq(err.strip(), "memline: warning: source file %s was modified after the profiled run "
+	   "started; its Line Contents may not be the lines that ran" % src, "modified source")
+	doc = report(prof, "lines", "--function", "main")
+	eq(doc["lines"]["functions"][0]["source_modified"], True, "source_modified")
+	os.unlink(src)
+	os.mkfifo(src)
+	rc, out, err = report_text([prof, "lines", "--function", "main"], timeout=20)
+	eq(rc, 0, "exit status, FIFO source")
+	check("is not a regular file" in err and "without Line Contents" in err,
+	      "FIFO source warning: %r" % err)
+
+
+# ------------------------------------------- what the profile says about itself
+
+OWN_MALLOC = r"""#include <stddef.h>
+#include <stdio.h>
+static _Alignas(16) char arena[1 << 16];
+static size_t used;
+void *malloc(size_t n) { n = (n + 15) & ~(size_t)15; used += n; return arena + used - n; }
+void free(void *p) { (void)p; }
+int main(void) { puts(malloc(10) ? "ok" : "none"); return 0; }
+"""
+
+
+@test
+def report_allocator_shadowed():
+	"""A program with its own malloc: the runtime says so once when it
+	starts, and every report of the profile says so again (text: a warning
+	on stderr; JSON: allocator_shadowed and the note)."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	src, exe = os.path.join(d, "own.c"), os.path.join(d, "own")
+	with open(src, "w") as f:
+		f.write(OWN_MALLOC)
+	p = run(["cc", "-g", "-O0", "-o", exe, src])
+	check(p.returncode == 0, "cc: " + text(p.stderr))
+	r = Run(exe)
+	note = "malloc and free are defined by %s ahead of memline: only the calls that reach " \
+	       "memline (passed on with dlsym(RTLD_NEXT), or from its C++ operator new) are " \
+	       "recorded" % exe
+	said = [l for l in text(r.proc.stderr).splitlines() if not l.startswith("memline: wrote")]
+	eq(said, ["memline: " + note], "memline run's stderr")
+	prof = r.file("own")
+	doc = report(prof, "leaks")
+	eq((doc["profile"]["allocator_shadowed"], doc["profile"]["notes"]), (True, [note]), "JSON")
+	eq(leak_summary(doc), (0, 0, 0, 0, 0), "nothing recorded")
+	p = run([rcli(), "report", prof, "leaks"])
+	eq((p.returncode, text(p.stderr)), (0, "memline: warning: %s: %s\n" % (prof, note)),
+	   "text report's warning")
+
+
+@test
+def report_argv_cut():
+	"""A command line longer than the profile keeps is cut at a whole
+	argument, and the profile says so (argv_cut, a warning, [...])."""
+	long_args = ["%05d" % i + "x" * 994 for i in range(80)]	# 80 KB of arguments
+	r = Run("leak", args=long_args)
+	prof = r.file("leak")
+	doc = report(prof, "leaks")
+	argv = doc["profile"]["argv"]
+	check(doc["profile"]["argv_cut"] and 1 < len(argv) < 81 and argv[1:] == long_args[:len(argv) - 1],
+	      "argv_cut %r, %d arguments" % (doc["profile"]["argv_cut"], len(argv)))
+	p = run([rcli(), "report", prof, r.file("leak"), "leaks"])
+	check("only its first %d arguments are shown" % len(argv) in text(p.stderr), "warning: %r"
+	      % text(p.stderr)[-300:])
+	check(" [...] <==" in text(p.stdout), "header without the mark")
+	short = report(Run("leak").file("leak"), "leaks")["profile"]
+	eq((short["argv_cut"], short["allocator_shadowed"], short["notes"]), (False, False, []),
+	   "an ordinary profile")

@@ -28,6 +28,9 @@ header comment), each starting with @:
                          peak_blocks, peak_bytes), self by default,
                          total.FIELD for the inclusive amount.  A function
                          absent from the profile has every amount 0.
+  @warns TEXT            under memline, stderr has exactly one "memline: "
+                         line holding TEXT (a warning memline must give),
+                         which the comparison of stderr leaves out
   @end PROG[SEL] REASON STATUS
                          the profiles' end_reason (exit, _exit, exec,
                          signal, thread_exit) and end_status.
@@ -35,7 +38,8 @@ SEL is optional: [key=value,...] over the profile's JSON object (forked,
 end_reason, end_status) and argc (the number of arguments in argv).
 
 A new torture case is a new .c file here with its declarations: the
-Makefile builds every tests/torture/*.c (-g -O0 -pthread)."""
+Makefile builds every tests/torture/*.c (-g -O0 -pthread -ldl); NAME.lib.c
+is NAME's companion library, built as libNAME.so beside the program."""
 
 import argparse
 import glob
@@ -72,7 +76,7 @@ class Case:
 		self.name = os.path.splitext(os.path.basename(src))[0]
 		self.args, self.slow, self.timeout = [], False, 60
 		self.profiles = {self.name: 1}
-		self.expects, self.ends = [], []
+		self.expects, self.ends, self.warns = [], [], []
 		with open(src) as f:
 			for n, line in enumerate(f, 1):
 				m = DIRECTIVE.match(line)
@@ -103,6 +107,9 @@ class Case:
 				      "%s: unknown amount %r" % (where, field))
 				fields[field] = int(v)
 			self.expects.append((selector(words[0], where), words[1], fields, where))
+		elif key == "warns":
+			check(value, "%s: @warns TEXT" % where)
+			self.warns.append(value)
 		elif key == "end":
 			check(len(words) == 3, "%s: @end PROG[SEL] REASON STATUS" % where)
 			self.ends.append((selector(words[0], where), words[1], int(words[2]), where))
@@ -151,6 +158,19 @@ def without_wrote_lines(stderr):
 	return b"".join(l for l in stderr.splitlines(True) if not l.startswith(b"memline: wrote "))
 
 
+def without_warnings(case, stderr):
+	"""stderr less the memline lines @warns declares, each of which must be
+	there exactly once."""
+	lines = stderr.splitlines(True)
+	said = set()
+	for w in case.warns:
+		hits = [i for i, l in enumerate(lines) if l.startswith(b"memline: ") and w.encode() in l]
+		check(len(hits) == 1, "memline's stderr has %d lines with %r (want 1): %r"
+		      % (len(hits), w, stderr[-300:]))
+		said.add(hits[0])
+	return b"".join(l for i, l in enumerate(lines) if i not in said)
+
+
 def compare_runs(case, prog, tmp):
 	"""Runs the program alone and under memline; returns the profiles."""
 	alone, under, out = (os.path.join(tmp, d) for d in ("alone", "under", "profiles"))
@@ -161,7 +181,8 @@ def compare_runs(case, prog, tmp):
 		under, case.timeout)
 	check(p.stdout == q.stdout, "stdout differs: alone %r, under memline %r"
 	      % (p.stdout[-300:], q.stdout[-300:]))
-	check(p.stderr == without_wrote_lines(q.stderr), "stderr differs: alone %r, under memline %r"
+	check(p.stderr == without_warnings(case, without_wrote_lines(q.stderr)),
+	      "stderr differs: alone %r, under memline %r"
 	      % (p.stderr[-300:], q.stderr[-300:]))
 	check(status(p.returncode) == q.returncode, "exit status: alone %d, under memline %d"
 	      % (status(p.returncode), q.returncode))
@@ -261,7 +282,8 @@ def main():
 	OPTS.tmp = tempfile.mkdtemp(prefix="memline-torture-")
 	passed = failed = skipped = 0
 	try:
-		for src in sorted(glob.glob(os.path.join(HERE, "*.c"))):
+		for src in sorted(s for s in glob.glob(os.path.join(HERE, "*.c"))
+				  if not s.endswith(".lib.c")):	# companion libraries
 			name = os.path.splitext(os.path.basename(src))[0]
 			if OPTS.filter not in name:
 				continue
