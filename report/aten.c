@@ -3,122 +3,57 @@
  * without an overload), so the id cannot be split back by itself
  * ("max_pool2d_with_indices_backward" has no overload, "add_Tensor" has
  * one): the profile's schemas, as PyTorch listed them, map each id to its
- * name.  Lookups are cached per function name string. */
+ * name.  Lookups are cached per function name (report/strtab.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "report/aten.h"
+#include "report/strtab.h"
 
 #define PREFIX "at::_ops::"
 #define ID_MAX 256
 
-struct entry {
-	const char *key;	/* op name (names), C++ id (ids) or function name (cache) */
-	uint32_t value;		/* op id; 0 in the cache: no op */
-};
-
-/* Open addressing on strings; slots hold entry index + 1. */
-struct table {
-	struct entry *entries;
-	size_t n, cap;
-	uint32_t *slots;
-	size_t n_slots;
+/* A map from strings to op ids: interned keys, a value per key number. */
+struct map {
+	struct ml_strtab keys;
+	uint32_t *values;	/* values[k] for key number k */
+	size_t cap;
 };
 
 struct ml_aten {
 	bool exact;
-	struct table names;	/* "aten::name" -> op id; entries[id - 1].key is the name */
-	struct table ids;	/* C++ id -> op id, from the schemas */
-	struct table cache;	/* function name -> op id, or 0 */
-	char **owned;		/* strings made here */
-	size_t n_owned, cap_owned;
+	struct ml_strtab names;	/* op id - 1 -> "aten::name" */
+	struct map ids;		/* C++ id -> op id (0: not in the schemas) */
+	struct map cache;	/* function name -> op id (0: no op) */
 };
 
-static uint64_t hash(const char *s)
+/* The value slot of key, made (zero) on first sight; *fresh says so.
+ * NULL when out of memory. */
+static uint32_t *map_slot(struct map *m, const char *key, bool *fresh)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
-	return h;
-}
-
-/* The entry of key, or NULL. */
-static const struct entry *table_get(const struct table *t, const char *key)
-{
-	if (!t->n_slots)
+	size_t before = m->keys.n;
+	long k = ml_strtab_intern(&m->keys, key);
+	if (k < 0)
 		return NULL;
-	for (size_t s = hash(key) & (t->n_slots - 1);; s = (s + 1) & (t->n_slots - 1)) {
-		uint32_t k = t->slots[s];
-		if (!k)
+	if ((size_t)k >= m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		uint32_t *v = realloc(m->values, cap * sizeof(*v));
+		if (!v)
 			return NULL;
-		if (strcmp(t->entries[k - 1].key, key) == 0)
-			return &t->entries[k - 1];
+		m->values = v;
+		m->cap = cap;
 	}
+	*fresh = m->keys.n > before;
+	if (*fresh)
+		m->values[k] = 0;
+	return &m->values[k];
 }
 
-static int table_grow(struct table *t)
+static void map_free(struct map *m)
 {
-	size_t n_slots = t->n_slots ? t->n_slots * 2 : 1024;
-	uint32_t *slots = calloc(n_slots, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->n; i++)
-		for (size_t s = hash(t->entries[i].key) & (n_slots - 1);; s = (s + 1) & (n_slots - 1))
-			if (!slots[s]) {
-				slots[s] = (uint32_t)i + 1;
-				break;
-			}
-	free(t->slots);
-	t->slots = slots;
-	t->n_slots = n_slots;
-	return 0;
-}
-
-/* Adds key -> value (key must outlive t); a key present keeps its value. */
-static int table_put(struct table *t, const char *key, uint32_t value)
-{
-	if (table_get(t, key))
-		return 0;
-	if ((t->n + 1) * 2 > t->n_slots && table_grow(t) < 0)
-		return -ENOMEM;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct entry *e = realloc(t->entries, cap * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		t->entries = e;
-		t->cap = cap;
-	}
-	t->entries[t->n] = (struct entry){ key, value };
-	for (size_t s = hash(key) & (t->n_slots - 1);; s = (s + 1) & (t->n_slots - 1))
-		if (!t->slots[s]) {
-			t->slots[s] = (uint32_t)++t->n;
-			return 0;
-		}
-}
-
-static void table_free(struct table *t)
-{
-	free(t->entries);
-	free(t->slots);
-}
-
-/* A malloc'd string kept until ml_aten_close; NULL when out of memory. */
-static char *own(struct ml_aten *a, size_t len)
-{
-	if (a->n_owned == a->cap_owned) {
-		size_t cap = a->cap_owned ? a->cap_owned * 2 : 256;
-		char **o = realloc(a->owned, cap * sizeof(*o));
-		if (!o)
-			return NULL;
-		a->owned = o;
-		a->cap_owned = cap;
-	}
-	char *s = malloc(len + 1);
-	if (s)
-		a->owned[a->n_owned++] = s;
-	return s;
+	ml_strtab_free(&m->keys);
+	free(m->values);
 }
 
 /* The id of op "aten::" + name, made on first use; 0 when out of memory. */
@@ -126,32 +61,8 @@ static uint32_t intern(struct ml_aten *a, const char *name)
 {
 	char full[ID_MAX + 8];
 	snprintf(full, sizeof(full), "aten::%s", name);
-	const struct entry *e = table_get(&a->names, full);
-	if (e)
-		return e->value;
-	char *s = own(a, strlen(full));
-	uint32_t id = (uint32_t)a->names.n + 1;
-	if (!s)
-		return 0;
-	strcpy(s, full);
-	return table_put(&a->names, s, id) < 0 ? 0 : id;
-}
-
-/* The C++ id of name.overload: "name" or "name_overload", kept. */
-static const char *cpp_id(struct ml_aten *a, const char *name, const char *overload)
-{
-	size_t n = strlen(name), o = strlen(overload);
-	char *s = own(a, n + 1 + o);
-	if (!s)
-		return NULL;
-	memcpy(s, name, n);
-	if (o) {
-		s[n] = '_';
-		memcpy(s + n + 1, overload, o + 1);
-	} else {
-		s[n] = '\0';
-	}
-	return s;
+	long k = ml_strtab_intern(&a->names, full);
+	return k < 0 ? 0 : (uint32_t)k + 1;
 }
 
 int ml_aten_open(const struct ml_profile *p, struct ml_aten **out)
@@ -162,12 +73,18 @@ int ml_aten_open(const struct ml_profile *p, struct ml_aten **out)
 	const struct ml_profile_torch *t = &p->torch;
 	a->exact = t->present && t->n_schemas > 0;
 	for (uint32_t i = 0; i < t->n_schemas; i++) {
-		const char *id = cpp_id(a, t->schemas[2 * i], t->schemas[2 * i + 1]);
-		uint32_t op = id ? intern(a, t->schemas[2 * i]) : 0;
-		if (!op || table_put(&a->ids, id, op) < 0) {
+		const char *name = t->schemas[2 * i], *overload = t->schemas[2 * i + 1];
+		char id[ID_MAX];
+		bool fresh;
+		snprintf(id, sizeof(id), "%s%s%s", name, overload[0] ? "_" : "", overload);
+		uint32_t *slot = map_slot(&a->ids, id, &fresh);
+		uint32_t op = slot ? intern(a, name) : 0;
+		if (!op) {
 			ml_aten_close(a);
 			return -ENOMEM;
 		}
+		if (fresh)
+			*slot = op;
 	}
 	*out = a;
 	return 0;
@@ -177,12 +94,9 @@ void ml_aten_close(struct ml_aten *a)
 {
 	if (!a)
 		return;
-	for (size_t i = 0; i < a->n_owned; i++)
-		free(a->owned[i]);
-	free(a->owned);
-	table_free(&a->names);
-	table_free(&a->ids);
-	table_free(&a->cache);
+	ml_strtab_free(&a->names);
+	map_free(&a->ids);
+	map_free(&a->cache);
 	free(a);
 }
 
@@ -208,31 +122,31 @@ bool ml_aten_cpp_id(const char *fn, char *buf, size_t len)
 }
 
 /* The op id of function fn, computed (ids map, else the C++ id); 0 for
- * no op. */
+ * no op or out of memory. */
 static uint32_t resolve(struct ml_aten *a, const char *fn)
 {
 	char id[ID_MAX];
+	bool fresh;
 	if (!ml_aten_cpp_id(fn, id, sizeof(id)))
 		return 0;
-	const struct entry *e = table_get(&a->ids, id);
-	return e ? e->value : intern(a, id);
+	uint32_t *slot = map_slot(&a->ids, id, &fresh);
+	if (!slot)
+		return 0;
+	return *slot ? *slot : (*slot = intern(a, id));
 }
 
 uint32_t ml_aten_op(struct ml_aten *a, const struct ml_frame *fr)
 {
 	const char *fn = fr ? fr->function : NULL;
+	bool fresh;
 	if (!fn || fn[0] != 'a' || strncmp(fn, PREFIX, strlen(PREFIX)) != 0)
 		return 0;
-	const struct entry *e = table_get(&a->cache, fn);
-	if (e)
-		return e->value;
-	uint32_t op = resolve(a, fn);
-	char *key = own(a, strlen(fn));
-	if (key) {
-		strcpy(key, fn);
-		table_put(&a->cache, key, op);
-	}
-	return op;
+	uint32_t *slot = map_slot(&a->cache, fn, &fresh);
+	if (!slot)
+		return resolve(a, fn);
+	if (fresh)
+		*slot = resolve(a, fn);
+	return *slot;
 }
 
 uint32_t ml_aten_count(const struct ml_aten *a)
@@ -242,7 +156,7 @@ uint32_t ml_aten_count(const struct ml_aten *a)
 
 const char *ml_aten_name(const struct ml_aten *a, uint32_t op)
 {
-	return op && op <= a->names.n ? a->names.entries[op - 1].key : NULL;
+	return op && op <= a->names.n ? a->names.str[op - 1] : NULL;
 }
 
 bool ml_aten_is_tensor_alloc(const struct ml_frame *fr)
