@@ -224,3 +224,22 @@ def torch_standin_op_time():
 	out = text(run([rcli(), "report", r.file("drv_torch"), "ops"]).stdout)
 	check(re.search(r"^ +aten::spin +\d+\.\d\d% +\d", out, re.M) and
 	      "times are estimated from" in out, "ops text with time columns: %s" % out[:900])
+
+
+@test
+def report_torch_views():
+	"""Every view of the stand-ins' profiles, text and JSON (also under ASan:
+	the op names, the per-op sums, the TORCH section's reader)."""
+	profs = [standin_run("v2")]
+	r = Run(PY, [os.path.join(PYFIX, "torch_standin.py"), build_path("cuda"), "v1"], env=cuda_env())
+	profs += r.files()
+	for prof in profs:
+		for view, extra in (("ops", []), ("ops", ["--by", "function"]), ("ops", ["--sort", "count"]),
+				    ("ops", ["--kind", "torch_cuda", "--by", "op"]), ("leaks", []),
+				    ("peak", []), ("lines", ["--function", "main"]), ("regions", [])):
+			for js in ([], ["--json"]):
+				p = run([rcli(), "report", prof, view] + extra + js)
+				if view == "lines" and "python" in os.path.basename(prof):
+					continue	# no C main there
+				eq(p.returncode, 0, "report %s %s %s: %s" % (view, " ".join(extra), " ".join(js),
+									  text(p.stderr)[-300:]))
