@@ -84,6 +84,10 @@ struct ml_torch_pyapi {
 	const char *(*utf8)(void *str, long *len);	/* PyUnicode_AsUTF8AndSize */
 	void *(*getattr)(void *obj, const char *name);	/* new ref */
 	void *(*call)(void *callable, void *args);	/* PyObject_CallObject */
+	void *(*call_kw)(void *callable, void *args, void *kwargs);	/* PyObject_Call */
+	void *(*tuple_new)(long n);
+	int (*tuple_set)(void *tuple, long i, void *item);	/* steals item */
+	void *(*import)(const char *name);		/* PyImport_ImportModule */
 	long (*seq_size)(void *seq);
 	void *(*seq_item)(void *seq, long i);		/* new ref */
 	void (*incref)(void *obj);

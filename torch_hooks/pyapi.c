@@ -28,6 +28,10 @@ bool ml_torch_pyapi_find(void)
 	       FIND(utf8, "PyUnicode_AsUTF8AndSize") &&
 	       FIND(getattr, "PyObject_GetAttrString") &&
 	       FIND(call, "PyObject_CallObject") &&
+	       FIND(call_kw, "PyObject_Call") &&
+	       FIND(tuple_new, "PyTuple_New") &&
+	       FIND(tuple_set, "PyTuple_SetItem") &&
+	       FIND(import, "PyImport_ImportModule") &&
 	       FIND(seq_size, "PySequence_Size") &&
 	       FIND(seq_item, "PySequence_GetItem") &&
 	       FIND(incref, "Py_IncRef") &&

@@ -2,12 +2,19 @@
  * start-up, in a Python process, the audit hook that follows `import torch`
  * (schemas.c); in a fork child, counts of its own; its section in every
  * profile of a process that used PyTorch. */
+#include <stdlib.h>
+#include <string.h>
 #include "torch_hooks/internal.h"
 
 struct ml_torch_state ml_torch;
 
+/* MEMLINE_TORCH_PYTHON=0 leaves Python alone: no audit hook, so no
+ * schemas (C++ ids as op names) and no record_function regions. */
 static void start(void)
 {
+	const char *v = getenv("MEMLINE_TORCH_PYTHON");
+	if (v && strcmp(v, "0") == 0)
+		return;
 	if (ml_torch_pyapi_find())
 		ml_torch_schemas_start();
 }

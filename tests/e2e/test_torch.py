@@ -108,19 +108,28 @@ def torch_standin_blocks_v1():
 	standin_blocks("v1")
 
 
-@test
-def torch_standin_python():
-	"""The stand-in's Python side: op names from torch._C's schemas,
+def standin_python(variant, api):
+	"""The stand-in's Python side: op names from torch._C's schemas (read at
+	once from the 2.x API, at exit and before a fork from the 1.x one),
 	record_function scopes as regions, per-block CUDA bytes."""
 	cdir = build_path("cuda")
 	script = os.path.join(PYFIX, "torch_standin.py")
-	plain = run([PY, script, cdir, "v2"], env=cuda_env())
+	env = cuda_env()
+	env["FAKE_TORCH_API"] = api
+	plain = run([PY, script, cdir, variant, "fork"], env=env)
 	eq(plain.returncode, 0, "torch_standin.py alone: %s" % text(plain.stderr)[-300:])
-	r = Run(PY, [script, cdir, "v2"], env=cuda_env())
+	r = Run(PY, [script, cdir, variant, "fork"], env=env)
 	eq(text(r.proc.stdout), text(plain.stdout), "output under memline")
 	eq(text(plain.stdout).strip(), "c10 reports 8 net %d cpu frees 1 step %d" % (LIVE_AT_END, LIVE_AT_END),
 	   "what the stand-in saw")
-	prof = r.files()[0]
+	profs = r.files()
+	eq(len(profs), 2, "profiles of the program and its fork child")
+	docs = [report(p, "ops")["ops"] for p in profs]
+	child = [d for d in docs if len(d["ops"]) == 1]
+	check(len(child) == 1, "the child's ops: %s" % [[o["name"] for o in d["ops"]] for d in docs])
+	eq([(o["name"], o["self_cuda_memory_usage"]) for o in child[0]["ops"]],
+	   [("aten::max_pool2d_with_indices_backward", 1024)], "the fork child's op, named exactly")
+	prof = [p for p, d in zip(profs, docs) if len(d["ops"]) > 1][0]
 	doc = report(prof, "ops")["ops"]
 	eq(doc["op_names_exact"], True, "names from the schemas")
 	ops = ops_by_name(report(prof, "ops"))
@@ -131,6 +140,16 @@ def torch_standin_python():
 	regions = report(prof, "regions")["regions"]["children"]
 	check("standin_step" in regions, "record_function scope not a region: %s" % sorted(regions))
 	eq(regions["standin_step"]["count"], 2, "record_function scopes entered")
+
+
+@test
+def torch_standin_python_v1():
+	standin_python("v1", "1")
+
+
+@test
+def torch_standin_python_v2():
+	standin_python("v2", "2")
 
 
 # ------------------------------------------------------ Debian's PyTorch
