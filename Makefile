@@ -18,10 +18,12 @@ else
 Q := @
 endif
 
-PKGS := libunwind libdw
+PKGS := libunwind libdw libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 UNWIND_LIBS := $(shell pkg-config --libs libunwind 2>/dev/null)
 DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null)
+# Profiles are zstd-compressed: the runtime writes, the report reads them.
+ZSTD_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 JEMALLOC_LIBS := $(shell pkg-config --libs jemalloc 2>/dev/null)
 # The pprof view: profile.proto encoded by protobuf-c, gzipped by zlib.
@@ -110,12 +112,13 @@ all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE)
 $(LIB): $(RT_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) -ldl -lpthread
+	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) $(ZSTD_LIBS) -lm \
+		-ldl -lpthread
 
 $(CLI): $(CLI_OBJS) $(BUILD)/libmlreport.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf -lstdc++ $(PB_LIBS)
+	$(Q)$(CC) $(LDFLAGS_PLAIN) -o $@ $^ $(DW_LIBS) -lelf $(ZSTD_LIBS) -lm -lstdc++ $(PB_LIBS)
 
 $(BUILD)/libmlreport.a: $(REPORT_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -154,7 +157,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS_PLAIN) $(LDFLAGS_PLAIN) -o $@ $< $(BUILD)/libmlreport.a $(BUILD)/libmlcore.a \
-		$(CHECK_LIBS) $(DW_LIBS) -lelf -lstdc++ $(UNWIND_LIBS) -ldl -lpthread $(PB_LIBS)
+		$(CHECK_LIBS) $(DW_LIBS) -lelf $(ZSTD_LIBS) -lstdc++ $(UNWIND_LIBS) -lm -ldl -lpthread $(PB_LIBS)
 
 # Fixtures are tiny, -g, -O0 unless they say otherwise, and never sanitized.
 $(BUILD)/fixtures/%: tests/fixtures/%.c

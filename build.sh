@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev check
+PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev zstd check
 	libjemalloc-dev python3 valgrind libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
 # check only: clang and llvm build and read the clang-built test fixtures
 # (DWARF 5 symbolization, llvm-cov exact hits, the llvm-addr2line

@@ -107,7 +107,7 @@ ML_EXPORT void free(void *p)
 
 /* A realloc-like call on old: detach, run real, then settle the block. */
 #define RESIZE(old, size, zero_frees, real_call) ({ \
-	struct ml_track_held block = { 0, 0, 0 }; \
+	struct ml_track_held block = { 0, 0, 0, 0 }; \
 	if (held) { int saved_ = errno; ml_track_detach(old, HEAP, &block); errno = saved_; } \
 	void *q_ = (real_call); \
 	if (held) { \
@@ -338,7 +338,7 @@ ML_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 	if (!LATE(xallocx, "xallocx"))
 		return 0;
 	GUARD;
-	struct ml_track_held block = { 0, 0, 0 };
+	struct ml_track_held block = { 0, 0, 0, 0 };
 	if (held) {
 		int saved = errno;
 		ml_track_detach(p, HEAP, &block);

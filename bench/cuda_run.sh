@@ -19,7 +19,7 @@ done | median)
 under=$(for i in 1 2 3 4 5; do
 	LD_LIBRARY_PATH="$build/cuda" MEMLINE_QUIET=1 "$build/memline" run -o "$out" -- \
 		"$build/bench/cuda_bench" "$pairs" 4096 2>/dev/null | awk '{print $2}'
-	rm -f "$out"/*.mlp
+	rm -rf "$out"/memline.*
 done | median)
 echo "pairs: $pairs x (cuMemAlloc_v2 4096 B + cuMemFree_v2), test double"
 echo "plain:        $plain ns per pair"

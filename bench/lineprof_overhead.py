@@ -10,6 +10,7 @@ tree) and of the wall time, and the overhead of --lines against unprofiled.
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,9 +54,7 @@ def main():
 	for _ in range(o.n):
 		for m, argv in modes.items():	# interleaved: load drifts hit all alike
 			res[m].append(measure(argv, tmp))
-	for f in os.listdir(tmp):
-		os.unlink(os.path.join(tmp, f))
-	os.rmdir(tmp)
+	shutil.rmtree(tmp, ignore_errors=True)
 	base_cpu = statistics.median(c for c, _ in res["unprofiled"])
 	base_wall = statistics.median(w for _, w in res["unprofiled"])
 	print("%d runs each, %s rounds, medians" % (o.n, o.rounds))

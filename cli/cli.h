@@ -43,4 +43,16 @@ int ml_prog_resolve(const char *prog, char *out, size_t len);
  * one reason line (without "memline: ") to why. */
 int ml_prog_check_preloadable(const char *path, const char *shown, char *why, size_t len);
 
+/* Makes the directory of a run of prog whose pid is pid, in out_abs:
+ * memline.<prog>[.rank<N>].<pid>[.<n>] (the next n when the name is taken).
+ * Writes its path to dir.  Returns 0 or -errno. */
+#include <sys/types.h>
+int ml_rundir_create(const char *out_abs, const char *prog, pid_t pid, char *dir, size_t len);
+
+/* After the run: one line on stderr naming the directory (shown as shown),
+ * how many profiles it holds and the main program's; the runtime's
+ * warnings the program's stderr did not show; an empty directory is
+ * removed. */
+void ml_rundir_summarize(const char *dir, const char *shown);
+
 #endif

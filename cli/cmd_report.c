@@ -1,6 +1,6 @@
 /* cli/cmd_report.c - `memline report`: parses the view and options, finds
- * and loads the profiles, and has the report library (report/report.h)
- * show each. */
+ * the runs and profiles, picks the processes (report/runs.h), loads them,
+ * and has the report library (report/report.h) show each, or their sum. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +19,40 @@ struct report_args {
 	const char **functions;
 	const char *output;		/* -o FILE */
 	struct ml_view_opts vo;
+	/* Which processes (report/runs.h); --merge sums them. */
+	struct ml_select sel;
+	uint64_t *pids;
+	int64_t *ranks;
+	const char **programs;
+	bool merge;
 };
+
+/* Adds the numbers of a comma-separated list ("3,5,7") to out[*n]. */
+static int parse_numbers(const char *v, const char *what, bool is_signed, void *out, size_t *n)
+{
+	if (!v || !*v)
+		return ml_cli_usage_error("report: %s needs a number", what);
+	char *copy = strdup(v), *save = NULL;
+	if (!copy)
+		return ML_EXIT_FAIL;
+	int rc = 0;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *end;
+		errno = 0;
+		unsigned long long x = strtoull(t, &end, 10);
+		if (errno || *end || end == t || t[0] == '-') {
+			rc = ml_cli_usage_error("report: %s takes numbers (%s), not '%s'", what,
+						is_signed ? "ranks from 0" : "process ids", t);
+			break;
+		}
+		if (is_signed)
+			((int64_t *)out)[(*n)++] = (int64_t)x;
+		else
+			((uint64_t *)out)[(*n)++] = (uint64_t)x;
+	}
+	free(copy);
+	return rc;
+}
 
 /* The value of an option: "--opt VALUE" or "--opt=VALUE".  NULL if absent. */
 static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *matched)
@@ -119,6 +152,20 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 		if (!v || !*v)
 			return ml_cli_usage_error("report: --function needs a function name");
 		ra->functions[ra->vo.n_functions++] = v;
+	} else if ((v = opt_value(argc, argv, i, "--pid", &m)), m) {
+		return parse_numbers(v, "--pid", false, ra->pids, &ra->sel.n_pids);
+	} else if ((v = opt_value(argc, argv, i, "--rank", &m)), m) {
+		return parse_numbers(v, "--rank", true, ra->ranks, &ra->sel.n_ranks);
+	} else if ((v = opt_value(argc, argv, i, "--program", &m)), m) {
+		if (!v || !*v)
+			return ml_cli_usage_error("report: --program needs a program name");
+		ra->programs[ra->sel.n_programs++] = v;
+	} else if (strcmp(argv[*i], "--all") == 0) {
+		ra->sel.all = true;
+	} else if (strcmp(argv[*i], "--children") == 0) {
+		ra->sel.children = true;
+	} else if (strcmp(argv[*i], "--merge") == 0) {
+		ra->merge = true;
 	} else {
 		return ml_cli_usage_error("report: unknown option '%s'", argv[*i]);
 	}
@@ -172,9 +219,18 @@ static int check_args(const struct report_args *ra)
 		return ml_cli_usage_error("report: lines takes --function NAME or --top N, not both");
 	if ((ra->vo.top || ra->unit_set) && ra->view != ML_VIEW_LINES)
 		return ml_cli_usage_error("report: --top and --unit only apply to the lines view");
-	if (ra->limit_set && (ra->view == ML_VIEW_LINES || ra->view == ML_VIEW_REGIONS))
+	if (ra->limit_set && (ra->view == ML_VIEW_LINES || ra->view == ML_VIEW_REGIONS ||
+			      ra->view == ML_VIEW_PROCESSES))
 		return ml_cli_usage_error("report: --limit does not apply to the %s view",
 					  ml_report_view_name(ra->view));
+	bool selects = ra->sel.n_pids || ra->sel.n_ranks || ra->sel.n_programs || ra->sel.all ||
+		ra->sel.children || ra->merge;
+	if (ra->view == ML_VIEW_PROCESSES && selects)
+		return ml_cli_usage_error("report: the processes view lists every process; "
+					  "--pid, --rank, --program, --all, --children and --merge "
+					  "choose what the other views show");
+	if (ra->view == ML_VIEW_PROCESSES && ra->vo.kind != ML_KIND_HEAP)
+		return ml_cli_usage_error("report: --kind does not apply to the processes view");
 	return 0;
 }
 
@@ -187,9 +243,19 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 	ra->vo.node_fraction = -1;
 	ra->files = calloc((size_t)argc + 1, sizeof(*ra->files));
 	ra->functions = calloc((size_t)argc + 1, sizeof(*ra->functions));
-	if (!ra->files || !ra->functions)
+	ra->programs = calloc((size_t)argc + 1, sizeof(*ra->programs));
+	/* Each argument holds at most (len + 1) / 2 comma-separated numbers. */
+	size_t numbers = 1;
+	for (int i = 1; i < argc; i++)
+		numbers += strlen(argv[i]) / 2 + 1;
+	ra->pids = calloc(numbers, sizeof(*ra->pids));
+	ra->ranks = calloc(numbers, sizeof(*ra->ranks));
+	if (!ra->files || !ra->functions || !ra->programs || !ra->pids || !ra->ranks)
 		return ML_EXIT_FAIL;
 	ra->vo.functions = ra->functions;
+	ra->sel.pids = ra->pids;
+	ra->sel.ranks = ra->ranks;
+	ra->sel.programs = ra->programs;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (a[0] == '-' && a[1] != '\0') {
@@ -208,7 +274,25 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 	return check_args(ra);
 }
 
-/* The newest memline.*.mlp in the current directory, in a malloc'd string. */
+/* True for a run's directory: memline.* holding a memline.*.mlp. */
+static bool is_run_dir(const char *name)
+{
+	DIR *d = opendir(name);
+	if (!d)
+		return false;
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		found = strncmp(de->d_name, "memline.", 8) == 0 && len > 12 &&
+			strcmp(de->d_name + len - 4, ".mlp") == 0;
+	}
+	closedir(d);
+	return found;
+}
+
+/* The newest run directory (memline.*) or profile (memline.*.mlp) in the
+ * current directory, in a malloc'd string. */
 static char *newest_profile(void)
 {
 	DIR *d = opendir(".");
@@ -220,9 +304,10 @@ static char *newest_profile(void)
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		struct stat st;
-		if (strncmp(de->d_name, "memline.", 8) != 0 || len <= 12 ||
-		    strcmp(de->d_name + len - 4, ".mlp") != 0 || stat(de->d_name, &st) < 0 ||
-		    !S_ISREG(st.st_mode))
+		if (strncmp(de->d_name, "memline.", 8) != 0 || stat(de->d_name, &st) < 0)
+			continue;
+		bool file = S_ISREG(st.st_mode) && len > 12 && strcmp(de->d_name + len - 4, ".mlp") == 0;
+		if (!file && !(S_ISDIR(st.st_mode) && is_run_dir(de->d_name)))
 			continue;
 		bool newer = !best || st.st_mtim.tv_sec > best_t.tv_sec ||
 			     (st.st_mtim.tv_sec == best_t.tv_sec &&
@@ -238,16 +323,40 @@ static char *newest_profile(void)
 	return best;
 }
 
-/* Loads every profile first, so a bad file fails before any output. */
-static int load_all(const struct report_args *ra, struct ml_profile **profiles)
+/* Says, once, which process of a run with several the report shows. */
+static void note_main(const struct ml_runset *rs, const struct report_args *ra)
 {
-	for (size_t i = 0; i < ra->n_files; i++) {
+	if (ra->sel.n_pids || ra->sel.n_ranks || ra->sel.n_programs || ra->sel.all ||
+	    ra->sel.children)
+		return;
+	for (size_t r = 0; r < rs->n_runs; r++) {
+		const struct ml_run *run = &rs->runs[r];
+		if (!run->dir || run->n_procs < 2 || run->main == ML_NO_PROC)
+			continue;
+		fprintf(stderr, "memline: %s: the main program, %s (pid %llu), of %zu processes; "
+			"`memline report %s processes` lists them, --pid, --rank, --program, "
+			"--children or --all choose others, --merge sums them\n", run->dir,
+			ml_proc_program(&rs->procs[run->main]),
+			(unsigned long long)rs->procs[run->main].p->meta.pid, run->n_procs, run->dir);
+	}
+}
+
+/* Loads the selected processes' whole profiles, in order, into profiles
+ * (one slot per process).  A bad file fails before any output. */
+static int load_selected(const struct ml_runset *rs, struct ml_profile **profiles, size_t *n)
+{
+	*n = 0;
+	for (size_t i = 0; i < rs->n; i++) {
+		if (!rs->procs[i].selected)
+			continue;
 		char err[256] = "";
-		int rc = ml_profile_load(ra->files[i], &profiles[i], err, sizeof(err));
+		const char *path = rs->procs[i].p->path;
+		int rc = ml_profile_load(path, &profiles[*n], err, sizeof(err));
 		if (rc < 0) {
-			fprintf(stderr, "memline: %s: %s\n", ra->files[i], err[0] ? err : strerror(-rc));
+			fprintf(stderr, "memline: %s: %s\n", path, err[0] ? err : strerror(-rc));
 			return ML_EXIT_FAIL;
 		}
+		(*n)++;
 	}
 	return 0;
 }
@@ -257,7 +366,8 @@ static int load_all(const struct report_args *ra, struct ml_profile **profiles)
  * to standard output.  A device or a pipe (/dev/stdout, a FIFO) is written
  * as it is: only a regular file is replaced by renaming.  Returns 0 or
  * ML_EXIT_FAIL. */
-static int report_document(const struct report_args *ra, struct ml_profile **profiles)
+static int report_document(const struct report_args *ra, struct ml_profile **profiles,
+			   size_t n)
 {
 	const char *name = ml_report_view_name(ra->view);
 	bool to_stdout = !ra->output || strcmp(ra->output, "-") == 0;
@@ -279,7 +389,7 @@ static int report_document(const struct report_args *ra, struct ml_profile **pro
 			return ML_EXIT_FAIL;
 		}
 	}
-	int rc = ml_report_document(profiles, ra->n_files, ra->view, &ra->vo, out) < 0
+	int rc = ml_report_document(profiles, n, ra->view, &ra->vo, out) < 0
 		 ? ML_EXIT_FAIL : 0;
 	if (to_stdout)
 		return fflush(stdout) != 0 ? ML_EXIT_FAIL : rc;
@@ -297,25 +407,49 @@ static int report_document(const struct report_args *ra, struct ml_profile **pro
 	return rc;
 }
 
-/* Shows each profile in turn (text, or a JSON document each). */
-static int report_each(const struct report_args *ra, struct ml_profile **profiles)
+/* Shows each profile in turn (text, or a JSON document each); a header
+ * line names each when there are several, or when one sums several. */
+static int report_each(const struct report_args *ra, struct ml_profile **profiles, size_t n)
 {
 	int rc = 0;
 	struct ml_json json, *j = NULL;
 	if (ra->json) {
 		j = &json;
 		ml_json_init(j, stdout);
-		if (ra->n_files > 1)
+		if (n > 1)
 			ml_json_array_begin(j);
 	}
-	for (size_t i = 0; i < ra->n_files; i++)
-		if (ml_report_show(profiles[i], ra->view, &ra->vo, ra->n_files > 1, i == 0, j) < 0)
+	for (size_t i = 0; i < n; i++)
+		if (ml_report_show(profiles[i], ra->view, &ra->vo, n > 1 || profiles[i]->n_merged,
+				   i == 0, j) < 0)
 			rc = ML_EXIT_FAIL;
-	if (j && (rc == 0 || ra->n_files > 1)) {
-		if (ra->n_files > 1)
+	if (j && (rc == 0 || n > 1)) {
+		if (n > 1)
 			ml_json_array_end(j);
 		ml_json_finish(j);
 	}
+	return rc;
+}
+
+/* Shows the n profiles: one by one, summed first with --merge. */
+static int show_all(const struct report_args *ra, struct ml_profile **profiles, size_t n)
+{
+	struct ml_profile *merged = NULL;
+	char name[64];
+	if (ra->merge && n > 1) {
+		char err[512] = "";
+		snprintf(name, sizeof(name), "(%zu processes summed)", n);
+		if (ml_profile_merge((const struct ml_profile *const *)profiles, n, name, &merged,
+				     err, sizeof(err)) < 0) {
+			fprintf(stderr, "memline: cannot merge: %s\n", err);
+			return ML_EXIT_FAIL;
+		}
+		profiles = &merged;
+		n = 1;
+	}
+	int rc = ml_report_view_is_document(ra->view) ? report_document(ra, profiles, n)
+						       : report_each(ra, profiles, n);
+	ml_profile_free(merged);
 	return rc;
 }
 
@@ -323,8 +457,26 @@ static int report_each(const struct report_args *ra, struct ml_profile **profile
  * 0 or ML_EXIT_FAIL. */
 static int load_base(struct report_args *ra, struct ml_profile **p, struct ml_report_loaded **l)
 {
-	char err[256] = "";
-	int rc = ml_profile_load(ra->vo.base_path, p, err, sizeof(err));
+	char err[512] = "";
+	const char *path = ra->vo.base_path;
+	struct ml_runset rs = { 0 };
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* A run: its main program. */
+		char *paths[1] = { (char *)path };
+		struct ml_select none = { 0 };
+		if (ml_runset_load(&rs, paths, 1, err, sizeof(err)) < 0 ||
+		    !ml_runset_select(&rs, &none, err, sizeof(err))) {
+			fprintf(stderr, "memline: --base: %s\n", err);
+			ml_runset_free(&rs);
+			return ML_EXIT_FAIL;
+		}
+		for (size_t i = 0; i < rs.n; i++)
+			if (rs.procs[i].selected)
+				path = rs.procs[i].p->path;
+	}
+	int rc = ml_profile_load(path, p, err, sizeof(err));
+	ml_runset_free(&rs);
 	if (rc < 0) {
 		fprintf(stderr, "memline: %s: %s\n", ra->vo.base_path, err[0] ? err : strerror(-rc));
 		return ML_EXIT_FAIL;
@@ -339,8 +491,10 @@ static int load_base(struct report_args *ra, struct ml_profile **p, struct ml_re
 int ml_cli_report(int argc, char **argv)
 {
 	struct report_args ra = { 0 };
+	struct ml_runset rs = { 0 };
 	struct ml_profile **profiles = NULL, *base_profile = NULL;
 	struct ml_report_loaded *base = NULL;
+	size_t n = 0;
 	char *newest = NULL;
 	int rc = parse_args(argc, argv, &ra);
 	if (rc)
@@ -348,32 +502,51 @@ int ml_cli_report(int argc, char **argv)
 	if (ra.n_files == 0) {
 		newest = newest_profile();
 		if (!newest) {
-			fprintf(stderr, "memline: no memline.*.mlp profile in the current directory; "
-				"run `memline run -- PROG` first or name a profile file\n");
+			fprintf(stderr, "memline: no memline.* run or profile in the current directory; "
+				"run `memline run -- PROG` first or name a profile file or run directory\n");
 			rc = ML_EXIT_FAIL;
 			goto out;
 		}
 		ra.files[ra.n_files++] = newest;
 	}
-	profiles = calloc(ra.n_files, sizeof(*profiles));
-	rc = profiles ? load_all(&ra, profiles) : ML_EXIT_FAIL;
-	if (rc)
+	char err[1024] = "";
+	if (ml_runset_load(&rs, ra.files, ra.n_files, err, sizeof(err)) < 0) {
+		fprintf(stderr, "memline: %s\n", err);
+		rc = ML_EXIT_FAIL;
 		goto out;
-	if (ra.vo.base_path)
+	}
+	if (ra.view == ML_VIEW_PROCESSES) {
+		struct ml_json json;
+		if (ra.json)
+			ml_json_init(&json, stdout);
+		ml_report_processes(&rs, stdout, ra.json ? &json : NULL);
+		goto out;
+	}
+	if (!ml_runset_select(&rs, &ra.sel, err, sizeof(err))) {
+		fprintf(stderr, "memline: %s\n", err);
+		rc = ML_EXIT_FAIL;
+		goto out;
+	}
+	note_main(&rs, &ra);
+	profiles = calloc(rs.n + 1, sizeof(*profiles));
+	rc = profiles ? load_selected(&rs, profiles, &n) : ML_EXIT_FAIL;
+	if (rc == 0 && ra.vo.base_path)
 		rc = load_base(&ra, &base_profile, &base);
 	if (rc == 0)
-		rc = ml_report_view_is_document(ra.view) ? report_document(&ra, profiles)
-							 : report_each(&ra, profiles);
+		rc = show_all(&ra, profiles, n);
 out:
-	for (size_t i = 0; profiles && i < ra.n_files; i++)
-		if (profiles[i])
-			ml_profile_free(profiles[i]);
+	for (size_t i = 0; profiles && i < n; i++)
+		ml_profile_free(profiles[i]);
 	free(profiles);
+	ml_runset_free(&rs);
 	ml_report_unload(base);
 	if (base_profile)
 		ml_profile_free(base_profile);
 	free(newest);
 	free(ra.files);
 	free(ra.functions);
+	free(ra.programs);
+	free(ra.pids);
+	free(ra.ranks);
 	return rc;
 }

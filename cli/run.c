@@ -1,7 +1,9 @@
-/* cli/run.c - `memline run`: preloads libmemline.so into a program, runs it,
- * forwards signals, returns its exit status and names the profiles written. */
+/* cli/run.c - `memline run`: preloads libmemline.so into a program, runs it
+ * with a directory of its own for the run's profiles (rundir.c), forwards
+ * signals, returns its exit status and says what was written. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -21,6 +23,7 @@ struct run_opts {
 	bool lines;		/* --lines: the line timer */
 	const char *clock;	/* --clock cpu|wall, validated */
 	const char *rate;	/* --rate HZ, validated */
+	const char *sample;	/* --sample BYTES, validated */
 	char **prog_argv;	/* PROG ARGS, NULL-terminated */
 };
 
@@ -62,6 +65,17 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 				return ml_cli_usage_error("run: --depth takes a number of frames "
 							  "from 1 to 256, not '%s'", v);
 			o->depth = v;
+		} else if (strcmp(a, "--sample") == 0) {
+			if (i + 1 >= argc)
+				return ml_cli_usage_error("run: --sample needs a value");
+			const char *v = argv[++i];
+			char *end;
+			errno = 0;
+			unsigned long long n = strtoull(v, &end, 10);
+			if (errno || *end || end == v || v[0] == '-' || n < 1 || n > (1ull << 40))
+				return ml_cli_usage_error("run: --sample takes the mean bytes between "
+							  "samples, from 1 to 2^40, not '%s'", v);
+			o->sample = v;
 		} else if (strcmp(a, "--no-follow") == 0) {
 			o->no_follow = true;
 		} else if (strcmp(a, "--no-torch-cache") == 0) {
@@ -153,10 +167,41 @@ static void exec_with_shell(const char *path, char *const argv[])
 	free(sh_argv);
 }
 
-/* In the child: sets the environment and execs.  Never returns. */
-static void exec_child(const char *path, const struct run_opts *o, const char *runtime,
-		       const char *out_abs)
+/* The profiles' permission bits: what this shell's umask gives a new file
+ * (the program may change its own umask; its profiles keep this). */
+static void set_file_mode(void)
 {
+	mode_t mask = umask(0);
+	umask(mask);
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%o", 0666u & ~(unsigned)mask);
+	setenv("MEMLINE_FILE_MODE", mode, 1);
+}
+
+/* In the child: waits for the run's directory (its name comes through
+ * sync, empty when it could not be made), sets the environment and execs.
+ * Never returns. */
+static void exec_child(const char *path, const struct run_opts *o, const char *runtime,
+		       int sync)
+{
+	char out_abs[PATH_MAX];
+	size_t got = 0;
+	for (;;) {
+		ssize_t n = read(sync, out_abs + got, sizeof(out_abs) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(sync);
+	out_abs[got] = '\0';
+	if (!got)
+		_exit(ML_EXIT_CANNOT_RUN);
+	char pid[24];
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	setenv("MEMLINE_RUN_PID", pid, 1);
+	set_file_mode();
 	const char *old = getenv("LD_PRELOAD");
 	size_t need = strlen(runtime) + (old ? strlen(old) : 0) + 2;
 	char *preload = malloc(need);
@@ -164,9 +209,11 @@ static void exec_child(const char *path, const struct run_opts *o, const char *r
 		snprintf(preload, need, "%s%s%s", runtime, old && *old ? ":" : "", old ? old : "");
 		setenv("LD_PRELOAD", preload, 1);
 	}
-	setenv("MEMLINE_OUTPUT_DIR", out_abs, 1);
+	setenv("MEMLINE_OUTPUT_DIR", out_abs, 1);	/* the run's directory */
 	if (o->depth)
 		setenv("MEMLINE_DEPTH", o->depth, 1);
+	if (o->sample)
+		setenv("MEMLINE_SAMPLE", o->sample, 1);
 	if (o->no_follow)
 		setenv("MEMLINE_FOLLOW", "0", 1);
 	/* PyTorch then asks the driver for every tensor (slower): memline sees
@@ -203,64 +250,6 @@ static int wait_child(pid_t pid)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return ML_EXIT_CANNOT_RUN;
-}
-
-struct written {
-	char name[NAME_MAX + 1];
-	struct timespec mtime;
-};
-
-static int cmp_written(const void *x, const void *y)
-{
-	const struct written *a = x, *b = y;
-	if (a->mtime.tv_sec != b->mtime.tv_sec)
-		return a->mtime.tv_sec < b->mtime.tv_sec ? -1 : 1;
-	if (a->mtime.tv_nsec != b->mtime.tv_nsec)
-		return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : 1;
-	return strcmp(a->name, b->name);
-}
-
-static bool is_profile_name(const char *name)
-{
-	size_t len = strlen(name);
-	return strncmp(name, "memline.", 8) == 0 && len > 12 && strcmp(name + len - 4, ".mlp") == 0;
-}
-
-/* Names each memline.*.mlp in dir modified since start, oldest first. */
-static void report_written(const char *dir_abs, const char *shown_dir, const struct timespec *start)
-{
-	DIR *d = opendir(dir_abs);
-	if (!d)
-		return;
-	struct written *list = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		struct stat st;
-		if (!is_profile_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, 0) < 0)
-			continue;
-		if (st.st_mtim.tv_sec < start->tv_sec ||
-		    (st.st_mtim.tv_sec == start->tv_sec && st.st_mtim.tv_nsec < start->tv_nsec))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct written *more = realloc(list, cap * sizeof(*list));
-			if (!more)
-				break;
-			list = more;
-		}
-		snprintf(list[n].name, sizeof(list[n].name), "%s", de->d_name);
-		list[n++].mtime = st.st_mtim;
-	}
-	closedir(d);
-	qsort(list, n, sizeof(*list), cmp_written);
-	size_t dl = strlen(shown_dir);
-	const char *sep = dl && shown_dir[dl - 1] == '/' ? "" : "/";
-	for (size_t i = 0; i < n; i++)
-		fprintf(stderr, "memline: wrote %s%s%s\n", shown_dir, sep, list[i].name);
-	if (n == 0)
-		fprintf(stderr, "memline: no profile was written to %s\n", shown_dir);
-	free(list);
 }
 
 static void install_forwarding(void)
@@ -316,9 +305,11 @@ int ml_cli_run(int argc, char **argv)
 	rc = prepare(&o, path, runtime, out_abs);
 	if (rc)
 		return rc;
-	/* The kernel stamps files with the coarse clock: compare with that. */
-	struct timespec start;
-	clock_gettime(CLOCK_REALTIME_COARSE, &start);
+	int sync[2];
+	if (pipe2(sync, O_CLOEXEC) < 0) {
+		fprintf(stderr, "memline: cannot start %s: %s\n", o.prog_argv[0], strerror(errno));
+		return ML_EXIT_CANNOT_RUN;
+	}
 	fflush(NULL);
 	install_forwarding();
 	pid_t pid = fork();
@@ -326,10 +317,37 @@ int ml_cli_run(int argc, char **argv)
 		fprintf(stderr, "memline: cannot start %s: %s\n", o.prog_argv[0], strerror(errno));
 		return ML_EXIT_CANNOT_RUN;
 	}
-	if (pid == 0)
-		exec_child(path, &o, runtime, out_abs);
+	if (pid == 0) {
+		close(sync[1]);
+		exec_child(path, &o, runtime, sync[0]);
+	}
+	close(sync[0]);
 	child_pid = pid;
+	/* The run's directory is named after the program's pid. */
+	char dir[PATH_MAX], shown[PATH_MAX + 16];
+	int err = ml_rundir_create(out_abs, o.prog_argv[0], pid, dir, sizeof(dir));
+	if (err < 0) {
+		fprintf(stderr, "memline: cannot make the run's directory in %s: %s\n", out_abs,
+			strerror(-err));
+		close(sync[1]);
+		wait_child(pid);
+		return ML_EXIT_CANNOT_RUN;
+	}
+	for (size_t off = 0, len = strlen(dir); off < len;) {
+		ssize_t n = write(sync[1], dir + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	close(sync[1]);
 	rc = wait_child(pid);
-	report_written(out_abs, o.out_dir ? o.out_dir : ".", &start);
+	const char *base = strrchr(dir, '/');
+	const char *out = o.out_dir ? o.out_dir : ".";
+	size_t ol = strlen(out);
+	snprintf(shown, sizeof(shown), "%s%s%s", out, ol && out[ol - 1] == '/' ? "" : "/",
+		 base ? base + 1 : dir);
+	ml_rundir_summarize(dir, shown);
 	return rc;
 }

@@ -1,5 +1,9 @@
-/* common/sigsafe.c - async-signal-safe string helpers (sigsafe.h). */
+/* common/sigsafe.c - async-signal-safe helpers (sigsafe.h). */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "common/sigsafe.h"
 
 bool ml_sigsafe_append(char *dst, size_t cap, size_t *pos, const char *src)
@@ -44,4 +48,21 @@ bool ml_sigsafe_append_errno(char *dst, size_t cap, size_t *pos, int err)
 		dst[start] = '\0';
 	}
 	return ok;
+}
+
+int ml_sigsafe_fd_private(int fd)
+{
+	struct rlimit rl;
+	if (fd < 0 || syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) != 0)
+		return fd;
+	/* High, but within the first 1024 (a larger number would grow the
+	 * kernel's descriptor table for nothing). */
+	rlim_t top = rl.rlim_cur < 1024 ? rl.rlim_cur : 1024;
+	if (top < 128)
+		return fd;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)(top - 64));
+	if (high < 0)
+		return fd;
+	close(fd);
+	return high;
 }

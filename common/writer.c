@@ -1,6 +1,10 @@
 /* common/writer.c - writes a profile file (format.h) through a temporary file.
- * Async-signal-safe: plain syscalls on a caller-provided struct, no malloc,
- * no stdio, no locks.  It does not build sections' contents: callers do. */
+ * Each section is built in a buffer of its own, then goes into one zstd
+ * stream (its header first: sizes are known by then); the checksum is taken
+ * of the compressed bytes as they are written.  Async-signal-safe: plain
+ * syscalls on a caller-provided struct, memory from mmap (zstd's context in
+ * a static workspace: it never calls malloc), no stdio, no locks.  It does
+ * not build sections' contents: callers do. */
 #include "common/writer.h"
 #include "common/format.h"
 #include "common/sigsafe.h"
@@ -9,8 +13,18 @@
 #include <fcntl.h>
 #include <stdio.h>		/* rename(), a plain syscall wrapper */
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY	/* ZSTD_initStaticCCtx: no malloc */
+#include <zstd.h>
+
+/* zstd's level 3: about 300 MB/s here, a few times smaller than the raw
+ * sections; higher levels cost more time at exit than they save. */
+#define ZSTD_LEVEL 3
+#define SEC_MIN_CAP (64u << 10)
 
 #define FNV_PRIME 0x100000001b3ull
 #define HEADER_SIZE ((uint64_t)sizeof(struct ml_fmt_header))
@@ -80,64 +94,152 @@ static int fail(struct ml_writer *w, int err)
 	return w->error;
 }
 
-static int flush(struct ml_writer *w)
+/* Appends stored bytes to the file, through the checksum; -EFBIG, before
+ * the kernel would send SIGXFSZ, where they reach past the file size limit. */
+static int emit(struct ml_writer *w, const void *data, size_t len)
 {
 	int rc;
 
 	if (w->error)
 		return w->error;
-	rc = write_all(w->fd, w->buf, w->buf_len);
+	rc = w->offset + len > w->size_limit ? -EFBIG : write_all(w->fd, data, len);
 	if (rc)
 		return fail(w, rc);
-	w->buf_len = 0;
+	w->checksum = ml_fnv1a(w->checksum, data, len);
+	w->offset += len;
 	return 0;
 }
 
-/* Buffered append, with no open-section check (used for headers too). */
-static int append(struct ml_writer *w, const void *data, size_t len)
+/* Room for len more bytes in the section buffer (mmap, grown by mremap). */
+static int sec_reserve(struct ml_writer *w, size_t len)
 {
-	const unsigned char *p = data;
+	size_t cap = w->sec_cap ? w->sec_cap : SEC_MIN_CAP;
+	void *p;
 
-	while (len) {
-		size_t room = sizeof(w->buf) - w->buf_len;
-		size_t n = len < room ? len : room;
+	if (w->sec_len + len <= w->sec_cap)
+		return 0;
+	while (cap < w->sec_len + len)
+		cap *= 2;
+	p = w->sec ? mremap(w->sec, w->sec_cap, cap, MREMAP_MAYMOVE) :
+		mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return fail(w, -ENOMEM);
+	w->sec = p;
+	w->sec_cap = cap;
+	return 0;
+}
 
-		if (w->error)
-			return w->error;
-		memcpy(w->buf + w->buf_len, p, n);
-		w->buf_len += n;
-		w->offset += n;
-		p += n;
-		len -= n;
-		if (w->buf_len == sizeof(w->buf) && flush(w))
-			return w->error;
-	}
-	return w->error;
+static int sec_append(struct ml_writer *w, const void *data, size_t len)
+{
+	if (w->error || sec_reserve(w, len))
+		return w->error;
+	if (len)	/* data may be NULL then */
+		memcpy(w->sec + w->sec_len, data, len);
+	w->sec_len += len;
+	return 0;
 }
 
 static int pad8(struct ml_writer *w)
 {
 	static const unsigned char zeros[ML_FMT_ALIGN];
-	size_t rem = (size_t)(w->offset % ML_FMT_ALIGN);
+	size_t rem = w->sec_len % ML_FMT_ALIGN;
 
-	return rem ? append(w, zeros, ML_FMT_ALIGN - rem) : w->error;
+	return rem ? sec_append(w, zeros, ML_FMT_ALIGN - rem) : w->error;
 }
 
-int ml_writer_open(struct ml_writer *w, const char *final_path)
+/* The buffers' mappings go back (commit, abort). */
+static void release(struct ml_writer *w)
+{
+	if (w->sec)
+		munmap(w->sec, w->sec_cap);
+	if (w->zctx)
+		munmap(w->zctx, w->zctx_size);
+	w->sec = NULL;
+	w->sec_cap = 0;
+	w->zctx = NULL;
+	w->zctx_size = 0;
+}
+
+/* zstd's context, in a mapping of its own. */
+static int zstd_ready(struct ml_writer *w)
+{
+	ZSTD_CCtx *cctx;
+
+	if (!w->zctx) {
+		size_t size = ZSTD_estimateCStreamSize(ZSTD_LEVEL);
+		void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return fail(w, -ENOMEM);
+		if (!ZSTD_initStaticCCtx(p, size)) {
+			munmap(p, size);
+			return fail(w, -ENOMEM);
+		}
+		w->zctx = p;
+		w->zctx_size = size;
+	}
+	cctx = w->zctx;
+	if (ZSTD_isError(ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)))
+		return fail(w, -EINVAL);
+	return 0;
+}
+
+/* Feeds len bytes (none, with ZSTD_e_end: the frame's end) to the stream
+ * and writes what comes out. */
+static int compress(struct ml_writer *w, const void *data, size_t len, ZSTD_EndDirective how)
+{
+	ZSTD_inBuffer in = { data, len, 0 };
+
+	if (w->raw)
+		return len ? emit(w, data, len) : w->error;
+	for (;;) {
+		ZSTD_outBuffer out = { w->out, sizeof(w->out), 0 };
+		size_t left = ZSTD_compressStream2(w->zctx, &out, &in, how);
+
+		if (ZSTD_isError(left))
+			return fail(w, -EIO);
+		if (out.pos && emit(w, w->out, out.pos))
+			return w->error;
+		if (how == ZSTD_e_end ? left == 0 : in.pos == in.size)
+			return 0;
+	}
+}
+
+/* RLIMIT_FSIZE now (UINT64_MAX: none). */
+static uint64_t file_size_limit(void)
+{
+	struct rlimit rl;
+	if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return UINT64_MAX;
+	return (uint64_t)rl.rlim_cur;
+}
+
+static int open_file(struct ml_writer *w, const char *final_path, unsigned mode, bool raw)
 {
 	static const unsigned char zero_header[sizeof(struct ml_fmt_header)];
 	char pid[24];
 	size_t pos = 0;
 
 	w->fd = -1;
+	w->mode = mode & 07777;
+	w->size_limit = file_size_limit();
 	w->offset = 0;
 	w->checksum = ML_FNV_INIT;
+	w->payload_size = 0;
 	w->section_count = 0;
-	w->section_start = 0;
+	w->section_open = false;
+	w->finished = false;
 	w->section_type = 0;
 	w->section_records = 0;
 	w->error = 0;
-	w->buf_len = 0;
+	w->raw = raw;
+	w->sec = NULL;		/* mappings of a previous file went at its commit/abort */
+	w->sec_len = 0;
+	w->sec_cap = 0;
+	w->zctx = NULL;
+	w->zctx_size = 0;
 	w->tmp_path[0] = '\0';
 
 	ml_sigsafe_utoa(pid, (uint64_t)getpid());
@@ -147,16 +249,33 @@ int ml_writer_open(struct ml_writer *w, const char *final_path)
 		w->tmp_path[0] = '\0';
 		return fail(w, -ENAMETOOLONG);
 	}
-	/* Read-write: the checksum is computed at commit by reading back. */
-	w->fd = open(w->tmp_path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
+	if (!raw && zstd_ready(w))
+		return w->error;
+	w->fd = open(w->tmp_path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		int err = -errno;
 
 		w->tmp_path[0] = '\0';
 		return fail(w, err);
 	}
+	w->fd = ml_sigsafe_fd_private(w->fd);
 	/* Placeholder; the real header is written by ml_writer_commit(). */
-	return append(w, zero_header, sizeof(zero_header));
+	if (sizeof(zero_header) > w->size_limit)
+		return fail(w, -EFBIG);
+	if (write_all(w->fd, zero_header, sizeof(zero_header)))
+		return fail(w, -EIO);
+	w->offset = sizeof(zero_header);
+	return 0;
+}
+
+int ml_writer_open(struct ml_writer *w, const char *final_path, unsigned mode)
+{
+	return open_file(w, final_path, mode, false);
+}
+
+int ml_writer_open_raw(struct ml_writer *w, const char *final_path, unsigned mode)
+{
+	return open_file(w, final_path, mode, true);
 }
 
 int ml_writer_begin(struct ml_writer *w, uint32_t type)
@@ -165,47 +284,43 @@ int ml_writer_begin(struct ml_writer *w, uint32_t type)
 
 	if (w->error)
 		return w->error;
-	if (w->section_start)
+	if (w->section_open || w->finished)
 		return fail(w, -EINVAL);	/* a section is already open */
-	w->section_start = w->offset;
+	w->section_open = true;
 	w->section_type = type;
 	w->section_records = 0;
-	/* Placeholder, patched by ml_writer_end() once size and count are known. */
-	return append(w, zero_section, sizeof(zero_section));
+	w->sec_len = 0;
+	/* Filled in by ml_writer_end() once size and count are known. */
+	return sec_append(w, zero_section, sizeof(zero_section));
 }
 
 int ml_writer_put(struct ml_writer *w, const void *data, size_t len)
 {
 	if (w->error)
 		return w->error;
-	if (!w->section_start)
+	if (!w->section_open)
 		return fail(w, -EINVAL);
-	return append(w, data, len);
+	return sec_append(w, data, len);
 }
 
 int ml_writer_record(struct ml_writer *w)
 {
 	if (w->error)
 		return w->error;
-	if (!w->section_start)
+	if (!w->section_open)
 		return fail(w, -EINVAL);
 	w->section_records++;
 	return pad8(w);
 }
 
-/* Writes the open section's final header, in the buffer when it is still
- * there, else in the file. */
-static int patch_section_header(struct ml_writer *w, const struct ml_fmt_section *sh)
+int ml_writer_records(struct ml_writer *w, uint32_t n)
 {
-	uint64_t buf_start = w->offset - w->buf_len;
-	int rc;
-
-	if (w->section_start >= buf_start) {
-		memcpy(w->buf + (w->section_start - buf_start), sh, sizeof(*sh));
-		return 0;
-	}
-	rc = pwrite_all(w->fd, sh, sizeof(*sh), w->section_start);
-	return rc ? fail(w, rc) : 0;
+	if (w->error)
+		return w->error;
+	if (!w->section_open)
+		return fail(w, -EINVAL);
+	w->section_records += n;
+	return pad8(w);
 }
 
 int ml_writer_end(struct ml_writer *w)
@@ -214,45 +329,21 @@ int ml_writer_end(struct ml_writer *w)
 
 	if (w->error)
 		return w->error;
-	if (!w->section_start)
+	if (!w->section_open)
 		return fail(w, -EINVAL);
 	if (pad8(w))
 		return w->error;
 	memset(&sh, 0, sizeof(sh));
 	sh.type = w->section_type;
 	sh.count = w->section_records;
-	sh.size = w->offset - w->section_start - SECTION_HEADER_SIZE;
-	if (patch_section_header(w, &sh))
+	sh.size = w->sec_len - SECTION_HEADER_SIZE;
+	memcpy(w->sec, &sh, sizeof(sh));
+	if (compress(w, w->sec, w->sec_len, ZSTD_e_continue))
 		return w->error;
+	w->payload_size += w->sec_len;
 	w->section_count++;
-	w->section_start = 0;
-	return 0;
-}
-
-/* FNV-1a of [HEADER_SIZE, offset) read back from the file, through the
- * (flushed, so free) buffer.  Returns 0 or -errno. */
-static int checksum_file(struct ml_writer *w)
-{
-	uint64_t h = ML_FNV_INIT;
-	uint64_t off = HEADER_SIZE;
-
-	while (off < w->offset) {
-		uint64_t want = w->offset - off;
-		ssize_t n;
-
-		if (want > sizeof(w->buf))
-			want = sizeof(w->buf);
-		n = pread(w->fd, w->buf, (size_t)want, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return fail(w, -errno);
-		if (n == 0)
-			return fail(w, -EIO);
-		h = ml_fnv1a(h, w->buf, (size_t)n);
-		off += (uint64_t)n;
-	}
-	w->checksum = h;
+	w->section_open = false;
+	w->sec_len = 0;
 	return 0;
 }
 
@@ -268,7 +359,11 @@ static int write_header(struct ml_writer *w)
 	hdr.file_size = w->offset;
 	hdr.checksum = w->checksum;
 	hdr.section_count = w->section_count;
+	hdr.flags = w->raw ? 0 : ML_FMT_ZSTD;
+	hdr.payload_size = w->payload_size;
 	rc = pwrite_all(w->fd, &hdr, sizeof(hdr), 0);
+	if (!rc && fchmod(w->fd, w->mode) != 0)
+		rc = -errno;
 	return rc ? fail(w, rc) : 0;
 }
 
@@ -307,10 +402,12 @@ int ml_writer_commit(struct ml_writer *w, const char *final_path, bool replace)
 
 	if (w->error)
 		return w->error;
-	if (w->section_start)
+	if (w->section_open)
 		return fail(w, -EINVAL);	/* unfinished section */
-	if (flush(w) || checksum_file(w) || write_header(w))
+	/* Once: a retry under another name (after -EEXIST) only renames. */
+	if (!w->finished && (compress(w, NULL, 0, ZSTD_e_end) || write_header(w)))
 		return w->error;
+	w->finished = true;
 	/* Not sticky: on -EEXIST the caller may retry with another name. */
 	rc = publish(w, final_path, replace);
 	if (rc)
@@ -318,6 +415,7 @@ int ml_writer_commit(struct ml_writer *w, const char *final_path, bool replace)
 	close(w->fd);	/* never retried: on Linux the fd is gone even on EINTR */
 	w->fd = -1;
 	w->tmp_path[0] = '\0';
+	release(w);
 	return 0;
 }
 
@@ -329,6 +427,8 @@ void ml_writer_abort(struct ml_writer *w)
 	if (w->tmp_path[0])
 		unlink(w->tmp_path);
 	w->tmp_path[0] = '\0';
-	w->buf_len = 0;
+	w->sec_len = 0;
+	w->section_open = false;
+	release(w);
 	fail(w, -ECANCELED);
 }

@@ -1,6 +1,7 @@
-/* common/writer.h - writes a profile file section by section (see format.h).
- * Used by the runtime at exit, before exec and in fatal-signal handlers, so
- * everything here is async-signal-safe: plain syscalls, no malloc, no stdio. */
+/* common/writer.h - writes a profile file section by section (see format.h),
+ * compressed with zstd.  Used by the runtime at exit, before exec and in
+ * fatal-signal handlers, so everything here is async-signal-safe: plain
+ * syscalls (mmap for its buffers), no malloc, no stdio. */
 #ifndef ML_COMMON_WRITER_H
 #define ML_COMMON_WRITER_H
 
@@ -11,21 +12,36 @@
 
 struct ml_writer {
 	int fd;
-	uint64_t offset;	/* bytes written so far, header included */
+	unsigned mode;		/* the file's permission bits, set at commit */
+	uint64_t size_limit;	/* RLIMIT_FSIZE at open: never write past it */
+	uint64_t offset;	/* bytes in the file so far, header included */
 	uint64_t checksum;	/* running FNV-1a 64 of the bytes after the header */
+	uint64_t payload_size;	/* the sections' bytes before compression */
 	uint32_t section_count;
-	uint64_t section_start;	/* offset of the open section's header, 0 if none */
 	uint32_t section_type;
 	uint32_t section_records;
+	bool section_open;
+	bool finished;		/* the stream is complete (commit ran once) */
+	bool raw;		/* no compression (tests, the fuzzer's seeds) */
 	int error;		/* first -errno seen; every later call is a no-op */
-	size_t buf_len;
+	unsigned char *sec;	/* the open section, its header first (mmap'd) */
+	size_t sec_len, sec_cap;
+	void *zctx;		/* zstd's context in its own mapping */
+	size_t zctx_size;
 	char tmp_path[PATH_MAX];
-	unsigned char buf[16384];
+	unsigned char out[16384];	/* compressed bytes on their way to the file */
 };
 
-/* Opens a temporary file "<final_path>.tmp.<pid>" for writing.  Returns 0 or
- * -errno.  The final name is given later, to ml_writer_commit(). */
-int ml_writer_open(struct ml_writer *w, const char *final_path);
+/* Opens a temporary file "<final_path>.tmp.<pid>" for writing, on a high
+ * descriptor (common/sigsafe.h).  The file gets exactly the permission bits
+ * mode (the process's umask does not apply).  A file that would grow past
+ * the process's file size limit (RLIMIT_FSIZE) fails with -EFBIG before
+ * the kernel would send SIGXFSZ.  Returns 0 or -errno.  The final name is
+ * given later, to ml_writer_commit().  Its buffers (mmap'd) go back at
+ * commit or abort; w may then be opened again. */
+int ml_writer_open(struct ml_writer *w, const char *final_path, unsigned mode);
+/* The same, without compression (flags 0 in the header): for tests. */
+int ml_writer_open_raw(struct ml_writer *w, const char *final_path, unsigned mode);
 
 /* Starts a section of the given type (enum ml_fmt_section_type).  Returns 0
  * or -errno.  Only one section is open at a time. */
@@ -36,6 +52,9 @@ int ml_writer_put(struct ml_writer *w, const void *data, size_t len);
 
 /* Pads the open record to 8 bytes and counts it.  Call once per record. */
 int ml_writer_record(struct ml_writer *w);
+
+/* Counts n records at once (a section of varint columns) and pads to 8. */
+int ml_writer_records(struct ml_writer *w, uint32_t n);
 
 /* Closes the open section, patching its header.  Returns 0 or -errno. */
 int ml_writer_end(struct ml_writer *w);

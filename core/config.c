@@ -11,6 +11,7 @@ struct ml_config ml_config = {
 	.follow = true,
 	.quiet = false,
 	.fast_unwind = true,
+	.file_mode = 0644,
 };
 
 /* "0", "no", "false", "off" are false; anything else non-empty is true. */
@@ -21,6 +22,17 @@ static bool env_bool(const char *name, bool dflt)
 		return dflt;
 	return !(strcmp(v, "0") == 0 || strcmp(v, "no") == 0 ||
 		 strcmp(v, "false") == 0 || strcmp(v, "off") == 0);
+}
+
+/* A decimal number, or dflt when unset or not a number. */
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	if (!v || !*v || *v == '-')
+		return dflt;
+	char *end;
+	unsigned long long n = strtoull(v, &end, 10);
+	return *end ? dflt : (uint64_t)n;
 }
 
 static uint32_t env_depth(void)
@@ -35,12 +47,29 @@ static uint32_t env_depth(void)
 	return d > ML_DEPTH_MAX ? ML_DEPTH_MAX : (uint32_t)d;
 }
 
+/* MEMLINE_FILE_MODE: the profiles' permission bits, in octal (`memline run`
+ * passes 0666 less its own umask); 0644 without it.  Never the program's
+ * umask, which it may change (to 0777, say) before a profile is written. */
+static unsigned env_mode(void)
+{
+	const char *v = getenv("MEMLINE_FILE_MODE");
+	if (!v || !*v)
+		return 0644;
+	char *end;
+	unsigned long m = strtoul(v, &end, 8);
+	return *end || m > 0777 ? 0644 : (unsigned)m;
+}
+
 void ml_config_load(void)
 {
 	ml_config.quiet = env_bool("MEMLINE_QUIET", false);
 	ml_config.follow = env_bool("MEMLINE_FOLLOW", true);
 	ml_config.max_depth = env_depth();
 	ml_config.fast_unwind = !env_bool("MEMLINE_LIBUNWIND_ONLY", false);
+	ml_config.verify_unwind = env_bool("MEMLINE_VERIFY_UNWIND", false);
+	ml_config.sample_bytes = env_u64("MEMLINE_SAMPLE", 0);
+	ml_config.sample_seed = env_u64("MEMLINE_SAMPLE_SEED", 0);
+	ml_config.file_mode = env_mode();
 	const char *dir = getenv("MEMLINE_OUTPUT_DIR");
 	if (dir && *dir && strlen(dir) < sizeof(ml_config.output_dir)) {
 		strcpy(ml_config.output_dir, dir);

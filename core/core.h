@@ -84,11 +84,11 @@ size_t ml_track_free(void *ptr, enum ml_kind kind);
  *   failure:        ml_track_reattach(&held)           (old is still allocated)
  *   old freed only: ml_track_release(&held)            (e.g. glibc realloc(p, 0))
  * While detached the block still counts as live. */
-struct ml_counter;
 struct ml_track_held {
 	uint64_t addr;		/* 0: old was unknown (moved then records a plain alloc) */
 	uint64_t size;
-	struct ml_counter *counter;
+	uint32_t stack;
+	uint32_t kind;
 };
 bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held);
 void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
@@ -126,6 +126,28 @@ extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initi
 } while (0)
 static inline void ml_unwind_unmark(void) { ml_tl_mark.sp = 0; }
 
+/* Runs fn(arg) on the calling thread's side stack, memline's own 64 KiB
+ * (the program's stack may be a coroutine's few KiB), and returns its
+ * result; right here when the thread has no side stack yet (none is made:
+ * this may run in a signal handler) or is on it already.  Call with the
+ * guard held.  Async-signal-safe. */
+long ml_core_on_side_stack(long (*fn)(void *), void *arg);
+
+/* Captures the calling thread's stack, without memline's own innermost
+ * frames, into frames[0..max), innermost first (return addresses).  Sets
+ * ML_STACK_TRUNCATED in *flags when cut at max (at most ML_DEPTH_MAX).
+ * Returns the depth.  Call with the guard held; not in a signal handler
+ * that may have interrupted a capture on this thread. */
+uint32_t ml_stack_capture(uint64_t *frames, uint32_t max, uint32_t *flags);
+
+/* Captures the stack of the context a signal interrupted (ucontext is the
+ * handler's third argument) into frames[0..max), innermost first: frame 0
+ * is the exact interrupted instruction.  Sets ML_STACK_TRUNCATED in *flags
+ * when cut at max.  Returns the depth, 0 on failure.  Async-signal-safe; no
+ * descriptor, no malloc (core/libunwind.c). */
+uint32_t ml_stack_capture_context(void *ucontext, uint64_t *frames, uint32_t max,
+				  uint32_t *flags);
+
 /* Lets every registered stack decorator (struct ml_room) rewrite a stack
  * captured outside ml_track_* (lineprof's samples): frames[0..depth),
  * innermost first, cap slots.  Returns the new depth.  Async-signal-safe;
@@ -146,6 +168,12 @@ struct ml_config {
 	bool follow;			/* MEMLINE_FOLLOW (default 1) */
 	bool quiet;			/* MEMLINE_QUIET */
 	bool fast_unwind;		/* not MEMLINE_LIBUNWIND_ONLY (unwind.c) */
+	bool verify_unwind;		/* MEMLINE_VERIFY_UNWIND: check every fast stack
+					 * against libunwind (tests; slow) */
+	uint64_t sample_bytes;		/* MEMLINE_SAMPLE: mean bytes between samples;
+					 * 0: every allocation (exact) */
+	uint64_t sample_seed;		/* MEMLINE_SAMPLE_SEED (0: from the clock) */
+	unsigned file_mode;		/* MEMLINE_FILE_MODE: profiles' permission bits */
 };
 extern struct ml_config ml_config;
 
@@ -180,9 +208,15 @@ static inline uintptr_t ml_dyn_addr(uintptr_t base, uint64_t v)
  * preload's).  Reads libmemline's dynamic symbol table; thread-safe. */
 void *ml_self_export(const char *name);
 
-/* One-line diagnostics on stderr: write(2) only, async-signal-safe, never
- * allocate.  ml_warn prints "memline: <msg>" unless MEMLINE_QUIET. */
+/* One-line diagnostics: write(2) only, async-signal-safe, never allocate.
+ * ml_warn prints "memline: <msg>" on stderr unless MEMLINE_QUIET or
+ * descriptor 2 is no longer the stream it was at start-up, and keeps the
+ * message for the profile either way (core/warn.c). */
 void ml_warn(const char *msg);
+/* True while descriptor 2 is the stream it was at start-up (a program may
+ * close stderr and open a file of its own there): write nothing to it
+ * otherwise.  Async-signal-safe (fstat). */
+bool ml_stderr_is_ours(void);
 /* Flags the run ML_META_DEGRADED and warns once, but keeps recording. */
 void ml_warn_once(const char *msg);
 
@@ -247,6 +281,9 @@ void ml_lifecycle_quick_exit(int status);
 void ml_lifecycle_quick_exit_handlers_done(void);
 /* pthread_exit on this thread (the main thread may end the process so). */
 void ml_lifecycle_thread_exit(void);
+/* abort() was called: writes the profile (as for SIGABRT) when memline's
+ * handler would catch SIGABRT, and gives SIGABRT its default action back. */
+void ml_signals_before_abort(void);
 /* Just before an exec: writes the profile (if exec fails, recording goes
  * on and the next write replaces the same file). */
 void ml_lifecycle_before_exec(void);
@@ -262,6 +299,27 @@ void ml_lifecycle_dlclose_end(void);
 int ml_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 typedef void (*ml_sighandler_t)(int);
 ml_sighandler_t ml_signals_signal(int sig, ml_sighandler_t handler);
+
+/* A room takes sig for itself (lineprof: SIGPROF) and installs act.  The
+ * program keeps reading back the action sig had before; when it sets an
+ * action of its own, the room's signal_taken runs first and must let go
+ * (ml_signals_release, then restore what it wants).  Not for the fatal
+ * signals the core manages.  Returns 0 or -errno; call at start-up
+ * (core/sigclaim.c). */
+int ml_signals_claim(int sig, const struct sigaction *act);
+void ml_signals_release(int sig);
+
+/* ============================================================= threads */
+
+/* Makes sure the core's and every room's thread_end run when the calling
+ * thread ends (its start routine returns, pthread_exit, cancellation; the
+ * main thread's pthread_exit).  Takes no pthread key.  Idempotent and
+ * cheap once done; may allocate through libc with the guard held.  Returns
+ * false when the thread's end cannot be seen (it is already ending): then
+ * the caller keeps no per-thread resource. */
+bool ml_thread_watch(void);
+/* True once this thread's thread_end callbacks have run. */
+bool ml_thread_ended(void);
 
 /* ================================================================ rooms */
 
@@ -280,6 +338,11 @@ struct ml_room {
 	/* In a fork child (atfork), after the core reset its own state; also
 	 * when the child does not record (MEMLINE_FOLLOW=0). */
 	void (*fork_child)(void);
+	/* The calling thread is ending, after ml_thread_watch: release what
+	 * the room keeps for it (a timer, a record).  Runs on that thread,
+	 * guard held; a thread that never called ml_thread_watch may end
+	 * without it. */
+	void (*thread_end)(void);
 	/* The program installs its own action for sig (sigaction with an
 	 * action, signal); before it is installed. */
 	void (*signal_taken)(int sig);

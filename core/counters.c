@@ -1,11 +1,18 @@
-/* core/counters.c - per (stack, kind) counters and the exact peak.
+/* core/counters.c - counters per (stack, kind), kept per thread, and each
+ * kind's exact total and peak.
  *
- * Each kind keeps one 16-byte word {live, peak} updated with cmpxchg16b.
- * The peak VALUE is the epoch of DESIGN.md's lazy snapshot: it strictly
- * increases each time it moves.  Every event on a counter runs under that
- * counter's spinlock with the kind's CAS inside the lock, so a counter's
- * events are totally ordered and its at-peak snapshot is exact under any
- * interleaving of threads.  No global lock. */
+ * Each kind keeps one 16-byte word {live, peak} updated with cmpxchg16b:
+ * the one write all threads share.  Its peak VALUE is the epoch of
+ * DESIGN.md's lazy snapshot: it strictly increases each time it moves.
+ * Counters are per thread (struct ml_thread's table): only their thread
+ * writes them, so no lock is needed, and a thread's events on a counter
+ * happen in the order of their updates of the total, which is all the
+ * snapshot needs to be exact under any interleaving.  A block freed by
+ * another thread than the one that allocated it is counted down in the
+ * freeing thread's counter for that stack (live values may be negative per
+ * thread; their sums are not).  When a thread ends, its counters are
+ * folded into the process's (ml_counters_fold); the profile sums them all.
+ * No global lock. */
 #include <string.h>
 #include "core/internal.h"
 
@@ -24,28 +31,33 @@ struct kind_state {
 
 static struct kind_state kinds[ML_KIND_COUNT];
 
-/* Adds delta to the kind's live total; returns the peak before and after. */
-static uint64_t apply_total(uint32_t kind, int64_t delta, uint64_t *peak_before)
+/* Adds delta to the kind's live total; returns the peak before it in
+ * *before and after it. */
+static inline uint64_t apply_total(uint32_t kind, int64_t delta, uint64_t *before)
 {
 	union kind_word old, new;
 	old.word = kinds[kind].total.word;	/* may tear; the CAS corrects it */
+	if (__builtin_expect(ml_tl_plain, 1)) {	/* the one recording thread */
+		new.live = old.live + (uint64_t)delta;
+		new.peak = new.live > old.peak ? new.live : old.peak;
+		kinds[kind].total.word = new.word;
+		goto done;
+	}
 	for (;;) {
 		new.live = old.live + (uint64_t)delta;
 		new.peak = new.live > old.peak ? new.live : old.peak;
 		unsigned __int128 seen = __sync_val_compare_and_swap(&kinds[kind].total.word,
 								      old.word, new.word);
-		if (seen == old.word)
+		if (__builtin_expect(seen == old.word, 1))
 			break;
 		old.word = seen;
 	}
-	*peak_before = old.peak;
-	/* old is what the CAS replaced: the kind's total never goes below 0. */
-	ML_ASSERT(delta >= 0 || old.live >= (uint64_t)-delta);
+done:
+	ML_ASSERT(delta >= 0 || old.live >= (uint64_t)-delta);	/* never below 0 */
 	ML_ASSERT(new.peak >= new.live && new.peak >= old.peak);
-	/* The timeline samples the clock per thread (timeline.c); the peak's
-	 * own time is taken precisely, and only when it moves. */
+	*before = old.peak;
 	ml_timeline_event(kind, new.live);
-	if (new.peak > old.peak) {
+	if (__builtin_expect(new.peak > old.peak, 0)) {
 		uint64_t tsc = ml_tsc();
 		/* Keep the time of the highest peak: {peak, tsc} moves only up. */
 		union kind_word t, nt;
@@ -63,102 +75,146 @@ static uint64_t apply_total(uint32_t kind, int64_t delta, uint64_t *peak_before)
 	return new.peak;
 }
 
-/* Before c changes: if the kind reached a peak since c last looked, c's
- * live bytes now are its bytes at that peak. */
-static void snapshot_before(struct ml_counter *c, uint64_t peak_before)
+/* Before c changes: if the kind reached a peak since c last changed, c's
+ * live values now are its values at that peak.  epoch is peak + 1 (0:
+ * never taken; a peak of 0 bytes is a value too). */
+static inline void snapshot_before(struct ml_counter *c, uint64_t peak_before)
 {
-	if (!c->touched || c->touched_peak < peak_before) {
+	if (c->epoch <= peak_before) {
 		c->at_peak_bytes = c->live_bytes;
 		c->at_peak_blocks = c->live_blocks;
-		c->touched_peak = peak_before;
-		c->touched = true;
+		c->epoch = peak_before + 1;
 	}
 }
 
 /* After c changed: if this very event set a new peak, c's live is at it. */
-static void snapshot_after(struct ml_counter *c, uint64_t peak_before, uint64_t peak_after)
+static inline void snapshot_after(struct ml_counter *c, uint64_t peak_before,
+				  uint64_t peak_after)
 {
 	if (peak_after > peak_before) {
 		c->at_peak_bytes = c->live_bytes;
 		c->at_peak_blocks = c->live_blocks;
-		c->touched_peak = peak_after;
+		c->epoch = peak_after + 1;
 	}
 }
 
 void ml_counters_alloc(struct ml_counter *c, uint64_t size)
 {
-	uint64_t before, after;
-	ml_spin_lock(&c->lock);
-	after = apply_total(c->kind, (int64_t)size, &before);
+	uint64_t before, after = apply_total(c->kind, (int64_t)size, &before);
 	snapshot_before(c, before);
 	c->allocs++;
 	c->alloc_bytes += size;
 	c->live_blocks++;
-	c->live_bytes += size;
+	c->live_bytes += (int64_t)size;
 	snapshot_after(c, before, after);
-	ml_spin_unlock(&c->lock);
 }
 
 void ml_counters_free(struct ml_counter *c, uint64_t size)
 {
-	uint64_t before, after;
-	ml_spin_lock(&c->lock);
-	ML_ASSERT(c->live_blocks > 0 && c->live_bytes >= size);	/* no underflow */
-	after = apply_total(c->kind, -(int64_t)size, &before);
+	uint64_t before, after = apply_total(c->kind, -(int64_t)size, &before);
 	snapshot_before(c, before);
-	c->frees++;
-	c->freed_bytes += size;
 	c->live_blocks--;
-	c->live_bytes -= size;
+	c->live_bytes -= (int64_t)size;
 	snapshot_after(c, before, after);
-	ml_spin_unlock(&c->lock);
 }
 
 void ml_counters_move(struct ml_counter *from, uint64_t old_size,
 		      struct ml_counter *to, uint64_t new_size)
 {
-	uint64_t before, after;
-	/* Lock in address order so two moves in opposite directions cannot
-	 * deadlock. */
-	struct ml_counter *first = from < to ? from : to;
-	struct ml_counter *second = from < to ? to : from;
-	ml_spin_lock(&first->lock);
-	if (second != first)
-		ml_spin_lock(&second->lock);
-	ML_ASSERT(from->kind == to->kind);
-	ML_ASSERT(from->live_blocks > 0 && from->live_bytes >= old_size);
-	after = apply_total(to->kind, (int64_t)new_size - (int64_t)old_size, &before);
+	uint64_t before, after = apply_total(to->kind, (int64_t)new_size - (int64_t)old_size,
+					     &before);
 	snapshot_before(from, before);
-	if (to != from)
-		snapshot_before(to, before);
-	from->frees++;
-	from->freed_bytes += old_size;
+	snapshot_before(to, before);
 	from->live_blocks--;
-	from->live_bytes -= old_size;
+	from->live_bytes -= (int64_t)old_size;
 	to->allocs++;
 	to->alloc_bytes += new_size;
 	to->live_blocks++;
-	to->live_bytes += new_size;
+	to->live_bytes += (int64_t)new_size;
 	snapshot_after(from, before, after);
-	if (to != from)
-		snapshot_after(to, before, after);
-	if (second != first)
-		ml_spin_unlock(&second->lock);
-	ml_spin_unlock(&first->lock);
+	snapshot_after(to, before, after);
 }
 
-void ml_counters_at_peak(const struct ml_counter *c, uint64_t *bytes, uint64_t *blocks)
+void ml_counters_alloc_sampled(struct ml_counter *c, struct ml_counter *v,
+			       const struct ml_sample_weight *w)
 {
-	union kind_word t;
-	t.word = __sync_val_compare_and_swap(&kinds[c->kind].total.word, 0, 0);
-	if (!c->touched || c->touched_peak < t.peak) {
+	uint64_t before, after = apply_total(c->kind, (int64_t)w->bytes, &before);
+	snapshot_before(c, before);
+	snapshot_before(v, before);
+	c->allocs += w->blocks;
+	c->alloc_bytes += w->bytes;
+	c->live_blocks += (int64_t)w->blocks;
+	c->live_bytes += (int64_t)w->bytes;
+	v->allocs++;			/* samples */
+	v->alloc_bytes += w->var;
+	v->live_blocks++;
+	v->live_bytes += (int64_t)w->var;
+	snapshot_after(c, before, after);
+	snapshot_after(v, before, after);
+}
+
+void ml_counters_free_sampled(struct ml_counter *c, struct ml_counter *v,
+			      const struct ml_sample_weight *w)
+{
+	uint64_t before, after = apply_total(c->kind, -(int64_t)w->bytes, &before);
+	snapshot_before(c, before);
+	snapshot_before(v, before);
+	c->live_blocks -= (int64_t)w->blocks;
+	c->live_bytes -= (int64_t)w->bytes;
+	v->live_blocks--;
+	v->live_bytes -= (int64_t)w->var;
+	snapshot_after(c, before, after);
+	snapshot_after(v, before, after);
+}
+
+/* The counter's values at its kind's final peak (read at the end). */
+static void at_peak(const struct ml_counter *c, uint64_t final_peak, int64_t *bytes,
+		    int64_t *blocks)
+{
+	if (c->epoch <= final_peak) {
 		*bytes = c->live_bytes;
 		*blocks = c->live_blocks;
 	} else {
 		*bytes = c->at_peak_bytes;
 		*blocks = c->at_peak_blocks;
 	}
-	ML_ASSERT(*bytes <= t.peak);	/* a stack holds at most the kind's peak */
+}
+
+uint64_t ml_counters_peak(uint32_t kind)
+{
+	union kind_word t;
+	t.word = __sync_val_compare_and_swap(&kinds[kind].total.word, 0, 0);
+	return t.peak;
+}
+
+void ml_counters_add(struct ml_counter_sum *sum, const struct ml_counter *c,
+		     uint64_t final_peak)
+{
+	int64_t bytes, blocks;
+	ML_ASSERT(c->kind % ML_VAR_KIND < ML_KIND_COUNT);
+	at_peak(c, final_peak, &bytes, &blocks);
+	sum->allocs += c->allocs;
+	sum->alloc_bytes += c->alloc_bytes;
+	sum->live_blocks += c->live_blocks;
+	sum->live_bytes += c->live_bytes;
+	sum->peak_blocks += blocks;
+	sum->peak_bytes += bytes;
+}
+
+void ml_counters_fold(struct ml_counter *into, struct ml_counter *c)
+{
+	/* Both as of now: a peak after their last change holds their live
+	 * values (c's thread has ended; into changes only here, locked). */
+	ML_ASSERT(into->stack == c->stack && into->kind == c->kind);
+	uint64_t now = ml_counters_peak(c->kind % ML_VAR_KIND);	/* a variance: its kind's */
+	snapshot_before(into, now);
+	snapshot_before(c, now);
+	into->allocs += c->allocs;
+	into->alloc_bytes += c->alloc_bytes;
+	into->live_blocks += c->live_blocks;
+	into->live_bytes += c->live_bytes;
+	into->at_peak_blocks += c->at_peak_blocks;
+	into->at_peak_bytes += c->at_peak_bytes;
 }
 
 void ml_counters_totals(uint32_t kind, struct ml_kind_totals *out)
@@ -175,12 +231,4 @@ void ml_counters_totals(uint32_t kind, struct ml_kind_totals *out)
 void ml_counters_reset_totals(void)
 {
 	memset(kinds, 0, sizeof(kinds));
-}
-
-void ml_counter_reset(struct ml_counter *c)
-{
-	uint32_t stack_id = c->stack_id, kind = c->kind;
-	memset(c, 0, sizeof(*c));
-	c->stack_id = stack_id;
-	c->kind = kind;
 }

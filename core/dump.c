@@ -1,6 +1,7 @@
 /* core/dump.c - writes the profile file (common/format.h) through
  * common/writer.h: META, MODULES, FRAMES, STACKS, COUNTERS, TOTALS, TIMELINE,
- * then the rooms' own sections (rooms.c).
+ * PROCESS, WARNINGS, then the rooms' own sections (rooms.c), on the
+ * runtime's own stack (ownstack.c).
  * No malloc, no stdio: it runs at exit, before exec and in signal handlers.
  * File name: <dir>/memline.<prog>.<pid>.mlp, or .<pid>.<n>.mlp when an exec'd
  * predecessor with the same pid already wrote that name. */
@@ -23,12 +24,11 @@ static char my_path[PATH_MAX];	/* the name this process wrote, if any */
 static pid_t my_path_pid;
 static int busy;
 static volatile pid_t writer_tid;	/* the thread writing, while busy */
-static uint32_t dump_gen;
 
 /* Reads a whole small file into buf; returns its length (0 on error). */
 static size_t read_file(const char *path, char *buf, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ml_sigsafe_fd_private(open(path, O_RDONLY | O_CLOEXEC));
 	size_t len = 0;
 	if (fd < 0)
 		return 0;
@@ -84,13 +84,6 @@ static bool make_path(char *out, size_t cap, uint32_t n)
 
 /* ---- sections ---- */
 
-/* In a signal handler: map the modules of e's frames (dlopen'd ones may be
- * missing since the last refresh). */
-static void add_stack_modules(struct ml_stack_entry *e, void *arg)
-{
-	ml_modules_add_missing(e->frames, e->depth);
-}
-
 static size_t cmdline_len;
 /* Signals that wait while the profile is written (ml_dump_write). */
 static sigset_t async_fatal;
@@ -130,7 +123,7 @@ static void put_meta(uint32_t reason, int32_t status)
 		.end_reason = reason,
 		.end_status = status,
 		.max_depth = ml_config.max_depth,
-		.flags = flags,
+		.flags = flags | (ml_config.sample_bytes ? ML_META_SAMPLED : 0),
 		.exe_len = (uint32_t)exe_len,
 		.argv_len = (uint32_t)argv_len,
 		.argc = argc,
@@ -156,189 +149,6 @@ static void put_module(const struct ml_module_rec *m, void *arg)
 	ml_writer_record(&writer);
 }
 
-static bool counter_used(const struct ml_counter *c)
-{
-	return c && (c->allocs || c->frees || c->live_blocks);
-}
-
-static bool stack_used(const struct ml_stack_entry *e)
-{
-	bool used = false;
-	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
-		used |= counter_used(e->counter[k]);
-	return used;
-}
-
-/* ---- the call-site trie (ML_SEC_FRAMES) ----
- * Built at write time from the stacks that are written, outermost frame
- * first: a node per distinct (parent, address), found again through an
- * open-addressing table of node numbers.  Its memory comes from the arena
- * (no malloc: this may run in a signal handler) and is kept for the next
- * dump (exec, fork child) when big enough. */
-struct trie {
-	struct ml_fmt_frame *nodes;	/* [1..n]; [0] unused */
-	uint32_t *slots;		/* node numbers, 0: empty */
-	uint32_t n, cap;		/* nodes made; room for cap */
-	uint64_t mask;			/* slots - 1, a power of two minus 1 */
-};
-
-static struct trie trie;
-static void *scratch;
-static size_t scratch_size;
-
-static void sum_depths(struct ml_stack_entry *e, void *arg)
-{
-	if (stack_used(e))
-		*(uint64_t *)arg += e->depth;
-}
-
-/* Room for frames nodes (every frame of every used stack, plus slack for
- * stacks that become used while the trie is built).  False when there is
- * no memory for it: the dump then writes unshared nodes (put_chain). */
-static bool trie_prepare(uint64_t frames)
-{
-	uint64_t cap = frames + frames / 8 + 1024, slots = 1;
-	if (cap > (1u << 30))
-		return false;
-	while (slots < cap * 2)
-		slots <<= 1;
-	size_t need = (size_t)(cap + 1) * sizeof(struct ml_fmt_frame) +
-		(size_t)slots * sizeof(uint32_t);
-	if (need > scratch_size) {
-		/* Past what is needed, so the next dump likely fits. */
-		void *p = ml_arena_alloc(need + need / 4);
-		if (!p)
-			return false;
-		scratch = p;
-		scratch_size = need + need / 4;
-	}
-	trie.nodes = scratch;
-	trie.slots = (uint32_t *)(trie.nodes + cap + 1);
-	memset(trie.slots, 0, (size_t)slots * sizeof(uint32_t));
-	trie.n = 0;
-	trie.cap = (uint32_t)cap;
-	trie.mask = slots - 1;
-	return true;
-}
-
-static uint64_t trie_hash(uint32_t parent, uint64_t address)
-{
-	uint64_t h = (address ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-	return h ^ (h >> 31);
-}
-
-/* The node (parent, address), made if new; 0 when the trie is full. */
-static uint32_t trie_node(uint32_t parent, uint64_t address)
-{
-	for (uint64_t i = trie_hash(parent, address) & trie.mask;; i = (i + 1) & trie.mask) {
-		uint32_t id = trie.slots[i];
-		if (!id)
-			break;
-		if (trie.nodes[id].parent == parent && trie.nodes[id].address == address)
-			return id;
-	}
-	if (trie.n == trie.cap)
-		return 0;
-	uint32_t id = ++trie.n;
-	trie.nodes[id] = (struct ml_fmt_frame){ .parent = parent, .address = address };
-	for (uint64_t i = trie_hash(parent, address) & trie.mask;; i = (i + 1) & trie.mask)
-		if (!trie.slots[i]) {
-			trie.slots[i] = id;
-			break;
-		}
-	return id;
-}
-
-/* Adds e's frames, outermost first, and marks e as written with its leaf. */
-static void trie_add_stack(struct ml_stack_entry *e, void *arg)
-{
-	if (!stack_used(e))
-		return;
-	uint32_t leaf = 0;
-	for (uint32_t f = e->depth; f-- > 0;) {
-		leaf = trie_node(leaf, e->frames[f]);
-		if (!leaf)
-			return;	/* full (a stack used since sum_depths): not written */
-	}
-	e->dump_leaf = leaf;
-	e->dump_mark = dump_gen;
-}
-
-/* Without memory for the trie: each stack's frames as a chain of its own,
- * written as they are made. */
-static void put_chain(struct ml_stack_entry *e, void *arg)
-{
-	uint32_t *n = arg, leaf = 0;
-	if (!stack_used(e))
-		return;
-	for (uint32_t f = e->depth; f-- > 0;) {
-		struct ml_fmt_frame r = { .parent = leaf, .address = e->frames[f] };
-		ml_writer_put(&writer, &r, sizeof(r));
-		ml_writer_record(&writer);
-		leaf = ++*n;
-	}
-	e->dump_leaf = leaf;
-	e->dump_mark = dump_gen;
-}
-
-/* ML_SEC_FRAMES: every used stack's frames; marks those stacks. */
-static void put_frames(void)
-{
-	uint64_t frames = 0;
-	ml_stacktab_foreach(sum_depths, &frames);
-	ml_writer_begin(&writer, ML_SEC_FRAMES);
-	if (trie_prepare(frames)) {
-		ml_stacktab_foreach(trie_add_stack, NULL);
-		for (uint32_t id = 1; id <= trie.n; id++) {
-			ml_writer_put(&writer, &trie.nodes[id], sizeof(trie.nodes[id]));
-			ml_writer_record(&writer);
-		}
-	} else {
-		uint32_t n = 0;
-		ml_stacktab_foreach(put_chain, &n);
-	}
-	ml_writer_end(&writer);
-}
-
-static void put_stack(struct ml_stack_entry *e, void *arg)
-{
-	if (e->dump_mark != dump_gen)
-		return;
-	struct ml_fmt_stack r = { .id = e->id, .depth = e->depth, .flags = e->flags,
-				  .leaf = e->dump_leaf };
-	ml_writer_put(&writer, &r, sizeof(r));
-	ml_writer_record(&writer);
-}
-
-static void put_counters(struct ml_stack_entry *e, void *arg)
-{
-	struct ml_fmt_total *totals = arg;
-	if (e->dump_mark != dump_gen)
-		return;		/* not in the STACKS section */
-	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
-		const struct ml_counter *c = e->counter[k];
-		if (!counter_used(c))
-			continue;
-		struct ml_fmt_counter r = {
-			.stack_id = e->id, .kind = k,
-			.allocs = c->allocs, .alloc_bytes = c->alloc_bytes,
-			.frees = c->frees, .freed_bytes = c->freed_bytes,
-			.live_blocks = c->live_blocks, .live_bytes = c->live_bytes,
-		};
-		ml_counters_at_peak(c, &r.peak_bytes, &r.peak_blocks);
-		ml_writer_put(&writer, &r, sizeof(r));
-		ml_writer_record(&writer);
-		struct ml_fmt_total *t = &totals[k];
-		t->reserved = 1;	/* seen; cleared before writing */
-		t->allocs += r.allocs;
-		t->alloc_bytes += r.alloc_bytes;
-		t->frees += r.frees;
-		t->freed_bytes += r.freed_bytes;
-		t->live_blocks += r.live_blocks;
-		t->live_bytes += r.live_bytes;
-	}
-}
-
 static void put_totals(struct ml_fmt_total *totals)
 {
 	ml_writer_begin(&writer, ML_SEC_TOTALS);
@@ -350,6 +160,13 @@ static void put_totals(struct ml_fmt_total *totals)
 		ml_counters_totals(k, &kt);
 		t->kind = k;
 		t->reserved = 0;
+		if (ml_config.sample_bytes) {	/* the counters' fixed point, in blocks */
+			uint64_t u = ML_SAMPLE_UNIT;
+			uint64_t allocs = (t->allocs + u / 2) / u, live = (t->live_blocks + u / 2) / u;
+			t->allocs = allocs;
+			t->live_blocks = live;
+			t->frees = allocs - live;
+		}
 		t->peak_bytes = kt.peak_bytes;
 		t->peak_time_ns = kt.peak_tsc > ml_clock_start_tsc() ?
 			ml_clock_tsc_to_ns(kt.peak_tsc - ml_clock_start_tsc()) : 0;
@@ -385,6 +202,25 @@ static void put_timeline(const struct ml_fmt_total *totals)
 	ml_writer_end(&writer);
 }
 
+/* RUNTIME: what memline itself holds (format.h). */
+static void put_runtime(void)
+{
+	struct ml_fmt_runtime r = {
+		.live_table_bytes = ml_livetab_bytes(),
+		.live_blocks = ml_livetab_count(),
+		.stack_bytes = ml_stacktab_bytes(),
+		.stack_nodes = ml_stacktab_count(),
+		.counter_bytes = ml_thread_bytes(),
+		.counters = ml_thread_counter_count(),
+		.arena_bytes = ml_arena_used(),
+		.threads = ml_thread_count(),
+	};
+	ml_writer_begin(&writer, ML_SEC_RUNTIME);
+	ml_writer_put(&writer, &r, sizeof(r));
+	ml_writer_record(&writer);
+	ml_writer_end(&writer);
+}
+
 /* Gives the file its final name; see the file comment. */
 static int commit(void)
 {
@@ -415,7 +251,7 @@ static int write_all_sections(uint32_t reason, int32_t status)
 		ml_dump_init();
 	if (!make_path(path, sizeof(path), 0))
 		return -ENAMETOOLONG;
-	int rc = ml_writer_open(&writer, path);
+	int rc = ml_writer_open(&writer, path, ml_config.file_mode);
 	if (rc == -EEXIST) {
 		/* A temporary left by an exec'd predecessor (same pid) that died
 		 * while writing: it is ours to remove. */
@@ -427,29 +263,24 @@ static int write_all_sections(uint32_t reason, int32_t status)
 		    ml_sigsafe_append(tmp, sizeof(tmp), &pos, ".tmp.") &&
 		    ml_sigsafe_append(tmp, sizeof(tmp), &pos, num))
 			unlink(tmp);
-		rc = ml_writer_open(&writer, path);
+		rc = ml_writer_open(&writer, path, ml_config.file_mode);
 	}
 	if (rc < 0)
 		return rc;
 	if (reason != ML_END_SIGNAL)	/* dl_iterate_phdr takes the loader lock */
 		ml_modules_refresh();
 	else	/* lock-free: only the modules our stacks point into */
-		ml_stacktab_foreach(add_stack_modules, NULL);
-	dump_gen++;
-	ml_stacktab_check_ids();	/* debug builds */
+		ml_dump_modules_of_stacks();
 	put_meta(reason, status);
 	ml_writer_begin(&writer, ML_SEC_MODULES);
 	ml_modules_foreach(put_module, NULL);
 	ml_writer_end(&writer);
-	put_frames();
-	ml_writer_begin(&writer, ML_SEC_STACKS);
-	ml_stacktab_foreach(put_stack, NULL);
-	ml_writer_end(&writer);
-	ml_writer_begin(&writer, ML_SEC_COUNTERS);
-	ml_stacktab_foreach(put_counters, totals);
-	ml_writer_end(&writer);
+	ml_dump_stacks(&writer, totals);
 	put_totals(totals);
 	put_timeline(totals);
+	put_runtime();
+	ml_procinfo_put_section(&writer);
+	ml_warn_put_section(&writer);
 	ml_rooms_write_sections(&writer);	/* lineprof's samples and regions, ... */
 	ml_notes_write(&writer);
 	rc = commit();
@@ -472,6 +303,38 @@ void ml_dump_wait_other(void)
 		nanosleep(&ms, NULL);
 }
 
+/* What the writer reports back from the runtime's own stack. */
+struct write_job {
+	uint32_t reason;
+	int32_t status;
+};
+
+/* Says in one line why the profile could not be written. */
+static void warn_failed(int rc)
+{
+	char msg[PATH_MAX + 160];
+	size_t pos = 0;
+	msg[0] = '\0';
+	ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
+	ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
+	ml_sigsafe_append(msg, sizeof(msg), &pos, ": ");
+	ml_sigsafe_append_errno(msg, sizeof(msg), &pos, -rc);	/* in words, no malloc */
+	if (rc == -EFBIG)
+		ml_sigsafe_append(msg, sizeof(msg), &pos,
+				  " (it would pass the file size limit, RLIMIT_FSIZE)");
+	ml_warn(msg);
+}
+
+static int write_job_run(void *arg)
+{
+	const struct write_job *job = arg;
+	int rc = write_all_sections(job->reason, job->status);
+	ml_stacktab_verify_report();
+	if (rc < 0)
+		warn_failed(rc);
+	return rc;
+}
+
 int ml_dump_write(uint32_t reason, int32_t status)
 {
 	/* The signals that end a process from outside wait until the file is
@@ -492,18 +355,10 @@ int ml_dump_write(uint32_t reason, int32_t status)
 	bool guarded = ml_guard_enter_always();
 	ML_ASSERT(ml_guard_held());	/* nothing the writer does is recorded */
 	int saved_errno = errno;
-	int rc = write_all_sections(reason, status);
-	if (rc < 0) {
-		/* In words, without strerror (it may allocate). */
-		char msg[PATH_MAX + 128];
-		size_t pos = 0;
-		msg[0] = '\0';
-		ml_sigsafe_append(msg, sizeof(msg), &pos, "cannot write the profile in ");
-		ml_sigsafe_append(msg, sizeof(msg), &pos, ml_config.output_dir);
-		ml_sigsafe_append(msg, sizeof(msg), &pos, ": ");
-		ml_sigsafe_append_errno(msg, sizeof(msg), &pos, -rc);
-		ml_warn(msg);
-	}
+	/* On the runtime's own stack: the caller's may be a small alternate
+	 * signal stack or a coroutine's. */
+	struct write_job job = { reason, status };
+	int rc = ml_ownstack_run(write_job_run, &job);
 	errno = saved_errno;
 	if (guarded)
 		ml_guard_exit();

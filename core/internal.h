@@ -24,6 +24,14 @@ void ml_config_load(void);
 void ml_config_unpreload(void);
 
 /* ---- warn.c (ml_warn, ml_warn_once: core.h) ---- */
+/* Notes what descriptor 2 is (start-up): warnings are printed only while
+ * it stays that stream. */
+void ml_warn_init(void);
+/* Writes the WARNINGS section (the warnings of this process, and whether
+ * each was printed).  Async-signal-safe. */
+void ml_warn_put_section(struct ml_writer *w);
+/* In a fork child: the parent's warnings are not the child's. */
+void ml_warn_after_fork(void);
 /* Marks the run degraded (ML_META_DEGRADED) and warns once per process;
  * allocations are no longer recorded. */
 void ml_degrade(const char *msg);
@@ -35,17 +43,116 @@ size_t ml_arena_used(void);
 /* After fork in the child: reset the lock (memory stays). */
 void ml_arena_after_fork(void);
 
-/* ---- counters.c: per (stack, kind) counters and the exact peak. ---- */
+/* ---- stacktab.c: call stacks as paths of one call-site trie ---- */
+/* Stack ids are trie node ids.  Three roots, none of them a frame: */
+#define ML_NODE_ROOT 1u		/* whole stacks hang below it (the empty stack) */
+#define ML_NODE_ROOT_TRUNCATED 2u	/* stacks cut at the depth limit */
+#define ML_NODE_LOST 3u		/* the stack of allocations whose stack could not
+					 * be kept (no memory for it): counted, no frames */
+#define ML_NODE_FIRST 4u		/* the first node that is a frame */
+#define ML_NODES_MAX (1u << 30)
+
+/* Per thread: the path interned last, outermost frame first, so the next
+ * stack looks up only the frames in which it differs; and a direct-mapped
+ * copy of the (parent, address) -> node lookups it made last (node ids
+ * never change, so entries never go stale). */
+#define ML_CHILD_CACHE 512u
+struct ml_child_slot {
+	uint64_t address;
+	uint32_t parent, node;
+};
+struct ml_intern_cache {
+	uint32_t depth;			/* valid entries */
+	uint32_t root;			/* ML_NODE_ROOT* they hang below; 0: none */
+	uint64_t frames[ML_DEPTH_MAX];
+	uint32_t nodes[ML_DEPTH_MAX];
+	struct ml_child_slot child[ML_CHILD_CACHE];
+};
+
+/* Creates the trie (idempotent).  Returns 0 or -ENOMEM. */
+int ml_stacktab_init(void);
+/* The stack id of frames[0..depth) (innermost first; depth <= ML_DEPTH_MAX),
+ * below ML_NODE_ROOT_TRUNCATED when flags has ML_STACK_TRUNCATED, else
+ * ML_NODE_ROOT; ML_NODE_LOST when there is no memory for its new nodes.
+ * cache is the calling thread's.  Thread-safe; lock-free unless a node is
+ * new; never allocates through malloc. */
+uint32_t ml_stacktab_intern(struct ml_intern_cache *cache, const uint64_t *frames,
+			    uint32_t depth, uint32_t flags);
+/* The node (parent, address), made if new; 0 when there is no room.
+ * Thread-safe; lock-free unless new. */
+uint32_t ml_stacktab_child(uint32_t parent, uint64_t address);
+/* The same through the thread's cache c. */
+static inline uint32_t ml_stacktab_child_cached(struct ml_intern_cache *c, uint32_t parent,
+						uint64_t address)
+{
+	uint64_t h = (address ^ parent) * 0x9e3779b97f4a7c15ull;
+	struct ml_child_slot *cs = &c->child[h >> (64 - 9)];
+	_Static_assert(ML_CHILD_CACHE == 1u << 9, "9 bits");
+	if (__builtin_expect(cs->address == address && cs->parent == parent, 1))
+		return cs->node;
+	uint32_t node = ml_stacktab_child(parent, address);
+	if (node) {
+		cs->address = address;
+		cs->parent = parent;
+		cs->node = node;
+	}
+	return node;
+}
+/* The stack id of the calling thread's stack, captured and interned with
+ * the thread's cache (the walker's own node cache when it can, else a
+ * capture into a buffer, the rooms' decorations, ml_stacktab_intern). */
+uint32_t ml_stacktab_here(struct ml_intern_cache *cache);
+/* MEMLINE_VERIFY_UNWIND: one line on stderr, how many stacks were checked
+ * and how many differed (at each profile write). */
+void ml_stacktab_verify_report(void);
+/* The highest node id so far (ids are dense from 1, parents before their
+ * children). */
+uint32_t ml_stacktab_count(void);
+/* Node id's caller (0 for a root) and frame address. */
+void ml_stacktab_node(uint32_t id, uint32_t *parent, uint64_t *address);
+/* The frames from node id up to its root (0 for a root). */
+uint32_t ml_stacktab_depth(uint32_t id);
+/* The root id hangs below (ML_NODE_ROOT, _TRUNCATED or _LOST). */
+uint32_t ml_stacktab_root(uint32_t id);
+/* Bytes of memory the trie holds (nodes and indexes). */
+uint64_t ml_stacktab_bytes(void);
+/* In a fork child: release the insert lock. */
+void ml_stacktab_after_fork(void);
+/* Captures the calling thread's stack (the fast walker, else libunwind),
+ * dropping frames inside [skip_lo, skip_hi) at the innermost end, at most
+ * max_depth frames.  Returns the depth; *flags gets ML_STACK_TRUNCATED if
+ * cut.  Used only by the unit tests: the runtime uses _raw below. */
+uint32_t ml_stacktab_capture(uint64_t *frames, uint32_t max_depth, uint32_t *flags);
+/* The same without a copy: unwinds into buf (ML_CAPTURE_BUF slots); the
+ * stack is buf[*skip .. *skip + depth). */
+#define CAPTURE_SLACK 16u		/* room for the runtime's own frames */
+#define ML_CAPTURE_BUF (ML_DEPTH_MAX + CAPTURE_SLACK + 1)
+uint32_t ml_stacktab_capture_raw(uint64_t *buf, uint32_t max_depth, uint32_t *flags,
+				 uint32_t *skip);
+/* The address range whose innermost frames capture drops (libmemline). */
+void ml_stacktab_set_skip(uint64_t lo, uint64_t hi);
+
+struct ml_sample_weight;
+/* ---- counters.c: counters per (stack, kind), per thread, and the exact
+ * peak.  ---- */
+/* One thread's counts for one (stack, kind): 64 bytes.  Only its thread
+ * writes it (or, after the thread ended, the fold).  Live values may be
+ * negative in one thread's counter (a block freed by another thread than
+ * the one that allocated it); sums over threads are not. */
 struct ml_counter {
-	ml_spin_t lock;
-	uint32_t stack_id;
+	uint32_t stack;
 	uint32_t kind;
 	uint64_t allocs, alloc_bytes;
-	uint64_t frees, freed_bytes;
-	uint64_t live_blocks, live_bytes;
-	uint64_t at_peak_blocks, at_peak_bytes;	/* valid when touched_peak == final peak */
-	uint64_t touched_peak;		/* the kind's peak value when at_peak_* was taken */
-	bool touched;			/* at_peak_* was ever taken (peak 0 is a value too) */
+	int64_t live_blocks, live_bytes;
+	int64_t at_peak_blocks, at_peak_bytes;	/* valid when epoch == final peak + 1 */
+	uint64_t epoch;			/* the kind's peak + 1 when at_peak_* was taken; 0: never */
+};
+
+/* A (stack, kind)'s counters summed over threads, at the end. */
+struct ml_counter_sum {
+	uint64_t allocs, alloc_bytes;
+	int64_t live_blocks, live_bytes;
+	int64_t peak_blocks, peak_bytes;
 };
 
 /* A snapshot of a kind's running totals (kept in counters.c as 16-byte
@@ -56,67 +163,199 @@ struct ml_kind_totals {
 	uint64_t peak_tsc;		/* when peak_bytes was set (raw TSC), 0 if never */
 };
 
-/* Applies one allocation (+size) to c.  Thread-safe.  Returns nothing;
- * exact under any interleaving (see DESIGN.md, lazy snapshot). */
+/* Applies one allocation (+size) to c, the calling thread's counter.
+ * Exact under any interleaving of threads (see the file comment). */
 void ml_counters_alloc(struct ml_counter *c, uint64_t size);
-/* Applies one free of size bytes to c. */
+/* Applies one free of size bytes to c (the calling thread's). */
 void ml_counters_free(struct ml_counter *c, uint64_t size);
 /* A move (realloc): the free of old_size from from and the allocation of
- * new_size to to, as one event for the kind's peak.  from and to have the
- * same kind; they may be the same counter. */
+ * new_size to to, as one event for the kind's peak.  Both are the calling
+ * thread's, of the same kind; they may be the same counter. */
 void ml_counters_move(struct ml_counter *from, uint64_t old_size,
 		      struct ml_counter *to, uint64_t new_size);
-/* Bytes and blocks of c live at its kind's final peak (read at the end). */
-void ml_counters_at_peak(const struct ml_counter *c, uint64_t *bytes, uint64_t *blocks);
+/* The kind's peak so far (its highest total of live bytes). */
+uint64_t ml_counters_peak(uint32_t kind);
+/* Adds c's values to sum, its bytes at the peak as of final_peak. */
+void ml_counters_add(struct ml_counter_sum *sum, const struct ml_counter *c,
+		     uint64_t final_peak);
+/* A sampled block (weight w) allocated under c, its variance under v (the
+ * variance counter of the same stack and kind): one event for the peak. */
+void ml_counters_alloc_sampled(struct ml_counter *c, struct ml_counter *v,
+			       const struct ml_sample_weight *w);
+/* Its free. */
+void ml_counters_free_sampled(struct ml_counter *c, struct ml_counter *v,
+			      const struct ml_sample_weight *w);
+/* Folds c (an ended thread's) into into (same stack and kind). */
+void ml_counters_fold(struct ml_counter *into, struct ml_counter *c);
 /* A snapshot of the kind's totals. */
 void ml_counters_totals(uint32_t kind, struct ml_kind_totals *out);
 /* Zeroes the kind totals (start-up, fork child). */
 void ml_counters_reset_totals(void);
-/* Zeroes one counter (fork child). */
-void ml_counter_reset(struct ml_counter *c);
 
-/* ---- stacktab.c: deduplicated call stacks (lock-free hash table). ---- */
-struct ml_stack_entry {
-	uint64_t hash;
-	uint32_t id;			/* > 0 */
-	uint16_t depth;
-	uint16_t flags;			/* ML_STACK_* */
-	uint32_t dump_mark;		/* dump.c: written in the current dump */
-	uint32_t dump_leaf;		/* dump.c: its ML_SEC_FRAMES leaf in that dump */
-	struct ml_stack_entry *next;	/* stacktab.c: every entry, newest first */
-	struct ml_counter *counter[ML_KIND_COUNT];	/* created on first use */
-	uint64_t frames[];		/* innermost first */
+/* ---- thread.c: the per-thread state, and the side stack ---- */
+struct ml_counter_chunk;
+#define ML_COUNTER_CACHE 1024u
+struct ml_thread {
+	struct ml_thread *next;		/* every state ever made */
+	struct ml_thread *next_free;	/* free list, or the ended threads' list */
+	int32_t tid;			/* the kernel thread using it */
+	int ended;			/* its thread's end ran: given back once it is gone */
+	uint64_t side_lo, side_hi;	/* the side stack (0, 0: none) */
+	struct ml_counter **index;	/* (stack, kind) -> counter, open addressing */
+	uint32_t index_bits;
+	uint32_t n_counters;
+	struct ml_counter_chunk *volatile chunks;	/* the counters, newest chunk first */
+	struct ml_counter_chunk *spare;	/* chunks of an earlier thread, to reuse */
+	volatile int alive;		/* a thread runs with this state */
+	volatile int in_event;		/* the owner is inside an unlocked event */
+	int64_t sample_left;		/* --sample: bytes to the next sample point */
+	uint64_t rng;			/* --sample: the thread's random stream */
+	uint64_t all_allocs, all_bytes;	/* --sample: every allocation, exactly */
+	struct ml_counter *counter_cache[ML_COUNTER_CACHE];	/* direct-mapped */
+	void *walk;			/* unwind.c's record of the last walk */
+	struct ml_intern_cache intern;
+};
+extern __thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")));
+
+/* The calling thread's state, made on first use; NULL when out of memory.
+ * Async-signal-safe (mmap). */
+struct ml_thread *ml_thread_make(void);
+static inline struct ml_thread *ml_thread_self(void)
+{
+	struct ml_thread *t = ml_tl_thread;
+	return __builtin_expect(t != NULL, 1) ? t : ml_thread_make();
+}
+struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, uint32_t kind);
+/* The calling thread's counter for (stack, kind), made on first use; NULL
+ * when out of memory.  t is ml_thread_self(). */
+static inline struct ml_counter *ml_thread_counter(struct ml_thread *t, uint32_t stack,
+						  uint32_t kind)
+{
+	uint32_t i = (uint32_t)(((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull >> 54);
+	_Static_assert(ML_COUNTER_CACHE == 1024u, "10 bits");
+	struct ml_counter *c = t->counter_cache[i];
+	if (__builtin_expect(c && c->stack == stack && c->kind == kind, 1))
+		return c;
+	c = ml_thread_counter_slow(t, stack, kind);
+	t->counter_cache[i] = c;
+	return c;
+}
+/* Calls fn for every counter of every thread, ended ones included (their
+ * folded counts).  Safe while other threads record (they may be counted
+ * a moment apart); async-signal-safe. */
+void ml_thread_foreach_counter(void (*fn)(const struct ml_counter *c, void *arg), void *arg);
+/* The number of counters in all threads' tables, an upper bound of what
+ * ml_thread_foreach_counter visits (plus those made meanwhile). */
+uint64_t ml_thread_counter_count(void);
+/* Bytes of memory held by per-thread state (counters and their indexes,
+ * the states themselves; not the side stacks). */
+uint64_t ml_thread_bytes(void);
+/* --sample: every allocation of every thread (ended ones too), exactly. */
+void ml_thread_all_allocs(uint64_t *allocs, uint64_t *bytes);
+/* Thread states made so far (each with a side stack). */
+uint64_t ml_thread_count(void);
+/* In a fork child: only the calling thread remains; forget every count. */
+void ml_thread_after_fork(void);
+/* One recording thread, no atomics.  While a single thread has recorded
+ * anything (the owner), its events update the live table and the totals
+ * with plain loads and stores: no lock, no cmpxchg16b, nothing another
+ * thread could race with.  The first event of a second thread switches
+ * the process to atomics for good: it sets ml_mt, forces a memory barrier
+ * on every thread of the process (membarrier(2), private expedited), then
+ * waits for the owner to leave the event it may be in.  Where membarrier
+ * is not available, ml_mt is set from the start. */
+extern volatile int ml_mt;
+extern __thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
+extern __thread int ml_tl_owner __attribute__((tls_model("initial-exec")));
+struct ml_thread *ml_thread_owner_state(void);
+/* Around one recording event of the calling thread: plain mode when it is
+ * the owner and the process has one recording thread. */
+static inline void ml_event_begin(void)
+{
+	if (__builtin_expect(ml_tl_owner, 1)) {
+		struct ml_thread *t = ml_tl_thread;
+		t->in_event = 1;
+		/* (x86 may let this load pass the store above: the switching
+		 * thread's membarrier closes that gap) */
+		__asm__ volatile("" ::: "memory");
+		if (__builtin_expect(!__atomic_load_n(&ml_mt, __ATOMIC_RELAXED), 1)) {
+			ml_tl_plain = 1;
+			return;
+		}
+		__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
+	}
+}
+static inline void ml_event_end(void)
+{
+	if (ml_tl_plain) {
+		ml_tl_plain = 0;
+		__asm__ volatile("" ::: "memory");
+		__atomic_store_n(&ml_tl_thread->in_event, 0, __ATOMIC_RELEASE);
+	}
+}
+/* At start-up: registers for membarrier, or sets ml_mt. */
+void ml_thread_mode_init(void);
+
+/* The calling thread ends (threads.c): its state, which its last events
+ * (later thread-exit destructors, the program's pthread key destructors)
+ * still use, is given back for another thread once the thread is gone. */
+void ml_thread_state_ending(void);
+
+/* Runs fn(arg) on the calling thread's side stack (when it is not on it
+ * already and has one; else right here) and returns its result. */
+long ml_thread_on_side_stack(long (*fn)(void *), void *arg);
+
+/* ---- sampling.c: --sample BYTES (see the file comment) ---- */
+/* Blocks counts of sampled profiles are fixed point: 1 block = this. */
+#define ML_SAMPLE_UNIT 1024u
+/* The variance counter of (stack, kind) is the counter (stack, kind +
+ * ML_VAR_KIND): its bytes are variances (bytes^2), its blocks samples. */
+#define ML_VAR_KIND 16u
+struct ml_sample_weight {
+	uint64_t bytes;		/* s / p, rounded */
+	uint64_t blocks;	/* ML_SAMPLE_UNIT / p, rounded */
+	uint64_t var;		/* (s/p) (s/p - s): its share of the variance */
+};
+/* At start-up (config read). */
+void ml_sampling_init(void);
+/* The seed the run used (MEMLINE_SAMPLE_SEED, or one from the clock). */
+uint64_t ml_sampling_seed(void);
+/* A new thread state's stream and first gap; index: the how-manieth state. */
+void ml_sampling_thread_start(struct ml_thread *t, uint64_t index);
+/* An exponential gap of mean sample_bytes, from t's stream. */
+int64_t ml_sampling_gap(struct ml_thread *t);
+/* What a sampled block of size bytes counts for. */
+struct ml_sample_weight ml_sampling_weight(uint64_t size);
+/* The filter of sampled blocks' addresses (frees of others stop there). */
+void ml_sampling_filter_add(uint64_t addr);
+void ml_sampling_filter_remove(uint64_t addr);
+/* False: addr is certainly not a sampled block.  Lock-free. */
+bool ml_sampling_maybe(uint64_t addr);
+/* In a fork child: the live table is empty, so is the filter. */
+void ml_sampling_after_fork(void);
+
+/* ---- livetab.c: live blocks, (address, kind) -> (size, stack). ---- */
+struct ml_live_block {
+	uint64_t addr;		/* 0: none */
+	uint64_t size;
+	uint32_t stack;
+	uint32_t kind;
 };
 
-/* Creates the table (idempotent).  Returns 0 or -ENOMEM. */
-int ml_stacktab_init(void);
-/* Interns frames[0..depth); returns the entry (new or existing), or NULL
- * when out of space.  Thread-safe, lock-free.  Never allocates through
- * malloc. */
-struct ml_stack_entry *ml_stacktab_intern(const uint64_t *frames, uint32_t depth,
-					  uint32_t flags);
-/* Captures the calling thread's stack (libunwind), dropping frames inside
- * [skip_lo, skip_hi) at the innermost end, at most max_depth frames.
- * Returns the depth; *flags gets ML_STACK_TRUNCATED if cut.  Used only by
- * the unit tests (tests/check_stacktab.c): the runtime uses _raw below. */
-uint32_t ml_stacktab_capture(uint64_t *frames, uint32_t max_depth, uint32_t *flags);
-/* The same without a copy: unwinds into buf (ML_CAPTURE_BUF slots); the
- * stack is buf[*skip .. *skip + depth). */
-#define CAPTURE_SLACK 16u		/* room for the runtime's own frames */
-#define ML_CAPTURE_BUF (ML_DEPTH_MAX + CAPTURE_SLACK + 1)
-uint32_t ml_stacktab_capture_raw(uint64_t *buf, uint32_t max_depth, uint32_t *flags,
-				 uint32_t *skip);
-/* The address range whose innermost frames capture drops (libmemline). */
-void ml_stacktab_set_skip(uint64_t lo, uint64_t hi);
-/* The counter of (entry, kind), created on first use; NULL if out of space. */
-struct ml_counter *ml_stacktab_counter(struct ml_stack_entry *e, uint32_t kind);
-/* Calls fn for every stack interned so far.  Safe while others insert. */
-void ml_stacktab_foreach(void (*fn)(struct ml_stack_entry *e, void *arg), void *arg);
-/* Number of distinct stacks. */
-uint32_t ml_stacktab_count(void);
-/* Debug builds: checks every stack id is unique and in range (ML_ASSERT).
- * Uses arena memory; a no-op in release builds. */
-void ml_stacktab_check_ids(void);
+/* No set-up: each shard maps its table on its first insert. */
+/* Adds (addr, kind) -> (size, stack).  Returns 0, or -ENOMEM (not added).
+ * An existing entry for the same (addr, kind) is removed first and
+ * returned in *old (old->addr = 0 if none).  Thread-safe. */
+int ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
+		      struct ml_live_block *old);
+/* Removes (addr, kind) and returns it in *out.  Returns false if unknown. */
+bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out);
+/* Live entries now (all kinds). */
+uint64_t ml_livetab_count(void);
+/* Bytes of memory the tables hold. */
+uint64_t ml_livetab_bytes(void);
+/* Forgets every entry and resets locks (fork child). */
+void ml_livetab_reset(void);
 
 /* ---- unwind.c: a cached .eh_frame walker for x86-64, libunwind's fast
  * path (see the file comment for when it declines). ---- */
@@ -130,30 +369,30 @@ int ml_unwind_init(void);
  * Never allocates through malloc; not for signal handlers that may
  * interrupt a walk on the same thread (they get -1). */
 int ml_unwind_fast(uint64_t *buf, uint32_t limit);
+/* The stack id of the calling thread's stack (frames in [skip_lo,
+ * skip_hi) at the innermost end dropped), from the walker's record of
+ * nodes: only frames that changed since the thread's previous walk are
+ * walked and looked up.  Returns 0, or -1 when it cannot (a frame it does
+ * not handle, or more than max_depth frames): then capture and intern. */
+int ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo, uint64_t skip_hi, uint32_t *stack);
+/* Forgets the previous walk kept in walk (a thread state's, handed to a
+ * new thread). */
+void ml_unwind_thread_reset(void *walk);
 /* Forgets every cached rule (after dlclose: the address may be reused). */
 void ml_unwind_flush(void);
 /* In a fork child: release the insert lock. */
 void ml_unwind_after_fork(void);
 
-/* ---- livetab.c: live blocks, address -> (size, counter). ---- */
-struct ml_live_block {
-	uint64_t addr;		/* 0 = empty slot */
-	uint64_t size;
-	struct ml_counter *counter;	/* gives stack and kind */
-};
-
-/* No set-up: each shard maps its slots on its first insert. */
-/* Adds (addr, kind).  Returns 0, or -ENOMEM (not recorded).  An existing
- * entry for the same (addr, kind) is replaced and returned in *old
- * (old->addr = 0 if none). */
-int ml_livetab_insert(uint64_t addr, uint64_t size, struct ml_counter *c,
-		      struct ml_live_block *old);
-/* Removes (addr, kind) and returns it in *out.  Returns false if unknown. */
-bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out);
-/* Live entries now (all kinds). */
-uint64_t ml_livetab_count(void);
-/* Forgets every entry and resets locks (fork child). */
-void ml_livetab_reset(void);
+/* ---- libunwind.c: libunwind without descriptors or pthread keys ---- */
+/* Sets libunwind up: its memory accessor replaced, the pipe it opened
+ * closed, its per-thread cache on.  Call once, at start-up, before any
+ * other use of libunwind.  Returns 0 or -errno. */
+int ml_libunwind_init(void);
+/* Stores the calling thread's stack into frames[0..max), innermost first,
+ * with libunwind: frame 0 is inside ml_libunwind_capture, frame 1 the
+ * return into its caller.  Returns the count (0 on failure).  Never
+ * allocates through malloc. */
+uint32_t ml_libunwind_capture(uint64_t *frames, uint32_t max);
 
 /* ---- timeline.c: total live bytes per kind over time, bounded. ---- */
 #define ML_TIMELINE_POINTS 2048u
@@ -218,6 +457,32 @@ struct ml_module_rec {
 /* Calls fn for every module known. */
 void ml_modules_foreach(void (*fn)(const struct ml_module_rec *m, void *arg), void *arg);
 
+/* ---- dump_stacks.c ---- */
+/* Writes FRAMES, STACKS and COUNTERS (every thread's counters summed) and
+ * adds each kind's sums into totals[kind] (reserved = 1 for kinds seen).
+ * Returns 0 or -ENOMEM.  Async-signal-safe. */
+int ml_dump_stacks(struct ml_writer *w, struct ml_fmt_total *totals);
+/* Adds to the module map the modules of every frame (signal handlers,
+ * where ml_modules_refresh must not run). */
+void ml_dump_modules_of_stacks(void);
+
+/* ---- ownstack.c: a stack of the runtime's own for writing the profile ---- */
+/* Maps it (start-up).  Returns 0 or -ENOMEM (then the caller's stack is
+ * used). */
+int ml_ownstack_init(void);
+/* Runs fn(arg) on the runtime's own stack and returns its result (on the
+ * caller's when there is none, or when already on it).  One caller at a
+ * time (the profile writer is serialised).  Async-signal-safe. */
+int ml_ownstack_run(int (*fn)(void *), void *arg);
+
+/* ---- procinfo.c: the process in its run and its job ---- */
+/* Reads MEMLINE_RUN_PID, the rank variables and the host name (start-up). */
+void ml_procinfo_init(void);
+/* Writes the PROCESS section.  Async-signal-safe. */
+void ml_procinfo_put_section(struct ml_writer *w);
+/* In a fork child: its parent is the process that forked it. */
+void ml_procinfo_after_fork(void);
+
 /* ---- dump.c ---- */
 /* Reads the executable's path and command line (start-up; the main thread
  * may be gone when the profile is written). */
@@ -235,6 +500,9 @@ void ml_dump_wait_other(void);
 int ml_lifecycle_write(uint32_t reason, int32_t status);
 /* The exit-time profile is out: nothing else is written. */
 bool ml_lifecycle_final_written(void);
+/* False in a vfork or clone(CLONE_VM) child that shares this memory: it
+ * must neither write the profile nor change what is written. */
+bool ml_lifecycle_is_profiled_process(void);
 
 /* ---- signals.c: the fatal-signal handler (the program-facing sigaction
  * and signal: core.h) ---- */
@@ -251,10 +519,21 @@ bool ml_signals_line_timer(void);
  * not faults, abort or SIGXFSZ).  Async-signal-safe. */
 void ml_signals_add_async(sigset_t *set, bool line_timer);
 
+/* ---- threads.c (ml_thread_watch, ml_thread_ended: core.h) ---- */
+/* Runs this thread's thread_end callbacks now (the main thread's
+ * pthread_exit, which glibc's thread-exit destructors do not see). */
+void ml_thread_end_now(void);
+
+/* ---- sigclaim.c (ml_signals_claim, ml_signals_release: core.h) ---- */
+/* True when a room has claimed sig; *view is then the action the program
+ * reads back. */
+bool ml_signals_claimed(int sig, struct sigaction *view);
+
 /* ---- rooms.c: the registry (struct ml_room: core.h) ---- */
 void ml_rooms_start(void);
 void ml_rooms_fork_child(void);
 void ml_rooms_signal_taken(int sig);
+void ml_rooms_thread_end(void);
 void ml_rooms_write_sections(struct ml_writer *w);
 /* Rooms' decorate_stack callbacks, in order (ml_core_decorate_stack). */
 uint32_t ml_rooms_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags);

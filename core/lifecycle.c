@@ -17,9 +17,16 @@ static volatile int no_write;		/* a fork child with MEMLINE_FOLLOW=0 */
  * (no atfork handler ran) shares or copies it, and must not write it. */
 static volatile pid_t profiled_pid;
 
+bool ml_lifecycle_is_profiled_process(void)
+{
+	/* A vfork child, or a clone(CLONE_VM) child, runs in this memory with
+	 * a pid of its own: nothing it does may touch this process's state. */
+	return getpid() == profiled_pid;
+}
+
 int ml_lifecycle_write(uint32_t reason, int32_t status)
 {
-	if (no_write || !ml_core_active || getpid() != profiled_pid)
+	if (no_write || !ml_core_active || !ml_lifecycle_is_profiled_process())
 		return 0;
 	return ml_dump_write(reason, status);
 }
@@ -100,7 +107,7 @@ out:
 
 __attribute__((destructor)) static void ml_lifecycle_fini(void)
 {
-	if (final_written)
+	if (final_written || !ml_lifecycle_is_profiled_process())
 		return;
 	uint32_t reason = end_reason;
 	if (!reason)
@@ -114,13 +121,15 @@ __attribute__((destructor)) static void ml_lifecycle_fini(void)
 
 void ml_lifecycle_main_returned(int status)
 {
+	if (!ml_lifecycle_is_profiled_process())
+		return;
 	end_status = status;
 	end_reason = ML_END_EXIT;
 }
 
 void ml_lifecycle_exit_called(int status)
 {
-	if (!end_reason) {
+	if (!end_reason && ml_lifecycle_is_profiled_process()) {
 		end_status = status;
 		end_reason = ML_END_EXIT;
 	}
@@ -128,7 +137,7 @@ void ml_lifecycle_exit_called(int status)
 
 void ml_lifecycle_underscore_exit(int status)
 {
-	if (!final_written) {
+	if (!final_written && ml_lifecycle_is_profiled_process()) {
 		ml_lifecycle_write(ML_END_UNDERSCORE_EXIT, status);
 		final_written = 1;
 	}
@@ -152,8 +161,10 @@ void ml_lifecycle_quick_exit_handlers_done(void)
 
 void ml_lifecycle_thread_exit(void)
 {
-	if (syscall(SYS_gettid) == getpid())
-		main_thread_exited = 1;
+	if (syscall(SYS_gettid) != getpid() || !ml_lifecycle_is_profiled_process())
+		return;	/* glibc's thread-exit destructors see it (threads.c) */
+	main_thread_exited = 1;
+	ml_thread_end_now();
 }
 
 void ml_lifecycle_before_exec(void)

@@ -41,6 +41,13 @@ void ml_rooms_signal_taken(int sig)
 			rooms[i]->signal_taken(sig);
 }
 
+void ml_rooms_thread_end(void)
+{
+	for (uint32_t i = 0; i < n_rooms; i++)
+		if (rooms[i]->thread_end)
+			rooms[i]->thread_end();
+}
+
 void ml_rooms_write_sections(struct ml_writer *w)
 {
 	for (uint32_t i = 0; i < n_rooms; i++)

@@ -35,8 +35,15 @@ static void on_fatal(int sig, siginfo_t *info, void *uctx)
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
-	ours[sig] = 0;
 	ml_real_sigaction(sig, &dfl, NULL);
+	if (!ml_lifecycle_is_profiled_process()) {
+		/* A vfork child shares our memory (not our actions): it dies
+		 * of the signal and changes nothing of ours. */
+		raise(sig);
+		errno = saved;
+		return;
+	}
+	ours[sig] = 0;
 	/* One profile: the first fatal signal writes it, others wait for it. */
 	if (__atomic_exchange_n(&fatal_taken, 1, __ATOMIC_ACQ_REL) ||
 	    ml_lifecycle_final_written() || ml_lifecycle_write(ML_END_SIGNAL, sig) == -EBUSY)
@@ -45,6 +52,24 @@ static void on_fatal(int sig, siginfo_t *info, void *uctx)
 	 * also repeat by itself). */
 	raise(sig);
 	errno = saved;
+}
+
+void ml_signals_before_abort(void)
+{
+	if (!ours[SIGABRT] || !ml_lifecycle_is_profiled_process())
+		return;
+	/* The profile now, and SIGABRT back to its default action: abort's
+	 * signal then needs no handler frame, which a stack-overflow catcher
+	 * calling abort on a small alternate stack has no room for. */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	ours[SIGABRT] = 0;
+	ml_real_sigaction(SIGABRT, &dfl, NULL);
+	if (!__atomic_exchange_n(&fatal_taken, 1, __ATOMIC_ACQ_REL) &&
+	    !ml_lifecycle_final_written())
+		ml_lifecycle_write(ML_END_SIGNAL, SIGABRT);
 }
 
 static bool is_ours(const struct sigaction *sa)
@@ -112,6 +137,17 @@ static int program_sigaction(int sig, const struct sigaction *act, struct sigact
 
 int ml_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	struct sigaction seen;
+	if (ml_signals_claimed(sig, &seen)) {
+		int rc = 0;
+		if (act) {
+			ml_rooms_signal_taken(sig);	/* the room lets go */
+			rc = program_sigaction(sig, act, NULL);
+		}
+		if (rc == 0 && old)
+			*old = seen;
+		return rc;
+	}
 	if (act)
 		ml_rooms_signal_taken(sig);
 	return program_sigaction(sig, act, old);
@@ -120,6 +156,12 @@ int ml_signals_sigaction(int sig, const struct sigaction *act, struct sigaction 
 ml_sighandler_t ml_signals_signal(int sig, ml_sighandler_t handler)
 {
 	typedef ml_sighandler_t (*signal_fn)(int, ml_sighandler_t);
+	struct sigaction seen;
+	if (ml_signals_claimed(sig, &seen)) {
+		ml_rooms_signal_taken(sig);	/* the room lets go */
+		ml_sighandler_t got = ML_NEXT(signal_fn, "signal")(sig, handler);
+		return got == SIG_ERR ? got : seen.sa_handler;
+	}
 	ml_rooms_signal_taken(sig);
 	if (sig <= 0 || sig >= NSIG || !managed[sig] || handler != SIG_DFL) {
 		signal_fn real = ML_NEXT(signal_fn, "signal");

@@ -1,218 +1,233 @@
-/* core/stacktab.c - captures call stacks (libunwind) and deduplicates them
- * into stack ids in a lock-free open-addressing hash table.  Entries live in
- * the private arena and are never removed. */
+/* core/stacktab.c - call stacks, deduplicated as paths of one call-site trie.
+ *
+ * A stack is a node of the trie: its frames are the node's address, its
+ * parent's, ..., up to a root (outermost frame last).  Stacks that share
+ * their outer part share those nodes, so a new stack costs only the nodes
+ * of its new inner frames: 16 bytes each plus the index's 8 or so.  Two
+ * roots: ML_NODE_ROOT for whole stacks, ML_NODE_ROOT_TRUNCATED for
+ * stacks cut at the depth limit (their outermost frames are missing).
+ *
+ * Node ids are dense (1, 2, ... in creation order, a parent always before
+ * its children) and never reused; nodes live in chunks that never move.
+ * Lookups are lock-free: an open-addressing index of node ids keyed by
+ * (parent, address); an insert takes one lock, and a full index is
+ * replaced by one twice its size (the old one stays mapped for readers
+ * still probing it: they miss, take the lock, and find the node in the
+ * new one).  Each thread keeps the path it interned last (struct
+ * ml_intern_cache), so a stack that shares its outer frames with the
+ * previous one on that thread looks up only its new inner frames.
+ *
+ * Room runs out only at ML_NODES_MAX nodes or when the arena is
+ * exhausted.  A stack that cannot get its nodes then is the stack
+ * ML_NODE_LOST (a third root, no frames): its allocations are counted
+ * there, exactly, and the report says how many lost their stack. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include "core/internal.h"
 
-#define TABLE_BITS 20u			/* 1M slots, 8 MiB of address space */
-#define TABLE_SLOTS (1u << TABLE_BITS)
-#define TABLE_LIMIT (TABLE_SLOTS / 4u * 3u)	/* keep probes short */
+#define CHUNK_BITS 16u
+#define CHUNK_NODES (1u << CHUNK_BITS)
+#define MAX_CHUNKS (ML_NODES_MAX / CHUNK_NODES)
+#define INDEX_MIN_BITS 10u
 
-static struct ml_stack_entry *volatile *slots;
-static struct ml_stack_entry *all;	/* every published entry, newest first */
-static uint32_t next_id = 1;
-static uint32_t n_entries;
-static uint64_t skip_lo, skip_hi;
+/* 12 bytes: a node is its frame and its caller (depths are counted when
+ * needed: at write time, in tests). */
+struct node {
+	uint64_t address;
+	uint32_t parent;	/* 0 for the roots */
+} __attribute__((packed));
+
+struct index {
+	uint32_t bits;
+	uint32_t *slots;	/* node ids, 0 = empty */
+};
+
+static struct node *chunks[MAX_CHUNKS];
+static struct index *volatile current;
+static uint32_t n_nodes;	/* ids handed out: 1 .. n_nodes (published under lock) */
+static ml_spin_t insert_lock;
+static volatile int full_warned;
+
+static inline struct node *node_at(uint32_t id)
+{
+	return &chunks[id >> CHUNK_BITS][id & (CHUNK_NODES - 1)];
+}
+
+static inline uint64_t hash_of(uint32_t parent, uint64_t address)
+{
+	uint64_t h = (address ^ ((uint64_t)parent << 32 | parent)) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static struct index *index_new(uint32_t bits)
+{
+	struct index *ix = ml_arena_alloc(sizeof(*ix));
+	void *p = mmap(NULL, (size_t)sizeof(uint32_t) << bits, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (!ix || p == MAP_FAILED)
+		return NULL;
+	ix->bits = bits;
+	ix->slots = p;
+	return ix;
+}
+
+/* The node id (parent, address) in ix, or 0.  Lock-free. */
+static inline uint32_t find(const struct index *ix, uint32_t parent, uint64_t address)
+{
+	uint64_t mask = (1ull << ix->bits) - 1;
+	for (uint64_t i = hash_of(parent, address) & mask;; i = (i + 1) & mask) {
+		uint32_t id = __atomic_load_n(&ix->slots[i], __ATOMIC_ACQUIRE);
+		if (!id)
+			return 0;
+		const struct node *n = node_at(id);
+		if (n->address == address && n->parent == parent)
+			return id;
+	}
+}
+
+static void index_put(struct index *ix, uint32_t id)
+{
+	const struct node *n = node_at(id);
+	uint64_t mask = (1ull << ix->bits) - 1;
+	for (uint64_t i = hash_of(n->parent, n->address) & mask;; i = (i + 1) & mask)
+		if (!ix->slots[i]) {
+			__atomic_store_n(&ix->slots[i], id, __ATOMIC_RELEASE);
+			return;
+		}
+}
+
+/* Under insert_lock: a new node, or 0 when out of room. */
+static uint32_t make_node(uint32_t parent, uint64_t address)
+{
+	uint32_t id = n_nodes + 1;
+	if (id >= ML_NODES_MAX)
+		return 0;
+	if (!chunks[id >> CHUNK_BITS] &&
+	    !(chunks[id >> CHUNK_BITS] = ml_arena_alloc(CHUNK_NODES * sizeof(struct node))))
+		return 0;
+	struct index *ix = current;
+	if ((uint64_t)id * 10 > (7ull << ix->bits)) {
+		/* 70% full: a new index twice the size.  The old one stays
+		 * mapped: a reader may still be probing it. */
+		struct index *bigger = index_new(ix->bits + 1);
+		if (!bigger)
+			return 0;
+		for (uint32_t k = 1; k < id; k++)
+			index_put(bigger, k);
+		__atomic_store_n(&current, bigger, __ATOMIC_RELEASE);
+		ix = bigger;
+	}
+	struct node *n = node_at(id);
+	n->address = address;
+	n->parent = parent;
+	__atomic_store_n(&n_nodes, id, __ATOMIC_RELEASE);
+	index_put(ix, id);
+	return id;
+}
 
 int ml_stacktab_init(void)
 {
-	if (slots)
+	if (current)
 		return 0;
-	void *p = mmap(NULL, TABLE_SLOTS * sizeof(*slots), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED)
+	struct index *ix = index_new(INDEX_MIN_BITS);
+	if (!ix || !(chunks[0] = ml_arena_alloc(CHUNK_NODES * sizeof(struct node))))
 		return -ENOMEM;
-	slots = p;
+	current = ix;
+	/* Node 0 is unused; 1, 2 and 3 are the roots (no frame: address 0). */
+	n_nodes = ML_NODE_LOST;
 	if (ml_unwind_init() < 0)
 		ml_config.fast_unwind = false;
-	/* libunwind keeps a per-thread cache of unwind info: much faster. */
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	ml_libunwind_init();
 	return 0;
 }
 
-void ml_stacktab_set_skip(uint64_t lo, uint64_t hi)
+uint32_t ml_stacktab_child(uint32_t parent, uint64_t address)
 {
-	skip_lo = lo;
-	skip_hi = hi;
-}
-
-/* Inlined into both entry points so that, whichever is used, frame 0 is a
- * return address inside that entry point and frame 1 in its caller. */
-static inline __attribute__((always_inline)) uint32_t
-capture(uint64_t *buf, uint32_t max_depth, uint32_t *flags, uint32_t *skip)
-{
-	/* void * and uint64_t are the same on the 64-bit targets we build for;
-	 * unwinding straight into buf saves a copy on every allocation. */
-	_Static_assert(sizeof(void *) == sizeof(uint64_t), "64-bit only");
-	*flags = 0;
-	*skip = 0;
-	int want = (int)(max_depth + CAPTURE_SLACK + 1);
-	int n = -1;
-	if (ml_config.fast_unwind)
-		n = ml_unwind_fast(buf, (uint32_t)want);	/* cached; -1: declined */
-	if (n < 0)
-		n = unw_backtrace((void **)buf, want);
-	uint32_t s = 0;
-	if (n <= 0) {
-		/* Keep counting (totals stay exact) with an empty stack. */
-		ml_warn_once("cannot unwind the stack; some allocations have no call stack");
-		return 0;
+	uint32_t id = find(__atomic_load_n(&current, __ATOMIC_ACQUIRE), parent, address);
+	if (__builtin_expect(id != 0, 1))
+		return id;
+	ml_spin_lock(&insert_lock);
+	id = find(current, parent, address);
+	if (!id)
+		id = make_node(parent, address);
+	ml_spin_unlock(&insert_lock);
+	if (!id && !__atomic_exchange_n(&full_warned, 1, __ATOMIC_RELAXED)) {
+		__atomic_or_fetch(&ml_core_flags, ML_META_DEGRADED, __ATOMIC_RELAXED);
+		ml_warn("out of memory for new call stacks: their allocations are still counted, "
+			"without a stack (the report says how many)");
 	}
-	while (s < (uint32_t)n && buf[s] >= skip_lo && buf[s] < skip_hi)
-		s++;
-	uint32_t depth = (uint32_t)n - s;
-	if (depth > max_depth) {
-		depth = max_depth;
-		*flags |= ML_STACK_TRUNCATED;
+	return id;
+}
+
+uint32_t ml_stacktab_intern(struct ml_intern_cache *cache, const uint64_t *frames,
+			    uint32_t depth, uint32_t flags)
+{
+	uint32_t root = flags & ML_STACK_TRUNCATED ? ML_NODE_ROOT_TRUNCATED : ML_NODE_ROOT;
+	if (depth > ML_DEPTH_MAX)
+		depth = ML_DEPTH_MAX;
+	/* The path is outermost first: position p holds frames[depth - 1 - p]. */
+	uint32_t p = 0;
+	if (cache->root == root) {
+		uint32_t same = cache->depth < depth ? cache->depth : depth;
+		while (p < same && cache->frames[p] == frames[depth - 1 - p])
+			p++;
 	}
-	*skip = s;
-	return depth;
-}
-
-uint32_t ml_stacktab_capture_raw(uint64_t *buf, uint32_t max_depth, uint32_t *flags,
-				 uint32_t *skip)
-{
-	return capture(buf, max_depth, flags, skip);
-}
-
-uint32_t ml_stacktab_capture(uint64_t *frames, uint32_t max_depth, uint32_t *flags)
-{
-	uint64_t buf[ML_CAPTURE_BUF];
-	uint32_t skip;
-	uint32_t depth = capture(buf, max_depth, flags, &skip);
-	memcpy(frames, buf + skip, depth * sizeof(uint64_t));
-	return depth;
-}
-
-/* Four independent lanes so the multiplies overlap (the hash is on the
- * hot path of every allocation); mixed together at the end. */
-static uint64_t hash_frames(const uint64_t *frames, uint32_t depth)
-{
-	const uint64_t k = 0xff51afd7ed558ccdull;
-	uint64_t a = 0x9e3779b97f4a7c15ull ^ depth, b = 0xbf58476d1ce4e5b9ull;
-	uint64_t c = 0x94d049bb133111ebull, d = 0x2545f4914f6cdd1dull;
-	uint32_t i = 0;
-	for (; i + 4 <= depth; i += 4) {
-		a = (a ^ frames[i]) * k;
-		b = (b ^ frames[i + 1]) * k;
-		c = (c ^ frames[i + 2]) * k;
-		d = (d ^ frames[i + 3]) * k;
-	}
-	for (; i < depth; i++)
-		a = (a ^ frames[i]) * k;
-	uint64_t x = a ^ (b >> 17) ^ (b << 47) ^ (c >> 29) ^ (c << 35) ^ (d >> 41) ^ (d << 23);
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 32;
-	x *= k;
-	x ^= x >> 29;
-	return x;
-}
-
-static bool same(const struct ml_stack_entry *e, uint64_t h, const uint64_t *frames,
-		 uint32_t depth, uint32_t flags)
-{
-	return e->hash == h && e->depth == depth && e->flags == flags &&
-		memcmp(e->frames, frames, depth * sizeof(uint64_t)) == 0;
-}
-
-static struct ml_stack_entry *make(uint64_t h, const uint64_t *frames, uint32_t depth,
-				   uint32_t flags)
-{
-	if (__atomic_load_n(&n_entries, __ATOMIC_RELAXED) >= TABLE_LIMIT) {
-		ml_degrade("too many distinct stacks; new stacks are no longer recorded");
-		return NULL;
-	}
-	struct ml_stack_entry *e = ml_arena_alloc(sizeof(*e) + depth * sizeof(uint64_t));
-	if (!e)
-		return NULL;
-	e->hash = h;
-	e->depth = (uint16_t)depth;
-	e->flags = (uint16_t)flags;
-	memcpy(e->frames, frames, depth * sizeof(uint64_t));
-	return e;
-}
-
-struct ml_stack_entry *ml_stacktab_intern(const uint64_t *frames, uint32_t depth,
-					  uint32_t flags)
-{
-	uint64_t h = hash_frames(frames, depth);
-	struct ml_stack_entry *fresh = NULL;
-	if (!slots)
-		return NULL;
-	for (uint32_t i = (uint32_t)h & (TABLE_SLOTS - 1);; i = (i + 1) & (TABLE_SLOTS - 1)) {
-		struct ml_stack_entry *e = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);
-		if (!e) {
-			if (!fresh && !(fresh = make(h, frames, depth, flags)))
-				return NULL;
-			/* The id is taken before publication; a lost race leaves a gap
-			 * in the ids, which is allowed. */
-			if (!fresh->id)
-				fresh->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
-			if (__atomic_compare_exchange_n(&slots[i], &e, fresh, false,
-							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-				__atomic_fetch_add(&n_entries, 1, __ATOMIC_RELAXED);
-				/* Also on the list the dump walks (no table scan). */
-				struct ml_stack_entry *head = __atomic_load_n(&all, __ATOMIC_RELAXED);
-				do
-					fresh->next = head;
-				while (!__atomic_compare_exchange_n(&all, &head, fresh, true,
-								    __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-				return fresh;
-			}
-			/* Someone filled this slot first: e is now theirs. */
+	uint32_t node = p ? cache->nodes[p - 1] : root;
+	for (; p < depth; p++) {
+		uint64_t a = frames[depth - 1 - p];
+		uint32_t next = ml_stacktab_child_cached(cache, node, a);
+		if (__builtin_expect(!next, 0)) {
+			cache->depth = p;	/* what the cache holds is still right */
+			cache->root = root;
+			return ML_NODE_LOST;
 		}
-		if (same(e, h, frames, depth, flags)) {
-			ML_ASSERT(e->id > 0 && e->id < __atomic_load_n(&next_id, __ATOMIC_RELAXED));
-			return e;	/* fresh, if made, stays unused in the arena */
-		}
+		node = next;
+		cache->frames[p] = a;
+		cache->nodes[p] = node;
 	}
-}
-
-struct ml_counter *ml_stacktab_counter(struct ml_stack_entry *e, uint32_t kind)
-{
-	struct ml_counter *c = __atomic_load_n(&e->counter[kind], __ATOMIC_ACQUIRE);
-	if (c)
-		return c;
-	struct ml_counter *fresh = ml_arena_alloc(sizeof(*fresh));
-	if (!fresh)
-		return NULL;
-	fresh->stack_id = e->id;
-	fresh->kind = kind;
-	if (__atomic_compare_exchange_n(&e->counter[kind], &c, fresh, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return fresh;
-	return c;
-}
-
-void ml_stacktab_foreach(void (*fn)(struct ml_stack_entry *e, void *arg), void *arg)
-{
-	/* An entry joins the list just after its slot: one that is being
-	 * published now may be missed, as with a scan. */
-	for (struct ml_stack_entry *e = __atomic_load_n(&all, __ATOMIC_ACQUIRE); e; e = e->next)
-		fn(e, arg);
+	cache->depth = depth;
+	cache->root = root;
+	return node;
 }
 
 uint32_t ml_stacktab_count(void)
 {
-	return __atomic_load_n(&n_entries, __ATOMIC_RELAXED);
+	return __atomic_load_n(&n_nodes, __ATOMIC_ACQUIRE);
 }
 
-void ml_stacktab_check_ids(void)
+void ml_stacktab_node(uint32_t id, uint32_t *parent, uint64_t *address)
 {
-	if (!ML_DEBUG)
-		return;
-	/* One bit per id handed out: every entry's id is set exactly once. */
-	uint32_t limit = __atomic_load_n(&next_id, __ATOMIC_ACQUIRE);
-	uint8_t *seen = ml_arena_alloc(limit / 8 + 1);
-	if (!seen)
-		return;
-	for (struct ml_stack_entry *e = __atomic_load_n(&all, __ATOMIC_ACQUIRE); e; e = e->next) {
-		ML_ASSERT(e->id > 0 && e->id < limit);
-		ML_ASSERT(!(seen[e->id / 8] & (1u << (e->id % 8))));	/* ids unique */
-		seen[e->id / 8] |= (uint8_t)(1u << (e->id % 8));
-	}
+	const struct node *n = node_at(id);
+	*parent = n->parent;
+	*address = n->address;
+}
+
+uint32_t ml_stacktab_depth(uint32_t id)
+{
+	uint32_t depth = 0;
+	for (; id > ML_NODE_LOST; id = node_at(id)->parent)
+		depth++;
+	return depth;
+}
+
+uint32_t ml_stacktab_root(uint32_t id)
+{
+	while (id > ML_NODE_LOST)
+		id = node_at(id)->parent;
+	return id;
+}
+
+uint64_t ml_stacktab_bytes(void)
+{
+	uint64_t chunks_used = (ml_stacktab_count() >> CHUNK_BITS) + 1;
+	uint64_t index = 0;
+	for (uint32_t b = INDEX_MIN_BITS; b <= current->bits; b++)
+		index += sizeof(uint32_t) << b;		/* the old ones stay mapped */
+	return chunks_used * CHUNK_NODES * sizeof(struct node) + index;
+}
+
+void ml_stacktab_after_fork(void)
+{
+	insert_lock.locked = 0;
 }

@@ -15,6 +15,12 @@ int ml_core_init(uint64_t self_addr)
 	if (done)
 		return 0;
 	ml_config_load();
+	ml_thread_mode_init();
+	if (ml_config.sample_bytes)
+		ml_sampling_init();
+	ml_warn_init();
+	ml_procinfo_init();
+	ml_ownstack_init();
 	ml_clock_start();
 	ml_timeline_reset(ml_clock_coarse_ns());
 	int rc = ml_stacktab_init();
@@ -32,41 +38,122 @@ int ml_core_init(uint64_t self_addr)
 	return 0;
 }
 
-/* The stack entry of the calling thread's stack, or NULL when the table is
- * full. */
-static struct ml_stack_entry *stack_here(void)
+static void no_room(void)
 {
-	uint64_t buf[ML_CAPTURE_BUF];
-	uint32_t flags, skip;
-	uint32_t depth = ml_stacktab_capture_raw(buf, ml_config.max_depth, &flags, &skip);
-	if (__builtin_expect(ml_rooms_decorating, 0)) {
-		uint32_t cap = ML_CAPTURE_BUF - skip;
-		cap = cap < ml_config.max_depth ? cap : ml_config.max_depth;
-		depth = ml_rooms_decorate(buf + skip, depth, cap, &flags);
-	}
-	if (flags & ML_STACK_TRUNCATED)
-		__atomic_or_fetch(&ml_core_flags, ML_META_TRUNCATED_STACKS, __ATOMIC_RELAXED);
-	return ml_stacktab_intern(buf + skip, depth, flags);
+	ml_degrade("out of memory for the live table; allocations are no longer recorded");
 }
 
-/* The counter for the calling thread's stack and kind, or NULL. */
-static struct ml_counter *counter_here(uint32_t kind)
+/* The thread's counter for (*stack, kind); without room for a new one,
+ * the lost stack's (counted without a stack, as the report says). */
+static struct ml_counter *counter_or_lost(struct ml_thread *t, uint32_t *stack, uint32_t kind)
 {
-	struct ml_stack_entry *e = stack_here();
-	return e ? ml_stacktab_counter(e, kind) : NULL;
+	struct ml_counter *c = ml_thread_counter(t, *stack, kind);
+	if (__builtin_expect(c != NULL, 1) || *stack == ML_NODE_LOST)
+		return c;
+	*stack = ML_NODE_LOST;
+	return ml_thread_counter(t, ML_NODE_LOST, kind);
 }
 
-/* Adds (ptr, size) to the live table under c and counts it. */
-static void add_block(void *ptr, size_t size, struct ml_counter *c)
+/* Adds (ptr, kind) -> (size, stack) to the live table and counts it. */
+static void add_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t stack,
+		      uint32_t kind)
 {
 	struct ml_live_block old;
-	if (ml_livetab_insert((uint64_t)ptr, size, c, &old) < 0) {
-		ml_degrade("out of memory for the live table; allocations are no longer recorded");
+	struct ml_counter *c = counter_or_lost(t, &stack, kind);
+	if (!c || ml_livetab_insert(ptr, kind, size, stack, &old) < 0) {
+		no_room();
 		return;
 	}
-	if (old.addr)	/* we missed its free (untracked path): close it now */
-		ml_counters_free(old.counter, old.size);
+	if (__builtin_expect(old.addr != 0, 0)) {
+		/* We missed its free (an untracked path): close it now. */
+		struct ml_counter *oc = ml_thread_counter(t, old.stack, old.kind);
+		if (oc)
+			ml_counters_free(oc, old.size);
+	}
 	ml_counters_alloc(c, size);
+}
+
+/* Counts the end of a block (stack, kind, size) on the calling thread:
+ * its size, or, sampling, the weight it was counted with. */
+static void count_free(uint32_t stack, uint32_t kind, uint64_t size)
+{
+	struct ml_thread *t = ml_thread_self();
+	struct ml_counter *c = t ? ml_thread_counter(t, stack, kind) : NULL;
+	if (ml_config.sample_bytes) {
+		struct ml_counter *v = t ? ml_thread_counter(t, stack, kind + ML_VAR_KIND) : NULL;
+		struct ml_sample_weight w = ml_sampling_weight(size);
+		if (c && v)
+			ml_counters_free_sampled(c, v, &w);
+		else
+			no_room();
+		return;
+	}
+	if (c)
+		ml_counters_free(c, size);
+	else
+		no_room();
+}
+
+/* A sampled block: in the live table (its own size), counted with its
+ * weight, its variance beside. */
+static void add_sampled(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t stack,
+			uint32_t kind)
+{
+	struct ml_live_block old;
+	struct ml_counter *c = ml_thread_counter(t, stack, kind);
+	struct ml_counter *v = ml_thread_counter(t, stack, kind + ML_VAR_KIND);
+	if (!c || !v || ml_livetab_insert(ptr, kind, size, stack, &old) < 0) {
+		no_room();
+		return;
+	}
+	ml_sampling_filter_add(ptr);
+	if (__builtin_expect(old.addr != 0, 0)) {
+		ml_sampling_filter_remove(ptr);	/* that one's entry went */
+		count_free(old.stack, old.kind, old.size);
+	}
+	struct ml_sample_weight w = ml_sampling_weight(size);
+	ml_counters_alloc_sampled(c, v, &w);
+}
+
+/* What the side stack runs: one allocation event. */
+struct event {
+	uint64_t ptr, size;
+	uint32_t kind, also;		/* also: a second kind, or ML_KIND_COUNT */
+	const struct ml_track_held *held;	/* a move (ml_track_moved) */
+};
+
+static long record_alloc(void *arg)
+{
+	const struct event *e = arg;
+	struct ml_thread *t = ml_thread_self();
+	if (!t) {
+		no_room();
+		return 0;
+	}
+	uint32_t stack = ml_stacktab_here(&t->intern);
+	void (*add)(struct ml_thread *, uint64_t, uint64_t, uint32_t, uint32_t) =
+		ml_config.sample_bytes ? add_sampled : add_block;
+	add(t, e->ptr, e->size, stack, e->kind);
+	if (e->also != ML_KIND_COUNT)
+		add(t, e->ptr, e->size, stack, e->also);
+	return 0;
+}
+
+/* Sampling: whether this allocation is a sample point.  Every allocation
+ * is counted (exact totals); the rest costs a subtraction. */
+static bool sampled(size_t size)
+{
+	struct ml_thread *t = ml_thread_self();
+	if (!t)
+		return false;
+	t->all_allocs++;
+	t->all_bytes += size;
+	if ((int64_t)size < t->sample_left) {
+		t->sample_left -= (int64_t)size;
+		return false;
+	}
+	t->sample_left = ml_sampling_gap(t);	/* a Poisson process: no memory */
+	return true;
 }
 
 void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
@@ -74,10 +161,13 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	ML_ASSERT(ml_guard_held());
 	if (!ptr || ml_degraded)
 		return;
-	struct ml_counter *c = counter_here(kind);
-	if (c)
-		add_block(ptr, size, c);
 	ml_track_count_thread(size);
+	if (ml_config.sample_bytes && !sampled(size))
+		return;
+	struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, NULL };
+	ml_event_begin();
+	ml_thread_on_side_stack(record_alloc, &e);
+	ml_event_end();
 }
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
@@ -85,24 +175,41 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
 	ML_ASSERT(ml_guard_held() && kind != also);
 	if (!ptr || ml_degraded)
 		return;
-	struct ml_stack_entry *e = stack_here();
-	struct ml_counter *c = e ? ml_stacktab_counter(e, kind) : NULL;
-	struct ml_counter *c2 = e ? ml_stacktab_counter(e, also) : NULL;
-	if (c && c2) {
-		add_block(ptr, size, c);
-		add_block(ptr, size, c2);
-	}
 	ml_track_count_thread(size);
+	if (ml_config.sample_bytes && !sampled(size))
+		return;
+	struct event e = { (uint64_t)ptr, size, kind, also, NULL };
+	ml_event_begin();
+	ml_thread_on_side_stack(record_alloc, &e);
+	ml_event_end();
+}
+
+/* Takes (ptr, kind) out of the live table into *b; false if unknown.
+ * Sampling: most blocks are not in it, and the filter says so at once. */
+static bool take_block(void *ptr, uint32_t kind, struct ml_live_block *b)
+{
+	if (!ptr)
+		return false;
+	if (ml_config.sample_bytes) {
+		if (!ml_sampling_maybe((uint64_t)ptr) ||
+		    !ml_livetab_remove((uint64_t)ptr, kind, b))
+			return false;
+		ml_sampling_filter_remove((uint64_t)ptr);
+		return true;
+	}
+	return ml_livetab_remove((uint64_t)ptr, kind, b);
 }
 
 size_t ml_track_free(void *ptr, enum ml_kind kind)
 {
 	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
-	if (!ptr || !ml_livetab_remove((uint64_t)ptr, kind, &b))
-		return 0;
-	ml_counters_free(b.counter, b.size);
-	return b.size;
+	ml_event_begin();
+	bool known = take_block(ptr, kind, &b);
+	if (known)
+		count_free(b.stack, b.kind, b.size);
+	ml_event_end();
+	return known ? b.size : 0;
 }
 
 bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
@@ -110,11 +217,15 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
 	held->addr = 0;
-	if (!ptr || !ml_livetab_remove((uint64_t)ptr, kind, &b))
+	ml_event_begin();
+	bool known = take_block(ptr, kind, &b);
+	ml_event_end();
+	if (!known)
 		return false;
 	held->addr = b.addr;
 	held->size = b.size;
-	held->counter = b.counter;
+	held->stack = b.stack;
+	held->kind = b.kind;
 	return true;
 }
 
@@ -125,47 +236,78 @@ void ml_track_reattach(const struct ml_track_held *held)
 	if (!held->addr)
 		return;
 	/* Still counted as live: only the table entry comes back. */
-	if (ml_livetab_insert(held->addr, held->size, held->counter, &old) < 0)
-		ml_degrade("out of memory for the live table; allocations are no longer recorded");
+	ml_event_begin();
+	if (ml_livetab_insert(held->addr, held->kind, held->size, held->stack, &old) < 0)
+		no_room();
+	else if (ml_config.sample_bytes)
+		ml_sampling_filter_add(held->addr);
+	ml_event_end();
 }
 
 void ml_track_release(const struct ml_track_held *held)
 {
 	ML_ASSERT(ml_guard_held());
-	if (held->addr)
-		ml_counters_free(held->counter, held->size);
+	if (!held->addr)
+		return;
+	ml_event_begin();
+	count_free(held->stack, held->kind, held->size);
+	ml_event_end();
+}
+
+static long record_move(void *arg)
+{
+	const struct event *e = arg;
+	const struct ml_track_held *held = e->held;
+	struct ml_thread *t = ml_thread_self();
+	struct ml_counter *from, *to;
+	struct ml_live_block old;
+	if (!t) {
+		no_room();
+		return 0;
+	}
+	uint32_t stack = ml_stacktab_here(&t->intern);
+	if (ml_livetab_insert(e->ptr, e->kind, e->size, stack, &old) < 0) {
+		no_room();
+		count_free(held->stack, held->kind, held->size);
+		return 0;
+	}
+	if (__builtin_expect(old.addr != 0, 0))
+		count_free(old.stack, old.kind, old.size);
+	/* Both counters of this thread, found before either changes (the
+	 * second lookup may move "last", never a counter). */
+	from = ml_thread_counter(t, held->stack, held->kind);
+	to = ml_thread_counter(t, stack, e->kind);
+	if (from && to)
+		ml_counters_move(from, held->size, to, e->size);
+	else
+		no_room();
+	return 0;
 }
 
 void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 		    enum ml_kind kind)
 {
 	ML_ASSERT(ml_guard_held());
-	ML_ASSERT(!held->addr || held->counter->kind == (uint32_t)kind);
+	ML_ASSERT(!held->addr || held->kind == (uint32_t)kind);
 	if (!held->addr) {
 		ml_track_alloc(ptr, size, kind);
 		return;
 	}
-	/* An allocation of size for the open regions, as for ml_track_alloc
-	 * (the lines view counts it so too). */
-	if (!ml_degraded)
-		ml_track_count_thread(size);
-	struct ml_counter *c = ml_degraded ? NULL : counter_here(kind);
-	struct ml_live_block old;
-	if (!c || ml_livetab_insert((uint64_t)ptr, size, c, &old) < 0) {
+	if (ml_degraded || ml_config.sample_bytes) {
+		/* Sampling: the old block ends, the new one is an allocation
+		 * that may or may not be a sample point. */
 		ml_track_release(held);
+		if (!ml_degraded)
+			ml_track_alloc(ptr, size, kind);
 		return;
 	}
-	if (old.addr)
-		ml_counters_free(old.counter, old.size);
-	ml_counters_move(held->counter, held->size, c, size);
-}
-
-/* Per stack: zero its counters (fork child). */
-static void reset_stack(struct ml_stack_entry *e, void *arg)
-{
-	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
-		if (e->counter[k])
-			ml_counter_reset(e->counter[k]);
+	/* An allocation of size for the open regions, as for ml_track_alloc
+	 * (the lines view counts it so too). */
+	ml_track_count_thread(size);
+	struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, held };
+	ml_event_begin();
+	ml_thread_on_side_stack(record_move, &e);
+	ml_event_end();
 }
 
 void ml_core_after_fork(void)
@@ -175,10 +317,14 @@ void ml_core_after_fork(void)
 	ml_modules_after_fork();
 	ml_unwind_after_fork();
 	ml_dump_after_fork();
+	ml_stacktab_after_fork();
 	ml_notes_after_fork();
+	ml_warn_after_fork();
+	ml_procinfo_after_fork();
 	ml_livetab_reset();
+	ml_sampling_after_fork();
 	ml_counters_reset_totals();
-	ml_stacktab_foreach(reset_stack, NULL);
+	ml_thread_after_fork();
 	ml_clock_start();
 	ml_timeline_reset(ml_clock_coarse_ns());
 	ml_core_flags |= ML_META_FORKED;

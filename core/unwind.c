@@ -26,9 +26,9 @@
 #include <sys/mman.h>
 #include "core/internal.h"
 
-#define CACHE_BITS 16u
-#define CACHE_SLOTS (1u << CACHE_BITS)
-#define CACHE_LIMIT (CACHE_SLOTS / 4u * 3u)
+#define CACHE_MIN_BITS 12u	/* 64 KiB; doubles at half full */
+#define CACHE_MAX_BITS 26u
+#define L1_SLOTS 256u		/* per thread, in front of the shared cache */
 #define PROBES 32u
 
 #define REG_RBP 6u
@@ -50,8 +50,16 @@ struct slot {
 	volatile uint64_t rule;
 };
 
-static struct slot *cache;
-static uint32_t cache_count;
+/* The shared rule cache.  A full table is replaced by one twice as big;
+ * the old ones stay mapped (a reader may still be probing one) and are
+ * cleared with the current one by ml_unwind_flush. */
+struct rules {
+	uint32_t bits;
+	uint32_t count;
+	struct slot *slots;
+};
+static struct rules tables[CACHE_MAX_BITS - CACHE_MIN_BITS + 1];
+static struct rules *volatile cache;
 static ml_spin_t insert_lock;
 
 /* ---- reading DWARF encodings ---- */
@@ -459,48 +467,96 @@ static uint64_t compute(uint64_t target)
 
 /* Slots are indexed by key = target + 1: for a return address that is the
  * address itself (no multiply on the walk's critical path). */
-static inline uint32_t slot_of(uint64_t key)
+static inline uint32_t slot_of(uint64_t key, uint32_t bits)
 {
-	return (uint32_t)(key ^ (key >> 13)) & (CACHE_SLOTS - 1);
+	return (uint32_t)(key ^ (key >> 13)) & ((1u << bits) - 1);
+}
+
+/* The rule of key in t, 0 if absent.  Lock-free. */
+static inline uint64_t rules_find(const struct rules *t, uint64_t key)
+{
+	uint32_t mask = (1u << t->bits) - 1;
+	for (uint32_t n = 0, i = slot_of(key, t->bits); n < PROBES; n++, i = (i + 1) & mask) {
+		uint64_t k = __atomic_load_n(&t->slots[i].key, __ATOMIC_ACQUIRE);
+		if (k == key)
+			return __atomic_load_n(&t->slots[i].rule, __ATOMIC_ACQUIRE);	/* 0: a flush raced */
+		if (!k)
+			break;
+	}
+	return 0;
+}
+
+/* Under insert_lock: puts (key, rule) into t unless there or no room. */
+static void rules_put(struct rules *t, uint64_t key, uint64_t rule)
+{
+	uint32_t mask = (1u << t->bits) - 1;
+	for (uint32_t n = 0, i = slot_of(key, t->bits); n < PROBES; n++, i = (i + 1) & mask) {
+		uint64_t k = t->slots[i].key;
+		if (k == key)
+			return;
+		if (!k) {
+			__atomic_store_n(&t->slots[i].rule, rule, __ATOMIC_RELEASE);
+			__atomic_store_n(&t->slots[i].key, key, __ATOMIC_RELEASE);
+			t->count++;
+			return;
+		}
+	}
+}
+
+static bool rules_map(struct rules *t, uint32_t bits)
+{
+	void *p = mmap(NULL, sizeof(struct slot) << bits, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return false;
+	t->bits = bits;
+	t->count = 0;
+	t->slots = p;
+	return true;
+}
+
+/* Under insert_lock: the current table, replaced by one twice as big when
+ * half full (NULL: at the largest size and full, or no memory). */
+static struct rules *rules_room(void)
+{
+	struct rules *t = cache;
+	if (t->count * 2u < (1u << t->bits))
+		return t;
+	if (t->bits == CACHE_MAX_BITS)
+		return t->count * 4u < (3u << t->bits) ? t : NULL;
+	struct rules *bigger = &tables[t->bits + 1 - CACHE_MIN_BITS];
+	if (!rules_map(bigger, t->bits + 1))
+		return NULL;
+	for (uint32_t i = 0; i < (1u << t->bits); i++)
+		if (t->slots[i].key && t->slots[i].rule)
+			rules_put(bigger, t->slots[i].key, t->slots[i].rule);
+	__atomic_store_n(&cache, bigger, __ATOMIC_RELEASE);
+	return bigger;
 }
 
 /* The rule for code address target, from the cache or computed (and
  * cached).  The rule of an address never changes while its code stays
  * mapped: a racing insert of the same key stores the same rule. */
-static inline uint64_t rule_for(uint64_t target)
+static uint64_t rule_shared(uint64_t target)
 {
 	uint64_t key = target + 1;
-	uint32_t i = slot_of(key);
-	for (uint32_t n = 0; n < PROBES; n++, i = (i + 1) & (CACHE_SLOTS - 1)) {
-		uint64_t k = __atomic_load_n(&cache[i].key, __ATOMIC_ACQUIRE);
-		if (k == key) {
-			uint64_t r = __atomic_load_n(&cache[i].rule, __ATOMIC_ACQUIRE);
-			if (__builtin_expect(r != 0, 1))
-				return r;
-			break;	/* a flush raced: compute */
-		}
-		if (!k)
-			break;
-	}
-	uint64_t r = compute(target);
-	if (__atomic_load_n(&cache_count, __ATOMIC_RELAXED) >= CACHE_LIMIT)
-		return r;	/* full: correct, just slower */
+	uint64_t r = rules_find(__atomic_load_n(&cache, __ATOMIC_ACQUIRE), key);
+	if (__builtin_expect(r != 0, 1))
+		return r;
+	r = compute(target);
 	ml_spin_lock(&insert_lock);
-	i = slot_of(key);
-	for (uint32_t n = 0; n < PROBES; n++, i = (i + 1) & (CACHE_SLOTS - 1)) {
-		uint64_t k = cache[i].key;
-		if (k == key)
-			break;
-		if (!k) {
-			__atomic_store_n(&cache[i].rule, r, __ATOMIC_RELEASE);
-			__atomic_store_n(&cache[i].key, key, __ATOMIC_RELEASE);
-			cache_count++;
-			break;
-		}
-	}
+	struct rules *t = rules_room();
+	if (t)
+		rules_put(t, key, r);	/* else: correct, just slower */
 	ml_spin_unlock(&insert_lock);
 	return r;
 }
+
+/* The per-thread first level: a direct-mapped copy of the rules this
+ * thread used last (one probe, no sharing); cleared by a flush. */
+struct l1_slot {
+	uint64_t key, rule;
+};
 
 /* ---- the walk, and its reuse of the thread's previous walk ----
  *
@@ -517,7 +573,11 @@ static inline uint64_t rule_for(uint64_t target)
 struct frame_rec {
 	uint64_t sp, bp;	/* state entering the frame (its target: below) */
 	uint64_t ra_addr, ra;	/* the return address, and where it was read */
-	uint64_t bp_addr, bp_val;	/* the saved rbp read, if any (bp_addr 0: none) */
+	uint64_t bp_addr, bp_val;	/* the saved rbp read; if none, ra's again
+					 * (so a check needs no branch) */
+	uint32_t node;		/* the stack table's node of this frame's path */
+	uint16_t rbp_cfa;	/* this frame's CFA is rbp-based */
+	uint16_t rbp_cum;	/* rec[]: frames with rbp_cfa from the outermost to here */
 };
 
 enum { END_OUTERMOST = 1, END_ZERO_RA, END_LIMIT };
@@ -528,6 +588,7 @@ enum { END_OUTERMOST = 1, END_ZERO_RA, END_LIMIT };
  * rec[n - 1 - i]; its target is pc0 for i = 0, else frame i-1's ra - 1. */
 struct thread_walk {
 	uint32_t n;		/* frames recorded (0: no previous walk) */
+	uint32_t nodes;		/* rec[0 .. nodes) have their node (ml_unwind_stack) */
 	uint32_t limit;		/* the limit it ran with */
 	uint32_t end;		/* END_*: how it stopped */
 	uint32_t gen;		/* flush generation it ran under */
@@ -538,54 +599,41 @@ struct thread_walk {
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
 	uint64_t zero_addr;	/* END_ZERO_RA: where the 0 was read */
-	struct thread_walk *next_free;
+	uint32_t l1_gen;	/* flush generation l1 belongs to */
+	struct l1_slot l1[L1_SLOTS];
 	struct frame_rec rec[ML_CAPTURE_BUF];
 	struct frame_rec scratch[ML_CAPTURE_BUF];	/* the new walk's inner frames */
 	uint8_t bp_ok[ML_CAPTURE_BUF];			/* per scratch frame */
 	uint8_t rec_bp_ok[ML_CAPTURE_BUF];		/* per rec slot */
 };
 
-static __thread struct thread_walk *tl_walk __attribute__((tls_model("initial-exec")));
-static struct thread_walk *free_walks;
-static ml_spin_t free_lock;
-static pthread_key_t walk_key;
-static bool have_key;
 static volatile uint32_t flush_gen;
 
-/* Thread exit: the record goes back to a free list for the next thread. */
-static void walk_release(void *arg)
-{
-	struct thread_walk *w = arg;
-	if (!w)
-		return;
-	if (tl_walk == w)
-		tl_walk = NULL;
-	ml_spin_lock(&free_lock);
-	w->next_free = free_walks;
-	free_walks = w;
-	ml_spin_unlock(&free_lock);
-}
-
+/* The calling thread's walk record, in its ml_thread (which a later thread
+ * may inherit: the record is then reset). */
 static struct thread_walk *walk_get(void)
 {
-	struct thread_walk *w = tl_walk;
+	struct ml_thread *t = ml_thread_self();
+	if (__builtin_expect(!t, 0))
+		return NULL;
+	struct thread_walk *w = t->walk;
 	if (__builtin_expect(w != NULL, 1))
 		return w;
-	ml_spin_lock(&free_lock);
-	w = free_walks;
-	if (w)
-		free_walks = w->next_free;
-	ml_spin_unlock(&free_lock);
-	if (!w && !(w = ml_arena_alloc(sizeof(*w))))
+	if (!(w = ml_arena_alloc(sizeof(*w))))
 		return NULL;
+	t->walk = w;
+	return w;
+}
+
+void ml_unwind_thread_reset(void *walk)
+{
+	struct thread_walk *w = walk;
+	if (!w)
+		return;
 	w->n = 0;
 	w->home_top = 0;
 	w->declined = 0;
-	w->next_free = NULL;
-	tl_walk = w;
-	if (have_key)
-		pthread_setspecific(walk_key, w);
-	return w;
+	w->busy = 0;
 }
 
 /* Frame j's target in w's record (j < w->n). */
@@ -600,12 +648,39 @@ static int64_t last_changed(const struct thread_walk *w, uint32_t from)
 {
 	if (w->end == END_ZERO_RA && *(const volatile uint64_t *)(uintptr_t)w->zero_addr != 0)
 		return w->n;
-	for (uint32_t r = 0; r + from < w->n; r++) {	/* outermost first */
-		const struct frame_rec *f = &w->rec[r];
-		if (*(const volatile uint64_t *)(uintptr_t)f->ra_addr != f->ra ||
-		    (f->bp_addr && *(const volatile uint64_t *)(uintptr_t)f->bp_addr != f->bp_val))
-			return (int64_t)(w->n - 1 - r);
+	/* Outermost first, four frames per test: the words are independent
+	 * loads, and a program rarely changes them. */
+#define WORD_DIFF(f) ((*(const volatile uint64_t *)(uintptr_t)(f)->ra_addr ^ (f)->ra) | \
+		      (*(const volatile uint64_t *)(uintptr_t)(f)->bp_addr ^ (f)->bp_val))
+	uint32_t end = w->n - from, r = 0;
+	if (end && !w->rec[end - 1].rbp_cum) {
+		/* No frame of these finds its CFA from rbp: the walk's return
+		 * addresses do not depend on the saved rbp words, only the ra
+		 * words need to hold (a stale recorded rbp can only make a
+		 * later match fail). */
+		for (; r + 4 <= end; r += 4) {
+			const struct frame_rec *f = &w->rec[r];
+#define RA_DIFF(f) (*(const volatile uint64_t *)(uintptr_t)(f)->ra_addr ^ (f)->ra)
+			if (__builtin_expect((RA_DIFF(f) | RA_DIFF(f + 1) | RA_DIFF(f + 2) |
+					      RA_DIFF(f + 3)) != 0, 0))
+				break;
+		}
+		for (; r < end; r++)
+			if (RA_DIFF(&w->rec[r]))
+				return (int64_t)(w->n - 1 - r);
+#undef RA_DIFF
+		return -1;
 	}
+	for (; r + 4 <= end; r += 4) {
+		const struct frame_rec *f = &w->rec[r];
+		if (__builtin_expect((WORD_DIFF(f) | WORD_DIFF(f + 1) | WORD_DIFF(f + 2) |
+				      WORD_DIFF(f + 3)) != 0, 0))
+			break;
+	}
+	for (; r < end; r++)
+		if (WORD_DIFF(&w->rec[r]))
+			return (int64_t)(w->n - 1 - r);
+#undef WORD_DIFF
 	return -1;
 }
 
@@ -615,6 +690,10 @@ static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 		   uint64_t *buf, uint32_t limit)
 {
 	uint32_t gen = __atomic_load_n(&flush_gen, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(w->l1_gen != gen, 0)) {
+		memset(w->l1, 0, sizeof(w->l1));
+		w->l1_gen = gen;
+	}
 	/* Only a walk that ran to the thread's own root is reused: its words
 	 * then all lie on this thread's stack, between the matched frame and
 	 * that root, which stays mapped while the thread lives.  (A walk on
@@ -646,7 +725,13 @@ static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 			end = END_LIMIT;
 			break;
 		}
-		uint64_t r = rule_for(target);
+		struct l1_slot *l1 = &w->l1[(target ^ (target >> 9)) & (L1_SLOTS - 1)];
+		uint64_t r = l1->rule;
+		if (__builtin_expect(l1->key != target + 1, 0)) {
+			r = rule_shared(target);
+			l1->key = target + 1;
+			l1->rule = r;
+		}
 		uint32_t flags = (uint32_t)(r >> 56);
 		if (flags & F_BAD)
 			return -1;
@@ -664,9 +749,11 @@ static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 		f->sp = sp;
 		f->bp = bp;
 		w->bp_ok[n] = bp_ok;
+		f->rbp_cfa = (flags & F_CFA_RBP) != 0;
 		f->ra_addr = cfa + (uint64_t)(int64_t)(int8_t)(r >> 48);
 		uint64_t ra = *(const uint64_t *)(uintptr_t)f->ra_addr;
-		f->bp_addr = 0;
+		f->bp_addr = f->ra_addr;
+		f->bp_val = ra;
 		if (flags & F_RBP_SAVED) {
 			f->bp_addr = cfa + (uint64_t)(int64_t)(int16_t)(r >> 32);
 			bp = f->bp_val = *(const uint64_t *)(uintptr_t)f->bp_addr;
@@ -680,7 +767,9 @@ static int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 			break;
 		}
 		f->ra = ra;
-		buf[n++] = ra;
+		if (buf)
+			buf[n] = ra;
+		n++;
 		target = ra - 1;	/* inside the call instruction */
 	}
 full:
@@ -689,7 +778,10 @@ full:
 		w->rec[n - 1 - i] = w->scratch[i];
 		w->rec_bp_ok[n - 1 - i] = w->bp_ok[i];
 	}
+	for (uint32_t r = 0; r < n; r++)
+		w->rec[r].rbp_cum = (uint16_t)((r ? w->rec[r - 1].rbp_cum : 0) + w->rec[r].rbp_cfa);
 	w->n = n;
+	w->nodes = 0;
 	w->limit = limit;
 	w->end = end;
 	w->gen = gen;
@@ -708,18 +800,24 @@ reuse: {
 		for (uint32_t i = n; i < limit; i++) {
 			w->scratch[i] = w->rec[total - 1 - i];
 			w->bp_ok[i] = w->rec_bp_ok[total - 1 - i];
-			buf[i] = w->scratch[i].ra;
+			if (buf)
+				buf[i] = w->scratch[i].ra;
 		}
 		n = limit;
 		end = END_LIMIT;
 		goto full;
 	}
-	for (uint32_t i = n; i < total; i++)
-		buf[i] = w->rec[total - 1 - i].ra;
+	if (buf)
+		for (uint32_t i = n; i < total; i++)
+			buf[i] = w->rec[total - 1 - i].ra;
 	for (uint32_t i = 0; i < n; i++) {
 		w->rec[total - 1 - i] = w->scratch[i];
 		w->rec_bp_ok[total - 1 - i] = w->bp_ok[i];
 	}
+	for (uint32_t r = keep; r < total; r++)
+		w->rec[r].rbp_cum = (uint16_t)((r ? w->rec[r - 1].rbp_cum : 0) + w->rec[r].rbp_cfa);
+	if (w->nodes > keep)
+		w->nodes = keep;
 	w->n = total;
 	w->pc0 = pc;
 	return (int)total;
@@ -744,6 +842,7 @@ static int walk(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t *buf, uint32_t l
 	__asm__ volatile("" ::: "memory");
 	if (n < 0) {
 		w->n = 0;	/* the record may be half written */
+		w->nodes = 0;
 		w->declined++;
 	} else {
 		w->declined = 0;
@@ -754,28 +853,94 @@ static int walk(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t *buf, uint32_t l
 
 __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
 
+/* The walk's start: the mark if a hook (or ml_thread_on_side_stack) set
+ * one, else the given registers (the caller's own frame).  A marked frame
+ * is live: we are called from inside it, maybe on the side stack (so not
+ * necessarily above us on this stack), and the mark is cleared before it
+ * returns. */
+static inline void start_point(uint64_t *pc, uint64_t *sp, uint64_t *bp)
+{
+	struct ml_unwind_mark *m = &ml_tl_mark;
+	if (m->sp) {
+		*pc = m->pc;
+		*sp = m->sp;
+		*bp = m->bp;
+	}
+}
+
+/* This very instruction's address and the registers there: the CFI of the
+ * function it is inlined into describes sp and bp as read. */
+#define HERE(pc, sp, bp) \
+	__asm__ volatile("lea 0(%%rip), %0\n\t" \
+			 "mov %%rsp, %1\n\t" \
+			 "mov %%rbp, %2" \
+			 : "=&r"(pc), "=&r"(sp), "=&r"(bp))
+
 int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 {
 	uint64_t pc, sp, bp;
 	if (!cache)
 		return -1;
-	/* This very instruction's address and the registers there: the CFI
-	 * of this function at pc describes sp and bp as read. */
-	__asm__ volatile("lea 0(%%rip), %0\n\t"
-			 "mov %%rsp, %1\n\t"
-			 "mov %%rbp, %2"
-			 : "=&r"(pc), "=&r"(sp), "=&r"(bp));
-	/* A hook marked its own frame: start there, past the runtime's frames
-	 * in between (still live: we are called from inside that hook, whose
-	 * frame lies just above ours on this stack). */
-	struct ml_unwind_mark *m = &ml_tl_mark;
-	if (m->sp > sp && m->sp - sp < 65536) {
-		pc = m->pc;
-		sp = m->sp;
-		bp = m->bp;
-	}
-	m->sp = 0;
+	HERE(pc, sp, bp);
+	start_point(&pc, &sp, &bp);
 	return walk(pc, sp, bp, buf, limit);
+}
+
+/* Gives rec[w->nodes .. w->n) their nodes, outermost first.  False when
+ * the stack table has no room (then nodes stay valid up to there). */
+static bool set_nodes(struct thread_walk *w, struct ml_intern_cache *ic)
+{
+	for (uint32_t r = w->nodes; r < w->n; r++) {
+		uint32_t parent = r ? w->rec[r - 1].node : ML_NODE_ROOT;
+		uint32_t node = ml_stacktab_child_cached(ic, parent, w->rec[r].ra);
+		if (!node)
+			return false;
+		w->rec[r].node = node;
+		w->nodes = r + 1;
+	}
+	return true;
+}
+
+int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo,
+					      uint64_t skip_hi, uint32_t *stack)
+{
+	uint64_t pc, sp, bp;
+	if (!cache)
+		return -1;
+	HERE(pc, sp, bp);
+	start_point(&pc, &sp, &bp);
+	struct thread_walk *w = walk_get();
+	uint32_t limit = max_depth + CAPTURE_SLACK + 1;
+	if (!w || limit > ML_CAPTURE_BUF || w->busy)
+		return -1;
+	if (w->declined >= 8 && (++w->tick & 63))
+		return -1;
+	w->busy = 1;
+	__asm__ volatile("" ::: "memory");
+	int n = walk_in(w, pc, sp, bp, NULL, limit);
+	int rc = -1;
+	if (n < 0) {
+		w->n = 0;
+		w->nodes = 0;
+		w->declined++;
+	} else if (w->end != END_LIMIT) {	/* cut at the limit: the caller's slow path */
+		w->declined = 0;
+		/* The innermost frames inside the runtime are not the program's. */
+		uint32_t skip = 0;
+		while (skip < (uint32_t)n && w->rec[n - 1 - skip].ra >= skip_lo &&
+		       w->rec[n - 1 - skip].ra < skip_hi)
+			skip++;
+		if ((uint32_t)n - skip <= max_depth) {
+			rc = 0;
+			if (!set_nodes(w, &ml_tl_thread->intern))
+				*stack = ML_NODE_LOST;
+			else
+				*stack = skip < (uint32_t)n ? w->rec[n - 1 - skip].node : ML_NODE_ROOT;
+		}
+	}
+	__asm__ volatile("" ::: "memory");
+	w->busy = 0;
+	return rc;
 }
 
 /* ---- set-up ---- */
@@ -784,12 +949,9 @@ int ml_unwind_init(void)
 {
 	if (cache)
 		return 0;
-	void *p = mmap(NULL, CACHE_SLOTS * sizeof(struct slot), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED)
+	if (!rules_map(&tables[0], CACHE_MIN_BITS))
 		return -ENOMEM;
-	cache = p;
-	have_key = pthread_key_create(&walk_key, walk_release) == 0;
+	cache = &tables[0];
 	return 0;
 }
 
@@ -798,12 +960,15 @@ void ml_unwind_flush(void)
 	if (!cache)
 		return;
 	ml_spin_lock(&insert_lock);
-	for (uint32_t i = 0; i < CACHE_SLOTS; i++)
-		if (cache[i].key) {
-			__atomic_store_n(&cache[i].key, 0, __ATOMIC_RELEASE);
-			cache[i].rule = 0;
-		}
-	cache_count = 0;
+	for (uint32_t k = 0; k <= CACHE_MAX_BITS - CACHE_MIN_BITS; k++) {
+		struct rules *t = &tables[k];
+		for (uint32_t i = 0; t->slots && i < (1u << t->bits); i++)
+			if (t->slots[i].key) {
+				__atomic_store_n(&t->slots[i].key, 0, __ATOMIC_RELEASE);
+				t->slots[i].rule = 0;
+			}
+		t->count = 0;
+	}
 	__atomic_add_fetch(&flush_gen, 1, __ATOMIC_RELEASE);
 	ml_spin_unlock(&insert_lock);
 }
@@ -811,5 +976,4 @@ void ml_unwind_flush(void)
 void ml_unwind_after_fork(void)
 {
 	insert_lock.locked = 0;
-	free_lock.locked = 0;
 }

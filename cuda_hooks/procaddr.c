@@ -32,7 +32,7 @@ static void trace_wrapped(const char *sym, int slot)
 	if (!ml_cuda_trace)
 		return;
 	int n = snprintf(line, sizeof(line), "memline: cuda: wrapped %s (slot %d)\n", sym, slot);
-	if (n > 0 && write(2, line, (size_t)n) < 0)
+	if (n > 0 && ml_stderr_is_ours() && write(2, line, (size_t)n) < 0)
 		ml_cuda_trace = 0;
 }
 

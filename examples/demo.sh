@@ -14,9 +14,10 @@ show() {
 }
 
 mkdir -p "$OUT"
-rm -f "$OUT"/memline.leaky.*.mlp
+rm -rf "$OUT"/memline.leaky.*
 show "$ML" run -o "$OUT" -- "$BUILD/examples/leaky" 100
-PROFILE=$(ls -t "$OUT"/memline.leaky.*.mlp | head -n 1)
+# The run's directory: its profiles (here one, the program's).
+PROFILE=$(ls -td "$OUT"/memline.leaky.* | head -n 1)
 show "$ML" report "$PROFILE" leaks
 show "$ML" report "$PROFILE" peak
 show "$ML" report "$PROFILE" ops --sort self_cpu_memory_usage --limit 10
@@ -24,5 +25,5 @@ show "$ML" report "$PROFILE" lines --function parse_record
 show "$ML" report "$PROFILE" flame
 show "$ML" report "$PROFILE" html -o "$OUT/leaky.html"
 echo
-echo "The profile is $PROFILE; open $OUT/leaky.html in a browser, or try:"
+echo "The run is $PROFILE; open $OUT/leaky.html in a browser, or try:"
 echo "  $ML report $PROFILE ops --json"

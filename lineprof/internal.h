@@ -74,9 +74,19 @@ bool ml_lp_sampling(void);
  * SIG_DFL with pending signals of ours discarded). */
 void ml_lp_step_aside(void);
 bool ml_lp_stepped_aside(void);
-/* Samples this thread has taken (the sleep hooks tell our interruptions
- * from the program's). */
-uint32_t ml_lp_signals_here(void);
+/* Around a call that a signal handler would cut short (EINTR) or that waits
+ * for signals: SIGPROF is blocked on the calling thread between begin and
+ * end, so that only the program's own signals interrupt the call; a sample
+ * our timer took meanwhile is counted at end, with the stack of the call
+ * (fn, the real function, under its caller).  No-ops when not sampling.
+ * errno is kept. */
+#include <signal.h>
+struct ml_lp_quiet {
+	sigset_t old;
+	bool on;
+};
+void ml_lp_quiet_begin(struct ml_lp_quiet *q);
+void ml_lp_quiet_end(struct ml_lp_quiet *q, const void *fn);
 /* Threads that got a timer. */
 uint32_t ml_lp_sampler_threads(void);
 /* In a fork child: forget the parent's timers and samples, and start this

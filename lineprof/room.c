@@ -39,6 +39,7 @@ static const struct ml_room lineprof_room = {
 	.name = "lineprof",
 	.start = start,
 	.fork_child = fork_child,
+	.thread_end = ml_lp_sampler_thread_end,
 	.signal_taken = signal_taken,
 	.write_sections = ml_lp_write_sections,
 };

@@ -1,8 +1,7 @@
 /* process/hooks.c - the exported entry points of the process's life, and
  * nothing else: main's return (__libc_start_main), exit, _exit, _Exit,
- * quick_exit, pthread_exit, thrd_exit, dlopen, dlclose, the exec family (execveat
- * too), posix_spawn, and the program's
- * sigaction and signal.  Each tells the core (core/core.h) and calls the
+ * quick_exit, abort, pthread_exit, thrd_exit, dlopen, dlclose, the exec
+ * family (execveat too), posix_spawn, and the program's sigaction and signal.  Each tells the core (core/core.h) and calls the
  * real function. */
 #include <dlfcn.h>
 #include <signal.h>
@@ -79,6 +78,15 @@ ML_EXPORT void thrd_exit(int res)
 {
 	ml_lifecycle_thread_exit();
 	ML_NEXT(exit_fn, "thrd_exit")(res);
+	__builtin_unreachable();
+}
+
+/* abort: the profile is written before SIGABRT, with no handler frame. */
+ML_EXPORT void abort(void)
+{
+	typedef void (*abort_fn)(void) __attribute__((noreturn));
+	ml_signals_before_abort();
+	ML_NEXT(abort_fn, "abort")();
 	__builtin_unreachable();
 }
 

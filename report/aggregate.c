@@ -26,10 +26,13 @@ struct agg_priv {
 	struct frame_memo *memo;	/* open addressing on the frame pointer */
 	size_t memo_cap, memo_used;	/* memo_cap a power of two */
 	size_t cap_funcs, cap_lines;
+	struct ml_amount *amounts;	/* every stack's amounts (ml_agg_stack.amounts) */
 	char **names;		/* function names made here (offsets cut off) */
 	const char *scratch_name;	/* a name in a caller's buffer, to copy */
 	size_t n_names, cap_names;
 };
+
+const struct ml_amount ml_amount_zero;
 
 const char *ml_kind_list(void)
 {
@@ -90,6 +93,13 @@ void ml_amount_add_counter(struct ml_amount *dst, const struct ml_fmt_counter *c
 	dst->live_bytes += c->live_bytes;
 	dst->peak_blocks += c->peak_blocks;
 	dst->peak_bytes += c->peak_bytes;
+	if (c->samples) {
+		dst->estimated = true;
+		dst->samples += c->samples;
+		dst->var_alloc_bytes += c->var_alloc_bytes;
+		dst->var_live_bytes += c->var_live_bytes;
+		dst->var_peak_bytes += c->var_peak_bytes;
+	}
 }
 
 void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src)
@@ -102,6 +112,13 @@ void ml_amount_add(struct ml_amount *dst, const struct ml_amount *src)
 	dst->live_bytes += src->live_bytes;
 	dst->peak_blocks += src->peak_blocks;
 	dst->peak_bytes += src->peak_bytes;
+	if (src->estimated) {
+		dst->estimated = true;
+		dst->samples += src->samples;
+		dst->var_alloc_bytes += src->var_alloc_bytes;
+		dst->var_live_bytes += src->var_live_bytes;
+		dst->var_peak_bytes += src->var_peak_bytes;
+	}
 }
 
 static uint64_t hash_str(uint64_t h, const char *s)
@@ -338,18 +355,19 @@ static bool cuda_runtime_frame(const struct ml_frame *fr)
  * summed into st before symbolization). */
 static bool stack_has_cuda(const struct ml_agg_stack *st)
 {
-	for (int k = 1; k < ML_KIND_COUNT; k++)
-		if (k != ML_KIND_TORCH_CPU_FREED &&
-		    (st->kind[k].allocs || st->kind[k].frees || st->kind[k].live_blocks))
+	for (int k = 1; k < ML_KIND_COUNT; k++) {
+		const struct ml_amount *m = ml_agg_stack_kind(st, k);
+		if (k != ML_KIND_TORCH_CPU_FREED && (m->allocs || m->frees || m->live_blocks))
 			return true;
+	}
 	return false;
 }
 
 /* True when the stack holds PyTorch's CUDA blocks (or their frees). */
 static bool stack_has_torch_blocks(const struct ml_agg_stack *st)
 {
-	const struct ml_amount *b = &st->kind[ML_KIND_TORCH_CUDA];
-	const struct ml_amount *f = &st->kind[ML_KIND_TORCH_CUDA_FREED];
+	const struct ml_amount *b = ml_agg_stack_kind(st, ML_KIND_TORCH_CUDA);
+	const struct ml_amount *f = ml_agg_stack_kind(st, ML_KIND_TORCH_CUDA_FREED);
 	return b->allocs || b->live_blocks || f->allocs;
 }
 
@@ -446,12 +464,33 @@ static int collect_stacks(struct ml_agg *a)
 		free(slot_of);
 		return -ENOMEM;
 	}
+	/* Which kinds each stack has, then one pool of amounts for them all:
+	 * a stack holds only its own kinds' amounts. */
+	size_t n_amounts = 0;
 	for (size_t i = 0; i < p->n_counters; i++) {
 		const struct ml_fmt_counter *c = &p->counters[i];
 		if (c->kind >= ML_KIND_COUNT)
 			continue;
 		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
-		ml_amount_add_counter(&st->kind[c->kind], c);
+		n_amounts += !((st->kinds >> c->kind) & 1);
+		st->kinds |= 1u << c->kind;
+	}
+	struct agg_priv *pv = a->priv;
+	pv->amounts = calloc(n_amounts ? n_amounts : 1, sizeof(*pv->amounts));
+	if (!pv->amounts) {
+		free(slot_of);
+		return -ENOMEM;
+	}
+	for (size_t k = 0, at = 0; k < a->n_stacks; k++) {
+		a->stacks[k].amounts = &pv->amounts[at];
+		at += (size_t)__builtin_popcount(a->stacks[k].kinds);
+	}
+	for (size_t i = 0; i < p->n_counters; i++) {
+		const struct ml_fmt_counter *c = &p->counters[i];
+		if (c->kind >= ML_KIND_COUNT)
+			continue;
+		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
+		ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, c->kind), c);
 		ml_amount_add_counter(&a->totals[c->kind], c);
 	}
 	free(slot_of);
@@ -468,8 +507,9 @@ static int collect_stacks(struct ml_agg *a)
 
 static void add_kinds(struct ml_amount *dst, const struct ml_agg_stack *st)
 {
-	for (int k = 0; k < ML_KIND_COUNT; k++)
-		ml_amount_add(&dst[k], &st->kind[k]);
+	const struct ml_amount *src = st->amounts;
+	for (uint32_t m = st->kinds; m; m &= m - 1)
+		ml_amount_add(&dst[__builtin_ctz(m)], src++);
 }
 
 /* The name a frame's function is grouped under: a symbol without debug
@@ -760,6 +800,7 @@ void ml_agg_free(struct ml_agg *a)
 		free(pv->funcs.slots);
 		free(pv->lines.slots);
 		free(pv->memo);
+		free(pv->amounts);
 		for (size_t i = 0; i < pv->n_names; i++)
 			free(pv->names[i]);
 		free(pv->names);

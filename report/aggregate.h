@@ -16,6 +16,11 @@ struct ml_amount {
 	uint64_t frees, freed_bytes;
 	uint64_t live_blocks, live_bytes;	/* at exit: leaked */
 	uint64_t peak_blocks, peak_bytes;	/* live at the kind's peak */
+	/* Sampled profiles (memline run --sample): the amounts above are
+	 * estimates from this many samples, with these variances (bytes^2). */
+	bool estimated;
+	uint64_t samples;
+	uint64_t var_alloc_bytes, var_live_bytes, var_peak_bytes;
 };
 
 /* Symbolization, as the aggregation needs it.  The real one wraps
@@ -38,8 +43,28 @@ struct ml_agg_stack {
 	bool truncated;			/* the real stack was deeper */
 	const struct ml_frame **frames;	/* program frames, innermost first */
 	size_t n_frames;
-	struct ml_amount kind[ML_KIND_COUNT];
+	uint32_t kinds;			/* bit k: the stack has counters of kind k */
+	struct ml_amount *amounts;	/* one per bit of kinds, lowest kind first;
+					 * read them with ml_agg_stack_kind */
 };
+
+extern const struct ml_amount ml_amount_zero;
+
+/* A stack's amounts of one kind (all zero where it has none). */
+static inline const struct ml_amount *ml_agg_stack_kind(const struct ml_agg_stack *st, int kind)
+{
+	if (!((st->kinds >> kind) & 1))
+		return &ml_amount_zero;
+	return &st->amounts[__builtin_popcount(st->kinds & ((1u << kind) - 1))];
+}
+
+/* All of a stack's amounts, indexed by kind, into out. */
+static inline void ml_agg_stack_kinds(const struct ml_agg_stack *st,
+				      struct ml_amount out[ML_KIND_COUNT])
+{
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		out[k] = *ml_agg_stack_kind(st, k);
+}
 
 struct ml_agg_func {
 	const char *name;

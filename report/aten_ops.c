@@ -87,7 +87,9 @@ static void charge_stack(struct ml_aten_ops *o, const struct ml_agg_stack *st, l
 	struct priv *pv = o->priv;
 	bool tensor = tensor_storage(st->frames, n_ops ? first : st->n_frames);
 	for (int k = 0; k < ML_KIND_COUNT; k++) {
-		const struct ml_amount *m = &st->kind[k];
+		if (!((st->kinds >> k) & 1))
+			continue;
+		const struct ml_amount *m = ml_agg_stack_kind(st, k);
 		bool cpu = ml_aten_ops_cpu_kind((enum ml_kind)k);
 		if (cpu && tensor)
 			ml_amount_add(&o->tensor_total, m);

@@ -11,7 +11,7 @@
 
 static const char *const view_names[ML_VIEW_COUNT] = {
 	"leaks", "peak", "ops", "lines", "regions", "timeline", "flame", "folded", "html", "trace",
-	"pprof",
+	"pprof", "processes",
 };
 
 typedef int (*view_fn)(const struct ml_agg *, const struct ml_view_opts *, FILE *, struct ml_json *);
@@ -41,7 +41,8 @@ const char *ml_report_view_name(enum ml_report_view view)
 
 const char *ml_report_view_list(void)
 {
-	return "leaks, peak, ops, lines, regions, timeline, flame, folded, html, trace, pprof";
+	return "leaks, peak, ops, lines, regions, timeline, flame, folded, html, trace, pprof, "
+	       "processes";
 }
 
 bool ml_report_view_is_document(enum ml_report_view view)
@@ -72,6 +73,30 @@ static const char *end_reason_name(uint32_t r)
 	case ML_END_THREAD_EXIT: return "thread_exit";
 	default: return "unknown";
 	}
+}
+
+/* memline's own memory when the profile was written (RUNTIME section). */
+static void runtime_json(struct ml_json *j, const struct ml_fmt_runtime *r)
+{
+	ml_json_key(j, "runtime");
+	ml_json_object_begin(j);
+	ml_json_key(j, "live_table_bytes");
+	ml_json_u64(j, r->live_table_bytes);
+	ml_json_key(j, "live_blocks");
+	ml_json_u64(j, r->live_blocks);
+	ml_json_key(j, "stack_bytes");
+	ml_json_u64(j, r->stack_bytes);
+	ml_json_key(j, "stack_nodes");
+	ml_json_u64(j, r->stack_nodes);
+	ml_json_key(j, "counter_bytes");
+	ml_json_u64(j, r->counter_bytes);
+	ml_json_key(j, "counters");
+	ml_json_u64(j, r->counters);
+	ml_json_key(j, "arena_bytes");
+	ml_json_u64(j, r->arena_bytes);
+	ml_json_key(j, "threads");
+	ml_json_u64(j, r->threads);
+	ml_json_object_end(j);
 }
 
 static void profile_json(struct ml_json *j, const struct ml_profile *p)
@@ -112,7 +137,56 @@ static void profile_json(struct ml_json *j, const struct ml_profile *p)
 	for (size_t i = 0; i < p->n_notes; i++)
 		ml_json_string(j, p->notes[i]);
 	ml_json_array_end(j);
+	if (p->has_runtime)
+		runtime_json(j, &p->runtime);
+	if (p->sampled) {
+		ml_json_key(j, "sampled");
+		ml_json_object_begin(j);
+		ml_json_key(j, "rate_bytes");
+		ml_json_u64(j, p->alloc_sampling.rate_bytes);
+		ml_json_key(j, "seed");
+		ml_json_u64(j, p->alloc_sampling.seed);
+		ml_json_key(j, "samples");
+		ml_json_u64(j, p->alloc_sampling.samples);
+		ml_json_key(j, "allocs");
+		ml_json_u64(j, p->alloc_sampling.allocs);
+		ml_json_key(j, "alloc_bytes");
+		ml_json_u64(j, p->alloc_sampling.alloc_bytes);
+		ml_json_object_end(j);
+	}
+	ml_json_key(j, "rank");
+	ml_json_i64(j, p->process.rank);
+	ml_json_key(j, "world_size");
+	ml_json_i64(j, p->process.world_size);
+	ml_json_key(j, "host");
+	ml_json_string(j, p->process.host);
+	if (p->n_merged) {
+		/* A merged profile: the processes it sums. */
+		ml_json_key(j, "merged");
+		ml_json_array_begin(j);
+		for (size_t i = 0; i < p->n_merged; i++) {
+			ml_json_object_begin(j);
+			ml_json_key(j, "path");
+			ml_json_string(j, p->merged[i]->path);
+			ml_json_key(j, "pid");
+			ml_json_u64(j, p->merged[i]->meta.pid);
+			ml_json_object_end(j);
+		}
+		ml_json_array_end(j);
+	}
 	ml_json_object_end(j);
+}
+
+/* The notice every text view of a sampled profile starts with. */
+static void sampled_text(FILE *out, const struct ml_profile *p)
+{
+	const struct ml_fmt_sampled *s = &p->alloc_sampling;
+	fprintf(out, "SAMPLED (memline run --sample %llu): amounts marked ~ are estimates from "
+		"%llu sampled allocations of %llu (one every %llu bytes on average);\n"
+		"+- is one standard deviation.  Exact: %llu allocations, %llu bytes.\n\n",
+		(unsigned long long)s->rate_bytes, (unsigned long long)s->samples,
+		(unsigned long long)s->allocs, (unsigned long long)s->rate_bytes,
+		(unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes);
 }
 
 /* What the profile itself says the report must not hide, on stderr. */
@@ -133,9 +207,24 @@ static void header_text(FILE *out, const struct ml_profile *p, bool first)
 {
 	if (!first)
 		fputc('\n', out);
-	fprintf(out, "==> %s: pid %llu, ppid %llu%s:", p->path, (unsigned long long)p->meta.pid,
-		(unsigned long long)p->meta.ppid,
-		(p->meta.flags & ML_META_FORKED) ? ", fork child" : "");
+	if (p->n_merged) {
+		fprintf(out, "==> %zu processes summed (pid", p->n_merged);
+		size_t shown = 0;
+		for (size_t i = 0; i < p->n_merged && shown < 16; i++) {
+			uint64_t pid = p->merged[i]->meta.pid;
+			if (i && pid == p->merged[i - 1]->meta.pid)
+				continue;	/* exec'd images of one process */
+			fprintf(out, "%s %llu", shown++ ? "," : "", (unsigned long long)pid);
+		}
+		fprintf(out, "%s):", shown == 16 ? ", ..." : "");
+	} else {
+		fprintf(out, "==> %s: pid %llu, ppid %llu%s", p->path,
+			(unsigned long long)p->meta.pid, (unsigned long long)p->meta.ppid,
+			(p->meta.flags & ML_META_FORKED) ? ", fork child" : "");
+		if (p->process.rank >= 0)
+			fprintf(out, ", rank %lld", (long long)p->process.rank);
+		fputc(':', out);
+	}
 	for (uint32_t i = 0; i < p->meta.argc; i++)
 		fprintf(out, " %s", p->argv[i]);
 	if (p->meta.argc == 0)
@@ -258,6 +347,8 @@ int ml_report_show(const struct ml_profile *p, enum ml_report_view view,
 	vo.cov = l->cov;
 	if (!j && header)
 		header_text(stdout, p, first);
+	if (!j && p->sampled)
+		sampled_text(stdout, p);
 	int err = j ? show_json(view, &vo, l->agg, j) : view_for(view, &vo)(l->agg, &vo, stdout, NULL);
 	/* -ENOENT: the view has said what it could not find. */
 	if (err < 0 && err != -ENOENT)

@@ -215,9 +215,11 @@ struct ml_amount ml_flame_group_amount(const struct ml_flame_group *g,
 static void stack_values(const struct ml_flame *t, const struct ml_agg_stack *st, int64_t sign,
 			 int64_t *v)
 {
+	struct ml_amount per_kind[ML_KIND_COUNT];
+	ml_agg_stack_kinds(st, per_kind);
 	memset(v, 0, t->n_values * sizeof(*v));
 	for (size_t g = 0; g < t->n_groups; g++) {
-		struct ml_amount m = ml_flame_group_amount(&t->groups[g], st->kind);
+		struct ml_amount m = ml_flame_group_amount(&t->groups[g], per_kind);
 		int64_t *row = &v[g * ML_FF_COUNT];
 		row[ML_FF_ALLOC_BYTES] = sign * (int64_t)m.alloc_bytes;
 		row[ML_FF_ALLOCS] = sign * (int64_t)m.allocs;

@@ -51,6 +51,22 @@ struct ml_profile_torch {
 	const char **schemas;
 };
 
+/* The PROCESS section: where the process stood in its run and its job. */
+struct ml_process_info {
+	bool present;			/* the profile has the section */
+	uint64_t run_pid;		/* pid of the program `memline run` started, 0 */
+	uint64_t parent_pid;		/* the parent when it started (PROCESS), else META's ppid */
+	int64_t rank, local_rank, world_size;	/* -1 where unknown */
+	uint32_t rank_source;		/* enum ml_fmt_rank_source */
+	const char *host;		/* "" when unknown */
+};
+
+/* A WARNINGS record: one of the runtime's warnings in the process. */
+struct ml_warning {
+	const char *text;
+	bool shown;			/* printed on the program's stderr then */
+};
+
 struct ml_profile {
 	const char *path;		/* the file it was read from */
 	struct ml_fmt_meta meta;
@@ -72,12 +88,26 @@ struct ml_profile {
 	size_t n_samples;
 	struct ml_region *regions;	/* in file order: parents first */
 	size_t n_regions;
+	bool has_runtime;		/* a RUNTIME section: memline's own memory */
+	struct ml_fmt_runtime runtime;
+	/* memline run --sample: the counters are estimates (their block counts
+	 * already in blocks), with variances; these are its settings and the
+	 * exact totals of every allocation. */
+	bool sampled;
+	struct ml_fmt_sampled alloc_sampling;
 	const struct ml_fmt_span *spans;	/* regions on the time axis, in the order they ended */
 	size_t n_spans;
 	uint64_t spans_dropped;		/* spans the runtime had no room for */
 	const char **notes;		/* the runtime's notes (NOTES): warnings to show */
 	size_t n_notes;
 	struct ml_profile_torch torch;
+	struct ml_process_info process;
+	struct ml_warning *warnings;
+	size_t n_warnings;
+	/* A profile made by ml_profile_merge (report/merge.h): the profiles it
+	 * sums; META's pid is then 0. */
+	const struct ml_profile **merged;
+	size_t n_merged;
 	void *priv;			/* owned storage */
 };
 
@@ -86,6 +116,12 @@ struct ml_profile {
  * in err ("truncated: 812 of 4096 bytes", "not a memline profile", ...).
  * Never trusts a length or offset from the file. */
 int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen);
+
+/* Reads only what says which process a profile is and its totals: META,
+ * TOTALS, PROCESS and WARNINGS (every other field empty), without the
+ * checksum: for listing many profiles (`memline run`'s summary, the
+ * processes view).  Same results otherwise. */
+int ml_profile_load_meta(const char *path, struct ml_profile **out, char *err, size_t errlen);
 
 /* Same, from a buffer (the fuzzer's entry point); the buffer is copied. */
 int ml_profile_parse(const void *data, size_t len, struct ml_profile **out, char *err, size_t errlen);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <zstd.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,20 +21,28 @@ _Static_assert(sizeof(struct ml_fmt_meta) == 64, "meta layout");
 _Static_assert(sizeof(struct ml_fmt_module) == 40, "module layout");
 _Static_assert(sizeof(struct ml_fmt_stack) == 16, "stack layout");
 _Static_assert(sizeof(struct ml_fmt_frame) == 16, "frame layout");
-_Static_assert(sizeof(struct ml_fmt_counter) == 72, "counter layout");
+_Static_assert(sizeof(struct ml_fmt_counter) == 104, "counter layout");
 _Static_assert(sizeof(struct ml_fmt_total) == 72, "total layout");
 _Static_assert(sizeof(struct ml_fmt_timepoint) == 24, "timepoint layout");
 _Static_assert(sizeof(struct ml_fmt_sampling) == 48, "sampling layout");
 _Static_assert(sizeof(struct ml_fmt_sample) == 24, "sample layout");
 _Static_assert(sizeof(struct ml_fmt_region) == 48, "region layout");
 _Static_assert(sizeof(struct ml_fmt_torch) == 48, "torch layout");
+_Static_assert(sizeof(struct ml_fmt_runtime) == 64, "runtime layout");
+_Static_assert(sizeof(struct ml_fmt_sampled) == 48, "sampled layout");
+_Static_assert(sizeof(struct ml_fmt_header) == 64, "header layout");
+_Static_assert(sizeof(struct ml_fmt_process) == 48, "process layout");
+_Static_assert(sizeof(struct ml_fmt_warning) == 8, "warning layout");
 
 const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_META] = "META", [ML_SEC_MODULES] = "MODULES", [ML_SEC_STACKS] = "STACKS",
 	[ML_SEC_COUNTERS] = "COUNTERS", [ML_SEC_TOTALS] = "TOTALS", [ML_SEC_TIMELINE] = "TIMELINE",
 	[ML_SEC_SAMPLES] = "SAMPLES", [ML_SEC_REGIONS] = "REGIONS", [ML_SEC_FRAMES] = "FRAMES",
+	[ML_SEC_ADDRESSES] = "ADDRESSES", [ML_SEC_RUNTIME] = "RUNTIME",
+	[ML_SEC_SAMPLED] = "SAMPLED",
 	[ML_SEC_SPANS] = "SPANS",
 	[ML_SEC_NOTES] = "NOTES",
+	[ML_SEC_PROCESS] = "PROCESS", [ML_SEC_WARNINGS] = "WARNINGS",
 	[ML_SEC_TORCH] = "TORCH",
 };
 
@@ -133,20 +142,63 @@ static int check_header_fields(struct parse *ps, struct ml_fmt_header *h)
 	if (ps->len > h->file_size)
 		return BAD(ps, "corrupt: %zu bytes, the header says %llu", ps->len,
 			   (unsigned long long)h->file_size);
-	if (h->flags || memcmp(h->reserved, zeros, sizeof(zeros)))
+	if ((h->flags & ~ML_FMT_ZSTD) || memcmp(h->reserved, zeros, sizeof(zeros)))
 		return BAD(ps, "corrupt: reserved header fields are not zero");
 	return 0;
 }
 
-/* The header's fields, then the checksum over the whole file. */
-static int check_header(struct parse *ps, struct ml_fmt_header *h)
+/* The header's fields, then (unless light) the checksum over the whole file. */
+static int check_header(struct parse *ps, struct ml_fmt_header *h, bool light)
 {
 	int rc = check_header_fields(ps, h);
 
 	if (rc)
 		return rc;
-	if (ml_fnv1a(ML_FNV_INIT, ps->data + HEADER_SIZE, ps->len - HEADER_SIZE) != h->checksum)
+	if (!light &&
+	    ml_fnv1a(ML_FNV_INIT, ps->data + HEADER_SIZE, ps->len - HEADER_SIZE) != h->checksum)
 		return BAD(ps, "corrupt: checksum mismatch");
+	if (!(h->flags & ML_FMT_ZSTD) && h->payload_size != ps->len - HEADER_SIZE)
+		return BAD(ps, "corrupt: payload of %llu bytes, the header says %llu",
+			   (unsigned long long)(ps->len - HEADER_SIZE),
+			   (unsigned long long)h->payload_size);
+	return 0;
+}
+
+/* The most a compressed payload may claim to hold: far above what memline's
+ * sections compress to, far below what would exhaust memory on a forged
+ * header. */
+static uint64_t payload_limit(uint64_t stored)
+{
+	uint64_t limit = stored * 1024 + (64u << 20);
+	return limit < (16ull << 30) ? limit : (16ull << 30);
+}
+
+/* A compressed payload becomes the sections, after a copy of the header
+ * (so section offsets read the same in both forms); ps then reads them. */
+static int decompress(struct parse *ps, const struct ml_fmt_header *h, unsigned char **out)
+{
+	uint64_t stored = ps->len - HEADER_SIZE, size = h->payload_size;
+	unsigned char *buf;
+	size_t got;
+
+	*out = NULL;
+	if (!(h->flags & ML_FMT_ZSTD))
+		return 0;
+	if (size > payload_limit(stored) || size > SIZE_MAX - HEADER_SIZE - 1)
+		return BAD(ps, "corrupt: the header says %llu bytes of sections in %llu compressed",
+			   (unsigned long long)size, (unsigned long long)stored);
+	buf = malloc(HEADER_SIZE + size + 1);
+	if (!buf)
+		return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	memcpy(buf, ps->data, HEADER_SIZE);
+	got = ZSTD_decompress(buf + HEADER_SIZE, size, ps->data + HEADER_SIZE, stored);
+	if (ZSTD_isError(got) || got != size) {
+		free(buf);
+		return BAD(ps, "corrupt: the compressed sections do not decompress to %llu bytes%s%s",
+			   (unsigned long long)size, ZSTD_isError(got) ? ": " : "",
+			   ZSTD_isError(got) ? ZSTD_getErrorName(got) : "");
+	}
+	*out = buf;
 	return 0;
 }
 
@@ -195,7 +247,7 @@ static struct ml_profile *profile_new(unsigned char *data, size_t len, const cha
 	if (!p || !o)
 		goto fail;
 	/* Every string is a copy of file bytes plus a NUL, and every record
-	 * with a string is at least 8 bytes (a note): this bound cannot be
+	 * with a string is at least 8 bytes (a note, a warning): this bound cannot be
 	 * exceeded. */
 	o->strings_cap = len + len / sizeof(struct ml_fmt_note) + path_len + 3;
 	o->strings = malloc(o->strings_cap);
@@ -211,9 +263,44 @@ fail:
 	return NULL;
 }
 
+/* Room in the string space for everything ps->len bytes may hold (it was
+ * sized for the stored file); only the path is in it yet. */
+static int strings_room(struct parse *ps)
+{
+	size_t cap = ps->len + ps->len / sizeof(struct ml_fmt_module) + ps->o->strings_used + 3;
+	char *bigger;
+
+	if (cap <= ps->o->strings_cap)
+		return 0;
+	bigger = realloc(ps->o->strings, cap);
+	if (!bigger)
+		return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+	ps->o->strings = bigger;
+	ps->o->strings_cap = cap;
+	ps->p->path = bigger;	/* the one string copied so far */
+	return 0;
+}
+
+/* The sections after META that light loads skip, in order. */
+static int parse_body(struct parse *ps)
+{
+	int (*const parsers[])(struct parse *) = {
+		ml_reader_parse_modules, ml_reader_parse_stacks, ml_reader_parse_sampled,
+		ml_reader_parse_counters,
+		ml_reader_parse_totals, ml_reader_check_gpu_total, ml_reader_parse_timeline,
+		ml_reader_parse_samples, ml_reader_parse_regions, ml_reader_parse_spans,
+	};
+	for (size_t i = 0; i < sizeof(parsers) / sizeof(parsers[0]); i++) {
+		int rc = parsers[i](ps);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Validates data (owned by the caller until success or failure: it is
  * always taken over, and freed on failure). */
-static int parse_owned(unsigned char *data, size_t len, const char *path,
+static int parse_owned(unsigned char *data, size_t len, const char *path, bool light,
 		       struct ml_profile **out, char *err, size_t errlen)
 {
 	struct parse ps = { .data = data, .len = len, .err = err, .errlen = errlen };
@@ -226,35 +313,43 @@ static int parse_owned(unsigned char *data, size_t len, const char *path,
 		return ml_reader_set_err(err, errlen, -ENOMEM, "out of memory");
 	}
 	ps.o = ps.p->priv;
-	rc = check_header(&ps, &h);
+	rc = check_header(&ps, &h, light);
+	if (!rc) {
+		unsigned char *sections;
+
+		rc = decompress(&ps, &h, &sections);
+		if (!rc && sections) {
+			/* From here on the profile owns (and points into) the
+			 * sections; strings copied from them need more room. */
+			free(ps.o->data);
+			ps.o->data = sections;
+			ps.data = sections;
+			ps.len = HEADER_SIZE + h.payload_size;
+			rc = strings_room(&ps);
+		}
+	}
 	if (!rc)
 		rc = walk_sections(&ps, &h);
 	if (!rc)
 		rc = ml_reader_parse_meta(&ps);
+	if (!rc && light)
+		rc = ml_reader_parse_sampled(&ps);
 	if (!rc)
-		rc = ml_reader_parse_modules(&ps);
+		rc = light ? ml_reader_parse_totals(&ps) : parse_body(&ps);
 	if (!rc)
-		rc = ml_reader_parse_stacks(&ps);
+		rc = ml_reader_parse_process(&ps);
 	if (!rc)
-		rc = ml_reader_parse_counters(&ps);
-	if (!rc)
-		rc = ml_reader_parse_totals(&ps);
-	if (!rc)
-		rc = ml_reader_check_gpu_total(&ps);
-	if (!rc)
-		rc = ml_reader_parse_timeline(&ps);
-	if (!rc)
-		rc = ml_reader_parse_samples(&ps);
-	if (!rc)
-		rc = ml_reader_parse_regions(&ps);
-	if (!rc)
-		rc = ml_reader_parse_spans(&ps);
+		rc = ml_reader_parse_warnings(&ps);
 	if (!rc)
 		rc = ml_reader_parse_notes(&ps);
+	if (!rc)
+		rc = ml_reader_parse_runtime(&ps);
 	if (!rc)
 		rc = ml_reader_parse_torch(&ps);
 	free(ps.node_depth);
 	free(ps.leaf_at);
+	free(ps.nodes);
+	free(ps.addresses);
 	if (rc) {
 		ml_profile_free(ps.p);
 		return rc;
@@ -272,14 +367,14 @@ int ml_profile_parse(const void *data, size_t len, struct ml_profile **out, char
 		return ml_reader_set_err(err, errlen, -ENOMEM, "out of memory");
 	if (len)
 		memcpy(copy, data, len);
-	return parse_owned(copy, len, "(buffer)", out, err, errlen);
+	return parse_owned(copy, len, "(buffer)", false, out, err, errlen);
 }
 
 /* Reads the profile in the regular file fd (size bytes): its header first,
  * so that a file that is not a profile, or whose header disagrees with its
  * size, is rejected before the rest is read. */
-static int load_fd(int fd, size_t size, const char *path, struct ml_profile **out,
-		   char *err, size_t errlen)
+static int load_fd(int fd, size_t size, const char *path, bool light,
+		   struct ml_profile **out, char *err, size_t errlen)
 {
 	unsigned char head[HEADER_SIZE];
 	size_t head_len = size < HEADER_SIZE ? size : HEADER_SIZE;
@@ -304,10 +399,10 @@ static int load_fd(int fd, size_t size, const char *path, struct ml_profile **ou
 		return ml_reader_set_err(err, errlen, rc, "cannot read: %s",
 					 rc == -EIO ? "the file shrank while it was read" : strerror(-rc));
 	}
-	return parse_owned(data, size, path, out, err, errlen);
+	return parse_owned(data, size, path, light, out, err, errlen);
 }
 
-int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen)
+static int load(const char *path, bool light, struct ml_profile **out, char *err, size_t errlen)
 {
 	const char *what;
 	struct stat st;
@@ -324,9 +419,19 @@ int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t
 	if ((uint64_t)st.st_size > SIZE_MAX - 1)
 		rc = ml_reader_set_err(err, errlen, -EFBIG, "too large to read");
 	else
-		rc = load_fd(fd, (size_t)st.st_size, path, out, err, errlen);
+		rc = load_fd(fd, (size_t)st.st_size, path, light, out, err, errlen);
 	close(fd);
 	return rc;
+}
+
+int ml_profile_load(const char *path, struct ml_profile **out, char *err, size_t errlen)
+{
+	return load(path, false, out, err, errlen);
+}
+
+int ml_profile_load_meta(const char *path, struct ml_profile **out, char *err, size_t errlen)
+{
+	return load(path, true, out, err, errlen);
 }
 
 void ml_profile_free(struct ml_profile *p)
@@ -341,7 +446,10 @@ void ml_profile_free(struct ml_profile *p)
 		free(o->strings);
 		free(o->argv);
 		free(o->frames);
+		free(o->counters);
 		free(o->notes);
+		free(o->frames_extra);
+		free(o->timeline);
 		free(o);
 	}
 	free(p->modules);
@@ -349,6 +457,8 @@ void ml_profile_free(struct ml_profile *p)
 	free(p->samples);
 	free(p->regions);
 	free(p->torch.schemas);
+	free(p->warnings);
+	free(p->merged);
 	free(p);
 }
 

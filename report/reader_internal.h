@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define HEADER_SIZE sizeof(struct ml_fmt_header)
-#define N_KNOWN_SECTIONS (ML_SEC_TORCH + 1)
+#define N_KNOWN_SECTIONS (ML_SEC_SAMPLED + 1)
 
 /* Everything a profile owns; ml_profile.priv points here. */
 struct owned {
@@ -22,7 +22,12 @@ struct owned {
 	size_t strings_used, strings_cap;
 	const char **argv;
 	uint64_t *frames;	/* every stack's frames, rebuilt from the trie */
+	struct ml_fmt_counter *counters;	/* decoded from COUNTERS' columns */
 	const char **notes;	/* NOTES texts (copies in strings) */
+	/* A merged profile's own (report/merge.c): its samples' frames and its
+	 * timeline (a file's point into data). */
+	uint64_t *frames_extra;
+	struct ml_fmt_timepoint *timeline;
 };
 
 /* One section as found in the file. */
@@ -42,8 +47,11 @@ struct parse {
 	struct owned *o;
 	struct span sec[N_KNOWN_SECTIONS];
 	uint32_t n_nodes;	/* FRAMES: nodes 1..n_nodes */
+	struct ml_fmt_frame *nodes;	/* [id - 1], decoded from FRAMES and ADDRESSES */
 	uint32_t *node_depth;	/* [id]: frames from node id up to the root */
 	uint64_t *leaf_at;	/* [id]: where that leaf's frames start, or UINT64_MAX */
+	uint64_t *addresses;	/* ADDRESSES, decoded */
+	uint32_t n_addresses;
 };
 
 /* A bounded walk through one section's payload. */
@@ -91,8 +99,13 @@ int ml_reader_check_gpu_total(struct parse *ps);
 int ml_reader_parse_timeline(struct parse *ps);
 int ml_reader_parse_samples(struct parse *ps);
 int ml_reader_parse_regions(struct parse *ps);
+int ml_reader_parse_runtime(struct parse *ps);
+int ml_reader_parse_sampled(struct parse *ps);
 int ml_reader_parse_spans(struct parse *ps);
 int ml_reader_parse_notes(struct parse *ps);
+/* reader_process.c */
+int ml_reader_parse_process(struct parse *ps);
+int ml_reader_parse_warnings(struct parse *ps);
 /* TORCH (reader_torch.c). */
 int ml_reader_parse_torch(struct parse *ps);
 

@@ -1,9 +1,51 @@
 /* report/reader_sections.c - parses and validates each section of a profile
  * file, once reader.c has checked its header and section table. */
 #include "report/reader_internal.h"
+#include "common/varint.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Reads n varints from the section's bytes at *at into out (NULL: check
+ * only).  False when they run past end. */
+static bool get_column(const unsigned char **at, const unsigned char *end, uint64_t *out,
+		       uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t v;
+
+		if (!ml_varint_get(at, end, &v))
+			return false;
+		if (out)
+			out[i] = v;
+	}
+	return true;
+}
+
+/* After the columns, only padding: fewer than 8 zero bytes. */
+static bool only_padding(const unsigned char *at, const unsigned char *end)
+{
+	if (end - at >= (ptrdiff_t)ML_FMT_ALIGN)
+		return false;
+	for (; at < end; at++)
+		if (*at)
+			return false;
+	return true;
+}
+
+static int out_of_memory(struct parse *ps)
+{
+	return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
+}
+
+/* count x uint64 of scratch, or NULL (count is bounded by the section's
+ * bytes: a varint takes at least one). */
+static uint64_t *column_room(const struct span *s, uint32_t columns)
+{
+	if ((uint64_t)s->count * columns > s->size)
+		return NULL;
+	return malloc((size_t)s->count * columns * sizeof(uint64_t) + 1);
+}
 /* Splits argv_len bytes into exactly argc NUL-terminated strings. */
 static int parse_argv(struct parse *ps, const unsigned char *args, uint32_t argv_len, uint32_t argc)
 {
@@ -93,11 +135,30 @@ int ml_reader_parse_modules(struct parse *ps)
 	return 0;
 }
 
-static int compare_stack_ids(const void *a, const void *b)
+/* ADDRESSES: ascending distinct addresses, as deltas. */
+static int parse_addresses(struct parse *ps)
 {
-	uint32_t x = ((const struct ml_stack *)a)->id, y = ((const struct ml_stack *)b)->id;
+	const struct span *s = &ps->sec[ML_SEC_ADDRESSES];
+	const unsigned char *at = s->payload, *end = s->payload + s->size;
+	uint64_t *a;
 
-	return (x > y) - (x < y);
+	if (!s->seen)
+		return 0;
+	if ((uint64_t)s->count > s->size)
+		return BAD(ps, "corrupt: ADDRESSES has %u records in %llu bytes", s->count,
+			   (unsigned long long)s->size);
+	a = ps->addresses = malloc((size_t)s->count * sizeof(*a) + 1);
+	if (!a)
+		return out_of_memory(ps);
+	if (!get_column(&at, end, a, s->count) || !only_padding(at, end))
+		return BAD(ps, "corrupt: ADDRESSES does not hold %u varints", s->count);
+	for (uint32_t i = 1; i < s->count; i++) {
+		if (!a[i] || a[i] > UINT64_MAX - a[i - 1])
+			return BAD(ps, "corrupt: ADDRESSES are not ascending at %u", i);
+		a[i] += a[i - 1];
+	}
+	ps->n_addresses = s->count;
+	return 0;
 }
 
 /* FRAMES: the call-site trie; every parent is an earlier node, so one pass
@@ -105,27 +166,45 @@ static int compare_stack_ids(const void *a, const void *b)
 static int parse_frames(struct parse *ps)
 {
 	const struct span *s = &ps->sec[ML_SEC_FRAMES];
-	const unsigned char *at = s->payload;
+	const unsigned char *at = s->payload, *end = s->payload + s->size;
+	uint64_t *col;
+	int rc = parse_addresses(ps);
 
+	if (rc)
+		return rc;
 	if (!s->seen || !s->count)
 		return s->seen && s->size ? BAD(ps, "corrupt: FRAMES section has bytes but no records") : 0;
-	if (s->size != (uint64_t)s->count * sizeof(struct ml_fmt_frame))
-		return BAD(ps, "corrupt: FRAMES section has %llu bytes for %u records of %zu",
-			   (unsigned long long)s->size, s->count, sizeof(struct ml_fmt_frame));
+	col = column_room(s, 2);
+	ps->nodes = malloc((size_t)s->count * sizeof(*ps->nodes) + 1);
 	ps->node_depth = malloc(((size_t)s->count + 1) * sizeof(*ps->node_depth));
-	if (!ps->node_depth)
-		return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
-	ps->node_depth[0] = 0;
-	for (uint32_t id = 1; id <= s->count; id++, at += sizeof(struct ml_fmt_frame)) {
-		struct ml_fmt_frame fr;
-
-		memcpy(&fr, at, sizeof(fr));
-		if (fr.parent >= id)
-			return BAD(ps, "corrupt: frame node %u has parent %u", id, fr.parent);
-		ps->node_depth[id] = ps->node_depth[fr.parent] + 1;
+	if (!col || !ps->nodes || !ps->node_depth) {
+		free(col);
+		return col || (uint64_t)s->count * 2 <= s->size ? out_of_memory(ps) :
+			BAD(ps, "corrupt: FRAMES has %u records in %llu bytes", s->count,
+			    (unsigned long long)s->size);
 	}
-	ps->n_nodes = s->count;
-	return 0;
+	rc = 0;
+	if (!get_column(&at, end, col, 2ull * s->count) || !only_padding(at, end))
+		rc = BAD(ps, "corrupt: FRAMES does not hold 2 x %u varints", s->count);
+	ps->node_depth[0] = 0;
+	for (uint32_t id = 1; !rc && id <= s->count; id++) {
+		uint64_t back = col[id - 1], index = col[s->count + id - 1];
+
+		if (back == 0 || back > id)
+			rc = BAD(ps, "corrupt: frame node %u has parent %lld", id,
+				 (long long)id - (long long)back);
+		else if (index >= ps->n_addresses)
+			rc = BAD(ps, "corrupt: frame node %u has address %llu of %u", id,
+				 (unsigned long long)index, ps->n_addresses);
+		else {
+			ps->nodes[id - 1] = (struct ml_fmt_frame){
+				.parent = id - (uint32_t)back, .address = ps->addresses[index] };
+			ps->node_depth[id] = ps->node_depth[id - back] + 1;
+		}
+	}
+	free(col);
+	ps->n_nodes = rc ? 0 : s->count;
+	return rc;
 }
 
 /* The walk from fs's leaf to the root must be exactly fs->depth nodes long. */
@@ -135,6 +214,10 @@ static int check_stack(struct parse *ps, const struct ml_fmt_stack *fs, uint32_t
 
 	if (fs->id == 0)
 		return BAD(ps, "corrupt: stack %u has id 0", i);
+	if (fs->flags & ~(ML_STACK_EXACT_IP | ML_STACK_TRUNCATED | ML_STACK_LOST))
+		return BAD(ps, "corrupt: stack %u has unknown flags 0x%x", fs->id, fs->flags);
+	if ((fs->flags & ML_STACK_LOST) && fs->leaf)
+		return BAD(ps, "corrupt: stack %u is marked lost but has frames", fs->id);
 	if (max_depth && fs->depth > max_depth)
 		return BAD(ps, "corrupt: stack %u is %u frames deep, max_depth is %u",
 			   fs->id, fs->depth, max_depth);
@@ -152,7 +235,7 @@ static int check_stack(struct parse *ps, const struct ml_fmt_stack *fs, uint32_t
  * with the same leaf share theirs. */
 static int rebuild_frames(struct parse *ps, const struct ml_fmt_stack *fs, uint32_t n)
 {
-	const struct ml_fmt_frame *nodes = (const void *)ps->sec[ML_SEC_FRAMES].payload;
+	const struct ml_fmt_frame *nodes = ps->nodes;
 	uint64_t total = 0, at = 0;
 
 	if (ps->n_nodes) {
@@ -198,10 +281,50 @@ static int rebuild_frames(struct parse *ps, const struct ml_fmt_stack *fs, uint3
 	return 0;
 }
 
+/* STACKS' columns (id deltas, leaves, flags) as ml_fmt_stack records. */
+static int decode_stacks(struct parse *ps, struct ml_fmt_stack **out)
+{
+	const struct span *s = &ps->sec[ML_SEC_STACKS];
+	const unsigned char *at = s->payload, *end = s->payload + s->size;
+	uint64_t *col = column_room(s, 3), id = 0, leaf = 0;
+	struct ml_fmt_stack *fs = malloc((size_t)s->count * sizeof(*fs) + 1);
+	int rc = 0;
+
+	*out = fs;
+	if (!col || !fs) {
+		free(col);
+		return col || (uint64_t)s->count * 3 <= s->size ? out_of_memory(ps) :
+			BAD(ps, "corrupt: STACKS has %u records in %llu bytes", s->count,
+			    (unsigned long long)s->size);
+	}
+	if (!get_column(&at, end, col, 3ull * s->count) || !only_padding(at, end))
+		rc = BAD(ps, "corrupt: STACKS does not hold 3 x %u varints", s->count);
+	for (uint32_t i = 0; !rc && i < s->count; i++) {
+		uint64_t delta = col[i], flags = col[2ull * s->count + i];
+
+		id += delta;
+		leaf += col[s->count + i];	/* modulo 2^64: any order can be written */
+		if ((i && !delta) || id > UINT32_MAX)
+			rc = BAD(ps, "corrupt: STACKS ids do not ascend at record %u", i);
+		else if (leaf > ps->n_nodes)
+			rc = BAD(ps, "corrupt: stack %llu has leaf %llu, the trie has %u frame nodes",
+				 (unsigned long long)id, (unsigned long long)leaf, ps->n_nodes);
+		else if (flags > UINT32_MAX)
+			rc = BAD(ps, "corrupt: stack %llu has flags %llu", (unsigned long long)id,
+				 (unsigned long long)flags);
+		else
+			fs[i] = (struct ml_fmt_stack){ .id = (uint32_t)id, .flags = (uint32_t)flags,
+				.leaf = (uint32_t)leaf,
+				.depth = leaf ? ps->node_depth[leaf] : 0 };
+	}
+	free(col);
+	return rc;
+}
+
 int ml_reader_parse_stacks(struct parse *ps)
 {
 	const struct span *s = &ps->sec[ML_SEC_STACKS];
-	const struct ml_fmt_stack *fs = (const void *)s->payload;
+	struct ml_fmt_stack *fs = NULL;
 	struct ml_stack *st;
 	int rc = parse_frames(ps);
 
@@ -209,28 +332,19 @@ int ml_reader_parse_stacks(struct parse *ps)
 		return rc;
 	if (!s->seen || !s->count)
 		return s->size ? BAD(ps, "corrupt: STACKS section has bytes but no records") : 0;
-	if (s->size != (uint64_t)s->count * sizeof(struct ml_fmt_stack))
-		return BAD(ps, "corrupt: STACKS section has %llu bytes for %u records of %zu",
-			   (unsigned long long)s->size, s->count, sizeof(struct ml_fmt_stack));
-	/* 8-aligned: the buffer is malloc'd and every section starts at a multiple of 8. */
-	for (uint32_t i = 0; i < s->count; i++) {
+	rc = decode_stacks(ps, &fs);
+	for (uint32_t i = 0; !rc && i < s->count; i++)
 		rc = check_stack(ps, &fs[i], i);
-		if (rc)
-			return rc;
+	st = rc ? NULL : calloc(s->count, sizeof(*st));
+	if (!rc && !st)
+		rc = out_of_memory(ps);
+	if (!rc) {
+		ps->p->stacks = st;
+		ps->p->n_stacks = s->count;
+		rc = rebuild_frames(ps, fs, s->count);	/* ids ascend: sorted already */
 	}
-	st = calloc(s->count, sizeof(*st));
-	if (!st)
-		return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
-	ps->p->stacks = st;
-	ps->p->n_stacks = s->count;
-	rc = rebuild_frames(ps, fs, s->count);
-	if (rc)
-		return rc;
-	qsort(st, s->count, sizeof(*st), compare_stack_ids);
-	for (uint32_t i = 1; i < s->count; i++)
-		if (st[i].id == st[i - 1].id)
-			return BAD(ps, "corrupt: stack id %u appears twice", st[i].id);
-	return 0;
+	free(fs);
+	return rc;
 }
 
 /* A section of count fixed-size records: checks size == count * rec_size. */
@@ -273,24 +387,78 @@ static int check_counter_duplicates(struct parse *ps)
 	return rc;
 }
 
+/* A fixed-point block count (sampled profiles) in whole blocks, rounded. */
+static uint64_t blocks_of(const struct parse *ps, uint64_t v)
+{
+	uint64_t unit = ps->p->sampled ? ps->p->alloc_sampling.count_unit : 1;
+	return v / unit + (v % unit >= (unit + 1) / 2 && unit > 1);
+}
+
+/* COUNTERS' columns (8, or 12 when sampled) as ml_fmt_counter records
+ * (frees derived). */
+static int decode_counters(struct parse *ps)
+{
+	const struct span *s = &ps->sec[ML_SEC_COUNTERS];
+	const unsigned char *at = s->payload, *end = s->payload + s->size;
+	uint32_t cols = ps->p->sampled ? 12 : 8;
+	uint64_t *col = column_room(s, cols), n = s->count, index = 0;
+	struct ml_fmt_counter *ct = ps->o->counters = malloc((size_t)n * sizeof(*ct) + 1);
+	int rc = 0;
+
+	if (!col || !ct) {
+		free(col);
+		return col || n * cols <= s->size ? out_of_memory(ps) :
+			BAD(ps, "corrupt: COUNTERS has %u records in %llu bytes", s->count,
+			    (unsigned long long)s->size);
+	}
+	if (!get_column(&at, end, col, cols * n) || !only_padding(at, end))
+		rc = BAD(ps, "corrupt: COUNTERS does not hold %u x %u varints", cols, s->count);
+	for (uint64_t i = 0; !rc && i < n; i++) {
+		const uint64_t *f = col + i;	/* field k of counter i: f[k * n] */
+
+		index += f[0];
+		if (index >= ps->p->n_stacks)
+			rc = BAD(ps, "corrupt: counter %llu refers to stack %llu of %zu",
+				 (unsigned long long)i, (unsigned long long)index, ps->p->n_stacks);
+		else if (f[n] >= ML_KIND_COUNT)
+			rc = BAD(ps, "corrupt: counter %llu has kind %llu", (unsigned long long)i,
+				 (unsigned long long)f[n]);
+		else if (f[4 * n] > f[2 * n] || f[5 * n] > f[3 * n])
+			rc = BAD(ps, "corrupt: counter %llu has more live than allocated",
+				 (unsigned long long)i);
+		else {
+			uint64_t allocs = blocks_of(ps, f[2 * n]), live = blocks_of(ps, f[4 * n]);
+
+			ct[i] = (struct ml_fmt_counter){
+				.stack_id = ps->p->stacks[index].id, .kind = (uint32_t)f[n],
+				.allocs = allocs, .alloc_bytes = f[3 * n],
+				.frees = allocs - live, .freed_bytes = f[3 * n] - f[5 * n],
+				.live_blocks = live, .live_bytes = f[5 * n],
+				.peak_blocks = blocks_of(ps, f[6 * n]), .peak_bytes = f[7 * n] };
+			if (cols == 12) {
+				ct[i].samples = f[8 * n];
+				ct[i].var_alloc_bytes = f[9 * n];
+				ct[i].var_live_bytes = f[10 * n];
+				ct[i].var_peak_bytes = f[11 * n];
+			}
+		}
+	}
+	free(col);
+	return rc;
+}
+
 int ml_reader_parse_counters(struct parse *ps)
 {
 	const struct span *s = &ps->sec[ML_SEC_COUNTERS];
-	int rc = fixed_records(ps, ML_SEC_COUNTERS, sizeof(struct ml_fmt_counter));
+	int rc;
 
-	if (rc || !s->seen || !s->count)
+	if (!s->seen || !s->count)
+		return s->seen && s->size ? BAD(ps, "corrupt: COUNTERS section has bytes but no records") : 0;
+	rc = decode_counters(ps);
+	if (rc)
 		return rc;
-	ps->p->counters = (struct ml_fmt_counter *)(uintptr_t)s->payload;
+	ps->p->counters = ps->o->counters;
 	ps->p->n_counters = s->count;
-	for (uint32_t i = 0; i < s->count; i++) {
-		const struct ml_fmt_counter *ct = &ps->p->counters[i];
-
-		if (ct->kind >= ML_KIND_COUNT)
-			return BAD(ps, "corrupt: counter %u has kind %u", i, ct->kind);
-		if (!ml_profile_stack(ps->p, ct->stack_id))
-			return BAD(ps, "corrupt: counter %u refers to unknown stack %u", i,
-				   ct->stack_id);
-	}
 	return check_counter_duplicates(ps);
 }
 
@@ -478,6 +646,42 @@ int ml_reader_parse_regions(struct parse *ps)
 	return 0;
 }
 
+
+int ml_reader_parse_runtime(struct parse *ps)
+{
+	const struct span *s = &ps->sec[ML_SEC_RUNTIME];
+	int rc = fixed_records(ps, ML_SEC_RUNTIME, sizeof(struct ml_fmt_runtime));
+
+	if (rc || !s->seen)
+		return rc;
+	if (s->count != 1)
+		return BAD(ps, "corrupt: RUNTIME section has %u records, expected 1", s->count);
+	memcpy(&ps->p->runtime, s->payload, sizeof(ps->p->runtime));
+	ps->p->has_runtime = true;
+	return 0;
+}
+
+int ml_reader_parse_sampled(struct parse *ps)
+{
+	const struct span *s = &ps->sec[ML_SEC_SAMPLED];
+	bool flagged = (ps->p->meta.flags & ML_META_SAMPLED) != 0;
+	int rc = fixed_records(ps, ML_SEC_SAMPLED, sizeof(struct ml_fmt_sampled));
+
+	if (rc)
+		return rc;
+	if (flagged != s->seen)
+		return BAD(ps, "corrupt: META says %ssampled, %s SAMPLED section",
+			   flagged ? "" : "not ", s->seen ? "but there is a" : "but there is no");
+	if (!s->seen)
+		return 0;
+	if (s->count != 1)
+		return BAD(ps, "corrupt: SAMPLED section has %u records, expected 1", s->count);
+	memcpy(&ps->p->alloc_sampling, s->payload, sizeof(ps->p->alloc_sampling));
+	if (!ps->p->alloc_sampling.count_unit || !ps->p->alloc_sampling.rate_bytes)
+		return BAD(ps, "corrupt: SAMPLED has a zero rate or count unit");
+	ps->p->sampled = true;
+	return 0;
+}
 
 static int cmp_u32(const void *x, const void *y)
 {

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include "common/kinds.h"
 #include "report/json.h"
+#include "report/merge.h"	/* ml_profile_merge */
 #include "report/profile.h"	/* ml_profile_load, ml_profile_free */
+#include "report/runs.h"	/* runs, their processes, selections */
 #include "report/views.h"	/* struct ml_view_opts, ops sort keys, ml_kind_list */
 
 enum ml_report_view {
@@ -25,6 +27,7 @@ enum ml_report_view {
 	ML_VIEW_HTML,		/* documents: one of every profile (below) */
 	ML_VIEW_TRACE,
 	ML_VIEW_PPROF,
+	ML_VIEW_PROCESSES,	/* of a set of runs: ml_report_processes */
 	ML_VIEW_COUNT,
 };
 
@@ -53,7 +56,8 @@ bool ml_report_view_is_binary(enum ml_report_view view);
 int ml_report_document(struct ml_profile *const *profiles, size_t n, enum ml_report_view view,
 		       const struct ml_view_opts *vo, FILE *out);
 
-/* Symbolizes and aggregates profile p, then shows view with options vo:
+/* Symbolizes and aggregates profile p, then shows view (not a document
+ * view, not processes) with options vo:
  * as text on stdout when j is NULL (after a "==> file <==" header when
  * header is set; first: no blank line before it), else as one JSON
  * document appended to j (nothing appended when the view fails).  With
@@ -61,5 +65,10 @@ int ml_report_document(struct ml_profile *const *profiles, size_t n, enum ml_rep
  * Returns 0, or -1 after one error line on stderr. */
 int ml_report_show(const struct ml_profile *p, enum ml_report_view view,
 		   const struct ml_view_opts *vo, bool header, bool first, struct ml_json *j);
+
+/* The processes view: every process of rs's runs as a tree, with how each
+ * began and ended, its rank and host, and its heap totals; as text on out
+ * when j is NULL, else as one JSON document (report/view_processes.c). */
+void ml_report_processes(const struct ml_runset *rs, FILE *out, struct ml_json *j);
 
 #endif

@@ -2,6 +2,7 @@
 #include <string.h>
 #include "report/views.h"
 #include "report/view_common.h"
+#include "report/units.h"
 
 void ml_stack_print(FILE *out, const struct ml_agg_stack *st)
 {
@@ -62,4 +63,18 @@ void ml_amount_json(struct ml_json *j, const struct ml_amount *m)
 	ml_json_u64(j, m->peak_blocks);
 	ml_json_key(j, "peak_bytes");
 	ml_json_u64(j, m->peak_bytes);
+	if (m->estimated) {
+		/* memline run --sample: the amounts are estimates; one standard
+		 * deviation of each bytes amount. */
+		ml_json_key(j, "estimated");
+		ml_json_bool(j, true);
+		ml_json_key(j, "samples");
+		ml_json_u64(j, m->samples);
+		ml_json_key(j, "alloc_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_alloc_bytes));
+		ml_json_key(j, "leaked_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_live_bytes));
+		ml_json_key(j, "peak_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_peak_bytes));
+	}
 }

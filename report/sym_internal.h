@@ -24,6 +24,11 @@ struct sym_module {
 	uint32_t flags;
 	Dwfl *dwfl;		/* NULL when the file could not be used */
 	Dwfl_Module *mod;
+	/* libdw's load bias minus ours: 0, except for a fixed-address (ET_EXEC)
+	 * executable placed elsewhere in a merged profile (report/merge.c),
+	 * which libdw keeps at its own address.  Added to every address
+	 * looked up in mod. */
+	int64_t delta;
 	/* CU ranges from the DIEs, built at the first address that libdw's
 	 * .debug_aranges lookup misses (sym_cus.c). */
 	struct sym_cu_range *cu_ranges;

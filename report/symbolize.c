@@ -60,6 +60,9 @@ static int report_file(struct ml_symbolizer *s, struct sym_module *m, const char
 	 * libdw owns fd from here when it takes the file. */
 	m->mod = dwfl_report_elf(m->dwfl, m->path, file, fd, m->bias, true);
 	dwfl_report_end(m->dwfl, NULL, NULL);
+	GElf_Addr bias;
+	if (m->mod && dwfl_module_getelf(m->mod, &bias))
+		m->delta = (int64_t)(bias - m->bias);
 	if (m->mod)
 		return 0;
 	*what = dwfl_errmsg(-1);
@@ -270,12 +273,12 @@ static int fallback_name(struct ml_symbolizer *s, struct sym_module *m, uint64_t
 
 	if (m && m->mod) {
 		Dwarf_Line *row;
-		Dwarf_Die *cu = ml_symi_line_at(m, pc, &row);
+		Dwarf_Die *cu = ml_symi_line_at(m, pc + (uint64_t)m->delta, &row);
 
 		/* Code with lines but no function DIE (assembly, say). */
 		if (row && dwarf_lineno(row, &f->line) == 0)
 			f->file = ml_symi_source_path(s, cu, dwarf_linesrc(row, NULL, NULL));
-		sym = ml_symi_symbol_at(m, pc, &off);
+		sym = ml_symi_symbol_at(m, pc + (uint64_t)m->delta, &off);
 	}
 	if (sym) {
 		dem = ml_sym_demangle(sym);
@@ -306,7 +309,7 @@ static int compute(struct ml_symbolizer *s, uint64_t addr, bool return_address,
 
 	memset(tmp, 0, sizeof(tmp));
 	if (m && m->mod)
-		k = ml_symi_dwarf_frames(s, m, pc, tmp, MAX_FRAMES);
+		k = ml_symi_dwarf_frames(s, m, pc + (uint64_t)m->delta, tmp, MAX_FRAMES);
 	if (k < 0)
 		return k;
 	if (k == 0) {

@@ -1,4 +1,5 @@
 /* report/units.c - binary units for byte counts (B, KiB, MiB, GiB), never "Mb". */
+#include <math.h>
 #include <stdio.h>
 #include "report/units.h"
 
@@ -35,5 +36,17 @@ char *ml_units_seconds(uint64_t ns, char *buf, size_t len)
 {
 	snprintf(buf, len, "%llu.%03llu s", (unsigned long long)(ns / 1000000000ull),
 		 (unsigned long long)(ns % 1000000000ull / 1000000ull));
+	return buf;
+}
+
+uint64_t ml_stddev(uint64_t var)
+{
+	return (uint64_t)(sqrt((double)var) + 0.5);
+}
+
+char *ml_units_estimate(uint64_t bytes, char *buf, size_t len)
+{
+	char u[ML_UNITS_LEN];
+	snprintf(buf, len, "~%s", ml_units_bytes(bytes, u, sizeof(u)));
 	return buf;
 }

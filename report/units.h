@@ -17,6 +17,13 @@ char *ml_units_bytes(uint64_t bytes, char *buf, size_t len);
  * freed more than it allocated, as torch.profiler shows it). */
 char *ml_units_bytes_signed(int64_t bytes, char *buf, size_t len);
 
+/* The standard deviation (rounded bytes) of a variance in bytes^2. */
+uint64_t ml_stddev(uint64_t var);
+
+/* An estimated byte count (memline run --sample) as "~1.50 MiB": the value
+ * of ml_units_bytes after a "~".  Returns buf. */
+char *ml_units_estimate(uint64_t bytes, char *buf, size_t len);
+
 /* Formats nanoseconds as seconds with three decimals ("1.234 s"). */
 char *ml_units_seconds(uint64_t ns, char *buf, size_t len);
 

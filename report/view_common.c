@@ -41,7 +41,7 @@ static int cmp_stack(const void *x, const void *y, void *ctx)
 	const struct stack_order *o = ctx;
 	const struct ml_agg_stack *a = *(const struct ml_agg_stack *const *)x;
 	const struct ml_agg_stack *b = *(const struct ml_agg_stack *const *)y;
-	const struct ml_amount *ma = &a->kind[o->kind], *mb = &b->kind[o->kind];
+	const struct ml_amount *ma = ml_agg_stack_kind(a, o->kind), *mb = ml_agg_stack_kind(b, o->kind);
 	uint64_t va = o->peak ? ma->peak_bytes : ma->live_bytes;
 	uint64_t vb = o->peak ? mb->peak_bytes : mb->live_bytes;
 	uint64_t ca = o->peak ? ma->peak_blocks : ma->live_blocks;
@@ -61,7 +61,7 @@ const struct ml_agg_stack **ml_view_stacks(const struct ml_agg *a, enum ml_kind 
 	if (!rows)
 		return NULL;
 	for (size_t i = 0; i < a->n_stacks; i++) {
-		const struct ml_amount *m = &a->stacks[i].kind[kind];
+		const struct ml_amount *m = ml_agg_stack_kind(&a->stacks[i], kind);
 		if (peak ? m->peak_bytes || m->peak_blocks : m->live_bytes || m->live_blocks)
 			rows[(*n)++] = &a->stacks[i];
 	}
@@ -78,6 +78,18 @@ void ml_view_bytes(FILE *out, uint64_t bytes)
 	else
 		fprintf(out, "%llu bytes (%s)", (unsigned long long)bytes,
 			ml_units_bytes(bytes, u, sizeof(u)));
+}
+
+void ml_view_bytes_est(FILE *out, uint64_t bytes, bool estimated, uint64_t var)
+{
+	char u[ML_UNITS_LEN];
+	if (!estimated) {
+		ml_view_bytes(out, bytes);
+		return;
+	}
+	fputc('~', out);
+	ml_view_bytes(out, bytes);
+	fprintf(out, " +- %s", ml_units_bytes(ml_stddev(var), u, sizeof(u)));
 }
 
 size_t ml_view_limit(long limit, size_t n)
@@ -124,6 +136,11 @@ bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg *a,
 	m->peak_bytes += l->total[kind].peak_bytes;
 	m->leaked_bytes += l->total[kind].live_bytes;
 	m->allocs += l->total[kind].allocs;
+	m->estimated |= l->total[kind].estimated;
+	m->var_self += l->self[kind].var_alloc_bytes;
+	m->var_total += l->total[kind].var_alloc_bytes;
+	m->var_peak += l->total[kind].var_peak_bytes;
+	m->var_leaked += l->total[kind].var_live_bytes;
 	struct ml_amount gs = ml_agg_cuda_mem(a, l->self), gt = ml_agg_cuda_mem(a, l->total);
 	m->cuda_self += gs.alloc_bytes;
 	m->cuda_total += gt.alloc_bytes;
@@ -177,6 +194,18 @@ void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, 
 	ml_json_u64(j, m->leaked_bytes);
 	ml_json_key(j, "allocs");
 	ml_json_u64(j, m->allocs);
+	if (m->estimated) {
+		ml_json_key(j, "estimated");
+		ml_json_bool(j, true);
+		ml_json_key(j, "self_alloc_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_self));
+		ml_json_key(j, "total_alloc_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_total));
+		ml_json_key(j, "peak_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_peak));
+		ml_json_key(j, "leaked_bytes_stddev");
+		ml_json_u64(j, ml_stddev(m->var_leaked));
+	}
 	if (!cuda)
 		return;
 	ml_json_key(j, "cuda_self_alloc_bytes");

@@ -29,6 +29,10 @@ const char *ml_view_torch_note(const struct ml_agg *a);
 
 /* Prints "N bytes", with " (1.50 KiB)" added from 1 KiB up. */
 void ml_view_bytes(FILE *out, uint64_t bytes);
+/* ml_view_bytes for an amount that may be an estimate (memline run
+ * --sample): then "~N bytes (X MiB) +- S" with S one standard deviation
+ * (var: its variance, bytes^2). */
+void ml_view_bytes_est(FILE *out, uint64_t bytes, bool estimated, uint64_t var);
 
 /* The last path component of path. */
 const char *ml_view_base_name(const char *path);
@@ -49,6 +53,8 @@ struct ml_view_line_mem {
 	bool torch;
 	int64_t cuda_net;
 	uint64_t cuda_reserved;
+	bool estimated;			/* memline run --sample: estimates, with */
+	uint64_t var_self, var_total, var_peak, var_leaked;	/* their variances */
 };
 
 /* Adds line l's numbers of kind (and CUDA Mem) into m.  Returns true when

@@ -92,7 +92,9 @@ static int collect(const struct ml_agg *a, enum section s, enum measure what, en
 				key = NULL;
 		} else {
 			const struct ml_agg_stack *st = &a->stacks[i];
-			am = amount_of(st->kind, kind);
+			struct ml_amount per_kind[ML_KIND_COUNT];
+			ml_agg_stack_kinds(st, per_kind);
+			am = amount_of(per_kind, kind);
 			ref = st;
 			key = stack_key(st);
 		}

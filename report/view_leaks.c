@@ -5,19 +5,68 @@
 #include <stdlib.h>
 #include "report/view_common.h"
 
+/* Allocations of kind counted without a stack (ML_STACK_LOST: the runtime
+ * had no memory for their stacks), summed. */
+static struct ml_amount lost_of(const struct ml_profile *p, enum ml_kind kind)
+{
+	struct ml_amount t = { 0 };
+	for (size_t i = 0; i < p->n_counters; i++) {
+		const struct ml_fmt_counter *c = &p->counters[i];
+		const struct ml_stack *s = ml_profile_stack(p, c->stack_id);
+		if (c->kind == (uint32_t)kind && s && (s->flags & ML_STACK_LOST))
+			ml_amount_add_counter(&t, c);
+	}
+	return t;
+}
+
+/* What memline itself held, from the RUNTIME section. */
+static void runtime_text(FILE *out, const struct ml_profile *p)
+{
+	const struct ml_fmt_runtime *r = &p->runtime;
+	if (!p->has_runtime)
+		return;
+	fputs("  memline's own memory: ", out);
+	ml_view_bytes(out, r->live_table_bytes + r->stack_bytes + r->counter_bytes);
+	fputs(" (live table ", out);
+	ml_view_bytes(out, r->live_table_bytes);
+	fprintf(out, " for %llu blocks, call stacks ", (unsigned long long)r->live_blocks);
+	ml_view_bytes(out, r->stack_bytes);
+	fprintf(out, " for %llu frames, counters ", (unsigned long long)r->stack_nodes);
+	ml_view_bytes(out, r->counter_bytes);
+	fprintf(out, " for %llu)\n", (unsigned long long)r->counters);
+}
+
 static void summary_text(FILE *out, const struct ml_agg *a, enum ml_kind kind)
 {
-	struct ml_amount t = ml_view_totals(a, kind);
+	struct ml_amount t = ml_view_totals(a, kind), lost = lost_of(a->profile, kind);
 	const char *name = ml_kind_name(kind);
 	for (const char *c = name; *c; c++)
 		fputc(toupper((unsigned char)*c), out);
 	fputs(" SUMMARY:\n    in use at exit: ", out);
-	ml_view_bytes(out, t.live_bytes);
-	fprintf(out, " in %llu blocks\n", (unsigned long long)t.live_blocks);
-	fprintf(out, "  total %s usage: %llu allocs, %llu frees, ", name,
-		(unsigned long long)t.allocs, (unsigned long long)t.frees);
-	ml_view_bytes(out, t.alloc_bytes);
+	ml_view_bytes_est(out, t.live_bytes, t.estimated, t.var_live_bytes);
+	fprintf(out, " in %s%llu blocks\n", t.estimated ? "~" : "",
+		(unsigned long long)t.live_blocks);
+	if (a->profile->sampled && kind == ML_KIND_HEAP) {
+		const struct ml_fmt_sampled *sm = &a->profile->alloc_sampling;
+		fprintf(out, "  total usage (exact, every kind): %llu allocs, ",
+			(unsigned long long)sm->allocs);
+		ml_view_bytes(out, sm->alloc_bytes);
+		fprintf(out, " allocated; %llu of them sampled\n",
+			(unsigned long long)sm->samples);
+	}
+	fprintf(out, "  total %s usage: %s%llu allocs, %s%llu frees, ", name,
+		t.estimated ? "~" : "", (unsigned long long)t.allocs, t.estimated ? "~" : "",
+		(unsigned long long)t.frees);
+	ml_view_bytes_est(out, t.alloc_bytes, t.estimated, t.var_alloc_bytes);
 	fputs(" allocated\n", out);
+	if (lost.allocs) {
+		fprintf(out, "  without a call stack: %llu allocs, ", (unsigned long long)lost.allocs);
+		ml_view_bytes(out, lost.alloc_bytes);
+		fputs(" (counted in the totals; memline had no memory left for their stacks)\n",
+		      out);
+	}
+	if (kind == ML_KIND_HEAP)
+		runtime_text(out, a->profile);
 }
 
 static void leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
@@ -25,10 +74,10 @@ static void leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FIL
 {
 	size_t shown = ml_view_limit(o->limit, n);
 	for (size_t i = 0; i < shown; i++) {
-		const struct ml_amount *m = &rows[i]->kind[o->kind];
-		ml_view_bytes(out, m->live_bytes);
-		fprintf(out, " in %llu blocks were never freed (record %zu of %zu)\n",
-			(unsigned long long)m->live_blocks, i + 1, n);
+		const struct ml_amount *m = ml_agg_stack_kind(rows[i], o->kind);
+		ml_view_bytes_est(out, m->live_bytes, m->estimated, m->var_live_bytes);
+		fprintf(out, " in %s%llu blocks were never freed (record %zu of %zu)\n",
+			m->estimated ? "~" : "", (unsigned long long)m->live_blocks, i + 1, n);
 		ml_stack_print(out, rows[i]);
 		fputc('\n', out);
 	}
@@ -56,6 +105,16 @@ static void summary_json(struct ml_json *j, const struct ml_amount *t)
 	ml_json_u64(j, t->freed_bytes);
 }
 
+/* Allocations counted without a stack, into the open JSON object. */
+static void lost_json(struct ml_json *j, const struct ml_profile *p, enum ml_kind kind)
+{
+	struct ml_amount lost = lost_of(p, kind);
+	ml_json_key(j, "without_stack_allocs");
+	ml_json_u64(j, lost.allocs);
+	ml_json_key(j, "without_stack_bytes");
+	ml_json_u64(j, lost.alloc_bytes);
+}
+
 static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, struct ml_json *j,
 		       const struct ml_agg_stack **rows, size_t n)
 {
@@ -66,7 +125,7 @@ static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, str
 	ml_json_key(j, "records");
 	ml_json_array_begin(j);
 	for (size_t i = 0; i < shown; i++) {
-		const struct ml_amount *m = &rows[i]->kind[o->kind];
+		const struct ml_amount *m = ml_agg_stack_kind(rows[i], o->kind);
 		ml_json_object_begin(j);
 		ml_view_record_json(j, rows[i], m->live_bytes, m->live_blocks);
 		ml_json_object_end(j);
@@ -75,6 +134,7 @@ static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, str
 	ml_json_key(j, "summary");
 	ml_json_object_begin(j);
 	summary_json(j, &t);
+	lost_json(j, a->profile, o->kind);
 	ml_json_object_end(j);
 }
 
@@ -104,7 +164,7 @@ static void cuda_leaks_text(const struct ml_agg *a, const struct ml_view_opts *o
 			return;
 		size_t shown = ml_view_limit(o->limit, n);
 		for (size_t i = 0; i < shown; i++) {
-			const struct ml_amount *m = &rows[i]->kind[k];
+			const struct ml_amount *m = ml_agg_stack_kind(rows[i], k);
 			fputs("Leaked ", out);
 			ml_view_bytes(out, m->live_bytes);
 			fprintf(out, " in %llu %s allocations (record %zu of %zu)\n",
@@ -147,7 +207,7 @@ static void cuda_leaks_json(const struct ml_agg *a, const struct ml_view_opts *o
 		if (!rows)
 			break;
 		for (size_t i = 0; i < ml_view_limit(o->limit, n); i++) {
-			const struct ml_amount *m = &rows[i]->kind[k];
+			const struct ml_amount *m = ml_agg_stack_kind(rows[i], k);
 			ml_json_object_begin(j);
 			ml_json_key(j, "kind");
 			ml_json_string(j, ml_kind_name((enum ml_kind)k));

@@ -75,11 +75,16 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 		char allocs[ML_UNITS_LEN] = "";
 		self[0] = total[0] = peak[0] = leaked[0] = '\0';
 		if (r->any) {
-			ml_units_bytes(r->m.self_bytes, self, sizeof(self));
-			ml_units_bytes(r->m.total_bytes, total, sizeof(total));
-			ml_units_bytes(r->m.peak_bytes, peak, sizeof(peak));
-			ml_units_bytes(r->m.leaked_bytes, leaked, sizeof(leaked));
-			snprintf(allocs, sizeof(allocs), "%llu", (unsigned long long)r->m.allocs);
+			/* Sampled profiles: "~" marks an estimate (the +- of
+			 * each is in the JSON and the self one below). */
+			char *(*fmt)(uint64_t, char *, size_t) =
+				r->m.estimated ? ml_units_estimate : ml_units_bytes;
+			fmt(r->m.self_bytes, self, sizeof(self));
+			fmt(r->m.total_bytes, total, sizeof(total));
+			fmt(r->m.peak_bytes, peak, sizeof(peak));
+			fmt(r->m.leaked_bytes, leaked, sizeof(leaked));
+			snprintf(allocs, sizeof(allocs), "%s%llu", r->m.estimated ? "~" : "",
+				 (unsigned long long)r->m.allocs);
 		}
 		fprintf(out, "%6d %12s %12s %12s %12s  %10s", line, self, total, peak, leaked, allocs);
 		if (fl->cuda)
@@ -87,6 +92,11 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 		if (fl->have_source) {
 			const char *text = ml_source_line(&fl->src, line);
 			fprintf(out, "   %s", text ? text : "");
+		}
+		if (r->any && r->m.estimated) {
+			char sd[ML_UNITS_LEN];
+			fprintf(out, "   [self +- %s]",
+				ml_units_bytes(ml_stddev(r->m.var_self), sd, sizeof(sd)));
 		}
 		fputc('\n', out);
 	}

@@ -144,6 +144,7 @@ struct layout {
 	size_t n_columns;
 	bool cuda;			/* the CUDA columns */
 	bool torch_blocks;		/* CUDA Mem is PyTorch's blocks */
+	bool estimated;			/* a sampled profile: the Self +- column */
 	struct ml_ops_time time;	/* the time columns (ops_time.h) */
 };
 
@@ -226,7 +227,9 @@ static void dashes(const struct layout *l, FILE *out, int name_width)
 			fputc('-', out);
 		fputs("  ", out);
 	}
-	fputc('\n', out);
+	for (int i = 0; l->estimated && i < COLUMN_WIDTH; i++)
+		fputc('-', out);
+	fputs(l->estimated ? "  \n" : "\n", out);
 }
 
 static void row_text(const struct layout *l, FILE *out, const struct ml_agg_func *f,
@@ -244,11 +247,18 @@ static void row_text(const struct layout *l, FILE *out, const struct ml_agg_func
 		if (!shown_column(l, c))
 			continue;
 		int64_t v = value(l, f, l->columns[c].key, kind);
-		if (l->columns[c].bytes)
+		bool est = f->total[kind].estimated;
+		if (l->columns[c].bytes && est && v >= 0)
+			ml_units_estimate((uint64_t)v, cell, sizeof(cell));
+		else if (l->columns[c].bytes)
 			ml_units_bytes_signed(v, cell, sizeof(cell));
 		else
-			snprintf(cell, sizeof(cell), "%lld", (long long)v);
+			snprintf(cell, sizeof(cell), "%s%lld", est ? "~" : "", (long long)v);
 		fprintf(out, "%*s  ", column_width(&l->columns[c]), cell);
+	}
+	if (l->estimated) {	/* one standard deviation of Self CPU Mem */
+		ml_units_bytes(ml_stddev(f->self[kind].var_alloc_bytes), cell, sizeof(cell));
+		fprintf(out, "%*s  ", COLUMN_WIDTH, cell);
 	}
 	fputc('\n', out);
 }
@@ -258,7 +268,7 @@ static void function_footer(const struct layout *l, const struct ml_view_opts *o
 {
 	const struct ml_agg *a = l->a;
 	char u[ML_UNITS_LEN];
-	fprintf(out, "Self CPU Mem total: %s%s%s%s\n\n",
+	fprintf(out, "Self CPU Mem total: %s%s%s%s%s\n\n", l->estimated ? "~" : "",
 		ml_units_bytes(a->totals[o->kind].alloc_bytes, u, sizeof(u)),
 		o->kind == ML_KIND_HEAP ? "" : " (", o->kind == ML_KIND_HEAP ? "" : ml_kind_name(o->kind),
 		o->kind == ML_KIND_HEAP ? "" : ")");
@@ -333,6 +343,8 @@ static void ops_text(const struct layout *l, const struct ml_view_opts *o, FILE 
 	for (size_t c = 0; c < l->n_columns; c++)
 		if (shown_column(l, c))
 			fprintf(out, "%*s  ", column_width(&l->columns[c]), l->columns[c].header);
+	if (l->estimated)
+		fprintf(out, "%*s  ", COLUMN_WIDTH, "Self +-");
 	fputc('\n', out);
 	dashes(l, out, name_width);
 	for (size_t i = 0; i < shown; i++)
@@ -458,6 +470,7 @@ static int show(struct layout *l, const struct ml_view_opts *o, FILE *out, struc
 		return -ENOMEM;
 	l->cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
 	l->torch_blocks = ml_agg_has_torch_blocks(a);
+	l->estimated = a->profile->sampled;
 	ml_ops_time_begin(&l->time, a, o);
 	for (size_t i = 0; i < n_all; i++) {
 		const struct ml_agg_func *f = l->ops ? &l->ops->rows[i].f : &a->funcs[i];

@@ -68,15 +68,16 @@ static void peak_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 		fputs("GPU peak", out);
 	else
 		fprintf(out, "peak %s", ml_kind_name(o->kind));
-	fprintf(out, ": %s (%llu bytes) at %s\n\n",
+	fprintf(out, ": %s%s (%llu bytes) at %s%s\n\n", t.estimated ? "~" : "",
 		ml_units_bytes(t.peak_bytes, u, sizeof(u)), (unsigned long long)t.peak_bytes,
-		ml_units_seconds(ml_view_peak_time(a, o->kind), s, sizeof(s)));
+		ml_units_seconds(ml_view_peak_time(a, o->kind), s, sizeof(s)),
+		t.estimated ? " (the highest total of the estimates: an estimate that leans high)" : "");
 	size_t shown = ml_view_limit(o->limit, n);
 	for (size_t i = 0; i < shown; i++) {
-		const struct ml_amount *m = &rows[i]->kind[o->kind];
-		ml_view_bytes(out, m->peak_bytes);
-		fprintf(out, " in %llu blocks live at the peak (record %zu of %zu)\n",
-			(unsigned long long)m->peak_blocks, i + 1, n);
+		const struct ml_amount *m = ml_agg_stack_kind(rows[i], o->kind);
+		ml_view_bytes_est(out, m->peak_bytes, m->estimated, m->var_peak_bytes);
+		fprintf(out, " in %s%llu blocks live at the peak (record %zu of %zu)\n",
+			m->estimated ? "~" : "", (unsigned long long)m->peak_blocks, i + 1, n);
 		ml_stack_print(out, rows[i]);
 		fputc('\n', out);
 	}
@@ -102,9 +103,9 @@ static void peak_json(const struct ml_agg *a, const struct ml_view_opts *o, stru
 	for (size_t i = 0; i < ml_view_limit(o->limit, n); i++) {
 		ml_json_object_begin(j);
 		ml_json_key(j, "bytes");
-		ml_json_u64(j, rows[i]->kind[o->kind].peak_bytes);
+		ml_json_u64(j, ml_agg_stack_kind(rows[i], o->kind)->peak_bytes);
 		ml_json_key(j, "blocks");
-		ml_json_u64(j, rows[i]->kind[o->kind].peak_blocks);
+		ml_json_u64(j, ml_agg_stack_kind(rows[i], o->kind)->peak_blocks);
 		ml_json_key(j, "stack_id");
 		ml_json_u64(j, rows[i]->id);
 		ml_json_key(j, "frames");

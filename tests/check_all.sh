@@ -72,6 +72,9 @@ asan_cli() {
 	/usr/bin/python3 tests/e2e/run.py --build "$CHECK_BUILD" --cli "$BUILD-asan/memline" -k report_
 }
 part e2e "report tool under ASan+UBSan ($BUILD-asan/memline)" asan_cli
+# A run's processes, picked and merged (report/runs.c, merge.c), likewise.
+part e2e "runs under ASan+UBSan ($BUILD-asan/memline)" \
+	/usr/bin/python3 tests/e2e/run.py --build "$CHECK_BUILD" --cli "$BUILD-asan/memline" -k run_
 
 echo "check: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -120,11 +120,17 @@ END_TEST
 
 static struct ml_frame F_ALLOC, F_EMPTY, F_ADD, F_MALLOCER, F_MAIN;
 
-static void set_amount(struct ml_amount *m, uint64_t allocs, uint64_t bytes)
+/* Gives st an amount of kind (kinds added in ascending order), from
+ * store[]: a stack keeps only its own kinds' amounts. */
+static void add_kind(struct ml_agg_stack *st, struct ml_amount *store, int kind, uint64_t allocs,
+		     uint64_t bytes)
 {
-	memset(m, 0, sizeof(*m));
-	m->allocs = allocs;
-	m->alloc_bytes = bytes;
+	int n = __builtin_popcount(st->kinds);
+	memset(&store[n], 0, sizeof(store[n]));
+	store[n].allocs = allocs;
+	store[n].alloc_bytes = bytes;
+	st->kinds |= 1u << kind;
+	st->amounts = store;
 }
 
 START_TEST(op_sums)
@@ -151,13 +157,14 @@ START_TEST(op_sums)
 		st[i].frames = frames[i];
 		st[i].n_frames = n[i];
 	}
-	set_amount(&st[0].kind[ML_KIND_HEAP], 1, 1000);
-	set_amount(&st[1].kind[ML_KIND_HEAP], 1, 300);
-	set_amount(&st[2].kind[ML_KIND_HEAP], 2, 64);
-	set_amount(&st[3].kind[ML_KIND_TORCH_CPU_FREED], 1, 300);
-	set_amount(&st[4].kind[ML_KIND_HEAP], 1, 77);
-	set_amount(&st[5].kind[ML_KIND_HEAP], 1, 5);
-	set_amount(&st[5].kind[ML_KIND_TORCH_CUDA], 1, 512);
+	struct ml_amount store[6][2];
+	add_kind(&st[0], store[0], ML_KIND_HEAP, 1, 1000);
+	add_kind(&st[1], store[1], ML_KIND_HEAP, 1, 300);
+	add_kind(&st[2], store[2], ML_KIND_HEAP, 2, 64);
+	add_kind(&st[3], store[3], ML_KIND_TORCH_CPU_FREED, 1, 300);
+	add_kind(&st[4], store[4], ML_KIND_HEAP, 1, 77);
+	add_kind(&st[5], store[5], ML_KIND_HEAP, 1, 5);
+	add_kind(&st[5], store[5], ML_KIND_TORCH_CUDA, 1, 512);
 	const struct ml_frame *sm0[] = { &F_ADD, &F_MAIN };
 	const struct ml_frame *sm1[] = { &F_MAIN };
 	struct ml_agg_sample samples[2] = { { sm0, 2, 7 }, { sm1, 1, 3 } };

@@ -1,6 +1,9 @@
-/* tests/check_format.c - the profile writer and reader: round trip, and the
- * reader's rejection of truncated, corrupt, foreign and malformed files. */
+/* tests/check_format.c - the profile writer and reader (format version 3:
+ * zstd-compressed sections, varint columns): round trip, compressed and
+ * raw, and the reader's rejection of truncated, corrupt, foreign,
+ * malformed and forged files. */
 #include "common/format.h"
+#include "common/varint.h"
 #include "common/writer.h"
 #include "report/profile.h"
 
@@ -119,6 +122,131 @@ static void put_modules(struct ml_writer *w)
 static void put_records(struct ml_writer *w, uint32_t type, const void *recs, size_t size,
 			size_t n);
 
+/* ---- the varint columns (format.h), built as the runtime builds them ---- */
+
+/* n values as varints in the open section. */
+static void put_varints(struct ml_writer *w, const uint64_t *v, size_t n)
+{
+	unsigned char buf[ML_VARINT_MAX];
+
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(ml_writer_put(w, buf, ml_varint_put(buf, v[i])), 0);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* ADDRESSES, then FRAMES, for nodes[0..n) (node k + 1 is nodes[k]). */
+static void put_trie(struct ml_writer *w, const struct ml_fmt_frame *nodes, size_t n)
+{
+	static uint64_t addrs[200000], col[400000];
+	size_t d = 0;
+
+	ck_assert_uint_le(n, 200000);
+	for (size_t i = 0; i < n; i++)
+		addrs[i] = nodes[i].address;
+	qsort(addrs, n, sizeof(addrs[0]), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		if (!d || addrs[i] != addrs[d - 1])
+			addrs[d++] = addrs[i];
+	for (size_t i = d; i-- > 1;)
+		col[i] = addrs[i] - addrs[i - 1];
+	col[0] = d ? addrs[0] : 0;
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_ADDRESSES), 0);
+	put_varints(w, col, d);
+	ck_assert_int_eq(ml_writer_records(w, (uint32_t)d), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *hit = bsearch(&nodes[i].address, addrs, d, sizeof(addrs[0]), cmp_u64);
+
+		col[i] = i + 1 - nodes[i].parent;
+		col[n + i] = (uint64_t)(hit - addrs);
+	}
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_FRAMES), 0);
+	put_varints(w, col, 2 * n);
+	ck_assert_int_eq(ml_writer_records(w, (uint32_t)n), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+static int cmp_stack_id(const void *a, const void *b)
+{
+	uint32_t x = ((const struct ml_fmt_stack *)a)->id, y = ((const struct ml_fmt_stack *)b)->id;
+
+	return (x > y) - (x < y);
+}
+
+/* The stack ids of the last put_stack_recs, in file order. */
+static uint32_t order[4000];
+static size_t n_order;
+
+/* STACKS for recs[0..n), sorted by id as a writer must (depth is not
+ * stored: the reader takes it from the trie). */
+static void put_stack_recs(struct ml_writer *w, const struct ml_fmt_stack *recs, size_t n)
+{
+	static struct ml_fmt_stack sorted[4000];
+	static uint64_t col[12000];
+
+	ck_assert_uint_le(n, 4000);
+	memcpy(sorted, recs, n * sizeof(*recs));
+	qsort(sorted, n, sizeof(*sorted), cmp_stack_id);
+	for (size_t i = 0; i < n; i++) {
+		col[i] = sorted[i].id - (i ? sorted[i - 1].id : 0);
+		col[n + i] = (uint64_t)sorted[i].leaf - (i ? sorted[i - 1].leaf : 0);	/* mod 2^64 */
+		col[2 * n + i] = sorted[i].flags;
+		order[i] = sorted[i].id;
+	}
+	n_order = n;
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
+	put_varints(w, col, 3 * n);
+	ck_assert_int_eq(ml_writer_records(w, (uint32_t)n), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+/* The index of stack id in the last STACKS written (n_order if none). */
+static uint64_t index_of(uint32_t id)
+{
+	for (size_t i = 0; i < n_order; i++)
+		if (order[i] == id)
+			return i;
+	return n_order;
+}
+
+/* COUNTERS for c[0..n), in the order of the stacks (then as given). */
+static void put_counter_recs(struct ml_writer *w, const struct ml_fmt_counter *c, size_t n)
+{
+	static uint64_t col[8 * 100];
+	size_t k = 0;
+	uint64_t prev = 0;
+
+	ck_assert_uint_le(n, 100);
+	for (uint64_t at = 0; at <= n_order; at++)	/* n_order: unknown stacks, last */
+		for (size_t i = 0; i < n; i++) {
+			uint64_t idx = index_of(c[i].stack_id);
+
+			if (idx != at)
+				continue;
+			col[k] = idx - prev;
+			prev = idx;
+			col[n + k] = c[i].kind;
+			col[2 * n + k] = c[i].allocs;
+			col[3 * n + k] = c[i].alloc_bytes;
+			col[4 * n + k] = c[i].live_blocks;
+			col[5 * n + k] = c[i].live_bytes;
+			col[6 * n + k] = c[i].peak_blocks;
+			col[7 * n + k] = c[i].peak_bytes;
+			k++;
+		}
+	ck_assert_uint_eq(k, n);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_COUNTERS), 0);
+	put_varints(w, col, 8 * n);
+	ck_assert_int_eq(ml_writer_records(w, (uint32_t)n), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
 /* ---- stacks through the call-site trie (FRAMES + STACKS) ---- */
 
 struct tstack {
@@ -152,7 +280,8 @@ static uint32_t tnode(uint32_t parent, uint64_t address)
 	return tn;
 }
 
-/* FRAMES then STACKS for n stacks, frames shared as the runtime does. */
+/* ADDRESSES, FRAMES, then STACKS for n stacks, frames shared as the
+ * runtime does. */
 static void put_stack_set(struct ml_writer *w, const struct tstack *st, size_t n)
 {
 	static struct ml_fmt_stack recs[4000];
@@ -168,12 +297,12 @@ static void put_stack_set(struct ml_writer *w, const struct tstack *st, size_t n
 		recs[i] = (struct ml_fmt_stack){ .id = st[i].id, .depth = st[i].depth,
 						 .flags = st[i].flags, .leaf = leaf };
 	}
-	put_records(w, ML_SEC_FRAMES, tnodes + 1, sizeof(tnodes[0]), tn);
-	put_records(w, ML_SEC_STACKS, recs, sizeof(recs[0]), n);
+	put_trie(w, tnodes + 1, tn);
+	put_stack_recs(w, recs, n);
 }
 
-/* Stacks 7, 2, 5: out of order on purpose, the reader sorts them.  Nodes:
- * 1-3 stack 7 (outermost first), 4 stack 2 below node 1, 5-9 stack 5. */
+/* Stacks 7, 2, 5 (written ascending).  Nodes: 1-3 stack 7 (outermost
+ * first), 4 stack 2 below node 1, 5-9 stack 5. */
 static void put_stacks(struct ml_writer *w)
 {
 	const struct tstack st[3] = {
@@ -185,11 +314,12 @@ static void put_stacks(struct ml_writer *w)
 	put_stack_set(w, st, 3);
 }
 
+/* Counts that add up: frees = allocs - live (the format derives them). */
 static struct ml_fmt_counter counter(uint32_t stack_id, uint32_t kind, uint64_t base)
 {
 	return (struct ml_fmt_counter){
-		.stack_id = stack_id, .kind = kind, .allocs = base + 1, .alloc_bytes = base + 2,
-		.frees = base + 3, .freed_bytes = base + 4, .live_blocks = base + 5,
+		.stack_id = stack_id, .kind = kind, .allocs = base + 10, .alloc_bytes = base + 20,
+		.frees = 5, .freed_bytes = 14, .live_blocks = base + 5,
 		.live_bytes = base + 6, .peak_blocks = base + 7, .peak_bytes = base + 8,
 	};
 }
@@ -225,7 +355,7 @@ static void put_counters(struct ml_writer *w)
 		counter(7, ML_KIND_CUDA_MANAGED, 300), counter(5, ML_KIND_HEAP, 400),
 	};
 
-	put_records(w, ML_SEC_COUNTERS, c, sizeof(c[0]), 4);
+	put_counter_recs(w, c, 4);
 }
 
 /* Unknown sections (types 99 and 98): both must be skipped. */
@@ -242,7 +372,7 @@ static void write_full(const char *path)
 {
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_unknown(&w, 99);
 	put_modules(&w);
 	put_stacks(&w);
@@ -254,16 +384,22 @@ static void write_full(const char *path)
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 }
 
-/* A small profile: META, STACKS and COUNTERS. */
-static void write_small(const char *path)
+/* A small profile: META, STACKS and COUNTERS (compressed, or raw: the
+ * sections as they are, for tests that patch them). */
+static void write_small_as(const char *path, bool raw)
 {
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(raw ? ml_writer_open_raw(&w, path, 0644) : ml_writer_open(&w, path, 0644), 0);
 	put_meta(&w, 3, 64);
 	put_stacks(&w);
 	put_counters(&w);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+}
+
+static void write_small(const char *path)
+{
+	write_small_as(path, false);
 }
 
 static unsigned char *slurp(const char *path, size_t *len)
@@ -377,11 +513,13 @@ static void check_stacks(const struct ml_profile *p)
 
 static void check_counters(const struct ml_profile *p)
 {
-	static const uint32_t ids[4] = { 7, 2, 7, 5 }, kinds[4] = { 0, 0, 2, 0 };
+	/* In the order of the stacks: 2, 5, 7 (heap, then managed). */
+	static const uint32_t ids[4] = { 2, 5, 7, 7 }, kinds[4] = { 0, 0, 0, 2 };
+	static const uint64_t bases[4] = { 200, 400, 100, 300 };
 
 	ck_assert_uint_eq(p->n_counters, 4);
 	for (int i = 0; i < 4; i++) {
-		struct ml_fmt_counter want = counter(ids[i], kinds[i], 100 * (uint64_t)(i + 1));
+		struct ml_fmt_counter want = counter(ids[i], kinds[i], bases[i]);
 
 		ck_assert_mem_eq(&p->counters[i], &want, sizeof(want));
 	}
@@ -411,12 +549,14 @@ START_TEST(round_trip)
 	raw = slurp(path, &len);
 	memcpy(&h, raw, sizeof(h));
 	ck_assert_mem_eq(h.magic, "MEMLINE\0", 8);
-	ck_assert_uint_eq(h.version, 2);
+	ck_assert_uint_eq(h.version, 3);
 	ck_assert_uint_eq(h.header_size, 64);
 	ck_assert_uint_eq(h.file_size, len);
-	ck_assert_uint_eq(h.section_count, 9);
+	ck_assert_uint_eq(h.section_count, 10);
+	ck_assert_uint_eq(h.flags, ML_FMT_ZSTD);
+	ck_assert_uint_gt(h.payload_size, len - 64);	/* it compressed */
+	ck_assert_uint_eq(h.payload_size % 8, 0);
 	ck_assert_uint_eq(h.checksum, ml_fnv1a(ML_FNV_INIT, raw + 64, len - 64));
-	ck_assert_uint_eq(len % 8, 0);
 	free(raw);
 
 	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
@@ -448,7 +588,7 @@ START_TEST(round_trip_large)
 			frames[id - 1][f] = (uint64_t)(id >> (f / 8)) << 20 | f;
 		st[id - 1] = (struct tstack){ id, 40 - id % 40, 0, frames[id - 1] + id % 40 };
 	}
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_meta(&w, 3, 40);
 	put_stack_set(&w, st, 3000);
 	ck_assert_uint_lt(tn, 3000 * 40 / 2);	/* shared: less than half the frames */
@@ -520,15 +660,19 @@ START_TEST(corrupt_every_byte)
 		}
 	}
 	/* A payload byte: the checksum catches it. */
-	raw[100] ^= 1;
+	raw[len - 5] ^= 1;
 	ck_assert_str_eq(parse_fails(raw, len), "corrupt: checksum mismatch");
-	raw[100] ^= 1;
+	raw[len - 5] ^= 1;
 	/* One byte too many. */
-	ck_assert_uint_eq(len, 704);	/* 64 + META 112 + FRAMES 160 + STACKS 64 + COUNTERS 304 */
 	raw = realloc(raw, len + 1);
 	ck_assert_ptr_nonnull(raw);
 	raw[len] = 0;
-	ck_assert_str_eq(parse_fails(raw, len + 1), "corrupt: 705 bytes, the header says 704");
+	{
+		char want[80];
+
+		snprintf(want, sizeof(want), "corrupt: %zu bytes, the header says %zu", len + 1, len);
+		ck_assert_str_eq(parse_fails(raw, len + 1), want);
+	}
 	free(raw);
 }
 END_TEST
@@ -546,10 +690,10 @@ START_TEST(wrong_magic_and_version)
 	ck_assert_str_eq(parse_fails("#!/bin/sh\n", 10), "not a memline profile");
 	ck_assert_str_eq(parse_fails("MEM", 3), "truncated: 3 bytes, shorter than the 64-byte header");
 	raw[0] = 'M';
-	raw[8] = 3;
-	ck_assert_str_eq(parse_fails(raw, len), "profile version 3, this memline reads version 2");
-	raw[8] = 1;	/* version 1 stored frames inline: not read any more */
-	ck_assert_str_eq(parse_fails(raw, len), "profile version 1, this memline reads version 2");
+	raw[8] = 4;
+	ck_assert_str_eq(parse_fails(raw, len), "profile version 4, this memline reads version 3");
+	raw[8] = 2;	/* version 2 was not compressed, its stacks fixed records */
+	ck_assert_str_eq(parse_fails(raw, len), "profile version 2, this memline reads version 3");
 	free(raw);
 }
 END_TEST
@@ -577,7 +721,7 @@ static void write_with_notes(const char *path, const char *const *notes, size_t 
 {
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_meta(&w, 3, 64);
 	put_stacks(&w);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_NOTES), 0);
@@ -621,7 +765,7 @@ END_TEST
 static const char *patched_error(unsigned char *raw, size_t len, size_t off, uint64_t value,
 				 size_t width)
 {
-	static unsigned char copy[1024];
+	static unsigned char copy[4096];
 	struct ml_fmt_header h;
 
 	ck_assert_uint_le(len, sizeof(copy));
@@ -633,64 +777,131 @@ static const char *patched_error(unsigned char *raw, size_t len, size_t off, uin
 	return parse_fails(copy, len);
 }
 
+/* The offset of the first section of type in a raw profile. */
+static size_t sec_at(const unsigned char *raw, size_t len, uint32_t type)
+{
+	for (size_t off = 64; off + 16 <= len;) {
+		struct ml_fmt_section sh;
+
+		memcpy(&sh, raw + off, sizeof(sh));
+		if (sh.type == type)
+			return off;
+		off += 16 + sh.size;
+	}
+	ck_abort_msg("no section of type %u", type);
+	return 0;
+}
+
 START_TEST(section_table)
 {
 	const char *path = in_dir("small.prof");
 	unsigned char *raw;
-	size_t len;
+	size_t len, meta, frames, addrs, stacks, counters;
+	char want[128];
 
-	write_small(path);
+	write_small_as(path, true);	/* sections as they are: their bytes can be patched */
 	raw = slurp(path, &len);
-	/* Sections: META at 64 (payload 96), FRAMES at 176 (144), STACKS at 336 (48),
-	 * COUNTERS at 400 (288). */
-	ck_assert_str_eq(patched_error(raw, len, 32, 5, 4), "corrupt: 4 sections, the header says 5");
+	meta = sec_at(raw, len, ML_SEC_META);
+	addrs = sec_at(raw, len, ML_SEC_ADDRESSES);
+	frames = sec_at(raw, len, ML_SEC_FRAMES);
+	stacks = sec_at(raw, len, ML_SEC_STACKS);
+	counters = sec_at(raw, len, ML_SEC_COUNTERS);
+	ck_assert_uint_eq(meta, 64);
+	ck_assert_str_eq(patched_error(raw, len, 32, 6, 4), "corrupt: 5 sections, the header says 6");
 	ck_assert_str_eq(patched_error(raw, len, 12, 72, 4), "corrupt: header size 72, expected 64");
 	ck_assert_str_eq(patched_error(raw, len, 16, 10, 8),
 			 "corrupt: file size 10 is smaller than the header");
-	ck_assert_str_eq(patched_error(raw, len, 36, 1, 4),
+	ck_assert_str_eq(patched_error(raw, len, 36, 2, 4),
 			 "corrupt: reserved header fields are not zero");
 	ck_assert_str_eq(patched_error(raw, len, 63, 1, 1),
 			 "corrupt: reserved header fields are not zero");
-	ck_assert_str_eq(patched_error(raw, len, 64 + 8, 97, 8),
-			 "corrupt: section 0 (type 1) has size 97, 624 bytes left");
-	ck_assert_str_eq(patched_error(raw, len, 64 + 8, 1ull << 62, 8),
-			 "corrupt: section 0 (type 1) has size 4611686018427387904, 624 bytes left");
+	snprintf(want, sizeof(want), "corrupt: payload of %zu bytes, the header says 8", len - 64);
+	ck_assert_str_eq(patched_error(raw, len, 40, 8, 8), want);
+	/* Raw sections claimed compressed: not a zstd frame. */
+	patched_error(raw, len, 36, ML_FMT_ZSTD, 4);
+	ck_assert_msg(!strncmp(errbuf, "corrupt: the compressed sections do not decompress", 50),
+		      "%s", errbuf);
+	snprintf(want, sizeof(want), "corrupt: section 0 (type 1) has size 97, %zu bytes left",
+		 len - 80);
+	ck_assert_str_eq(patched_error(raw, len, meta + 8, 97, 8), want);
+	snprintf(want, sizeof(want),
+		 "corrupt: section 0 (type 1) has size 4611686018427387904, %zu bytes left", len - 80);
+	ck_assert_str_eq(patched_error(raw, len, meta + 8, 1ull << 62, 8), want);
 	/* META exe_len (payload offset 48) 20: 64 + 20 + 15 bytes need 104, not 96. */
-	ck_assert_str_eq(patched_error(raw, len, 80 + 48, 20, 4),
+	ck_assert_str_eq(patched_error(raw, len, meta + 16 + 48, 20, 4),
 			 "corrupt: META section size 96 does not match its lengths");
-	ck_assert_str_eq(patched_error(raw, len, 80 + 48, 14, 4),
+	ck_assert_str_eq(patched_error(raw, len, meta + 16 + 48, 14, 4),
 			 "corrupt: META argv holds 4 strings, argc is 3");
-	ck_assert_str_eq(patched_error(raw, len, 64 + 4, 2, 4),
+	ck_assert_str_eq(patched_error(raw, len, meta + 4, 2, 4),
 			 "corrupt: META section has 2 records, expected 1");
 	/* STACKS as an unknown type: skipped, so the counters lose their stacks. */
-	ck_assert_str_eq(patched_error(raw, len, 336, 99, 4),
-			 "corrupt: counter 0 refers to unknown stack 7");
-	ck_assert_str_eq(patched_error(raw, len, 336, ML_SEC_META, 4), "corrupt: two META sections");
-	/* FRAMES as an unknown type: the stacks' leaves point nowhere. */
-	ck_assert_str_eq(patched_error(raw, len, 176, 99, 4),
-			 "corrupt: stack 7 has leaf 3, the trie has 0 frame nodes");
-	/* FRAMES and STACKS counts one short of their sizes. */
-	ck_assert_str_eq(patched_error(raw, len, 176 + 4, 8, 4),
-			 "corrupt: FRAMES section has 144 bytes for 8 records of 16");
-	ck_assert_str_eq(patched_error(raw, len, 336 + 4, 2, 4),
-			 "corrupt: STACKS section has 48 bytes for 2 records of 16");
-	/* A node whose parent is not earlier; a leaf past the last node; a
-	 * depth that is not the walk's length (record 0 is stack 7: 3 deep,
-	 * leaf 3; node 2 is at 192 + 16, its parent field first). */
-	ck_assert_str_eq(patched_error(raw, len, 192 + 16, 2, 4),
-			 "corrupt: frame node 2 has parent 2");
-	ck_assert_str_eq(patched_error(raw, len, 352 + 12, 10, 4),
-			 "corrupt: stack 7 has leaf 10, the trie has 9 frame nodes");
-	ck_assert_str_eq(patched_error(raw, len, 352 + 4, 2, 4),
-			 "corrupt: stack 7 is 2 frames deep, its leaf 3 is 3");
-	ck_assert_str_eq(patched_error(raw, len, 352 + 12, 2, 4),
-			 "corrupt: stack 7 is 3 frames deep, its leaf 2 is 2");
-	/* COUNTERS record count one short of its size. */
-	ck_assert_str_eq(patched_error(raw, len, 400 + 4, 3, 4),
-			 "corrupt: COUNTERS section has 288 bytes for 3 records of 72");
+	ck_assert_str_eq(patched_error(raw, len, stacks, 99, 4),
+			 "corrupt: counter 0 refers to stack 0 of 0");
+	ck_assert_str_eq(patched_error(raw, len, stacks, ML_SEC_META, 4), "corrupt: two META sections");
+	/* FRAMES as an unknown type: the stacks' leaves point nowhere (stack 2,
+	 * the first, ends at node 4). */
+	ck_assert_str_eq(patched_error(raw, len, frames, 99, 4),
+			 "corrupt: stack 2 has leaf 4, the trie has 0 frame nodes");
+	/* ADDRESSES as an unknown type: the nodes' addresses point nowhere. */
+	ck_assert_str_eq(patched_error(raw, len, addrs, 99, 4),
+			 "corrupt: frame node 1 has address 8 of 0");
+	/* Counts past what the columns hold. */
+	{
+		struct ml_fmt_section fs, cs;
+
+		memcpy(&fs, raw + frames, sizeof(fs));
+		memcpy(&cs, raw + counters, sizeof(cs));
+		snprintf(want, sizeof(want), "corrupt: FRAMES has 100 records in %llu bytes",
+			 (unsigned long long)fs.size);
+		ck_assert_str_eq(patched_error(raw, len, frames + 4, 100, 4), want);
+		snprintf(want, sizeof(want), "corrupt: COUNTERS has 100 records in %llu bytes",
+			 (unsigned long long)cs.size);
+		ck_assert_str_eq(patched_error(raw, len, counters + 4, 100, 4), want);
+	}
 	/* The last section cut by 8 bytes: what is left is not a section header. */
-	ck_assert_str_eq(patched_error(raw, len, 400 + 8, 280, 8),
-			 "corrupt: section header 4 cut short at byte 696");
+	{
+		struct ml_fmt_section sh;
+
+		memcpy(&sh, raw + counters, sizeof(sh));
+		snprintf(want, sizeof(want), "corrupt: section header 5 cut short at byte %zu",
+			 len - 8);
+		ck_assert_str_eq(patched_error(raw, len, counters + 8, sh.size - 8, 8), want);
+	}
+	free(raw);
+}
+END_TEST
+
+/* Compressed: a forged payload size, and bytes that are not zstd's. */
+START_TEST(compressed_payload)
+{
+	const char *path = in_dir("small.prof");
+	unsigned char *raw;
+	size_t len;
+	struct ml_fmt_header h;
+	char want[128];
+
+	write_small(path);
+	raw = slurp(path, &len);
+	memcpy(&h, raw, sizeof(h));
+	/* One byte more or less than the sections decompress to. */
+	snprintf(want, sizeof(want), "corrupt: the compressed sections do not decompress to %llu bytes",
+		 (unsigned long long)h.payload_size + 8);
+	ck_assert_int_eq(strncmp(patched_error(raw, len, 40, h.payload_size + 8, 8), want,
+				 strlen(want)), 0);
+	snprintf(want, sizeof(want), "corrupt: the compressed sections do not decompress to %llu bytes",
+		 (unsigned long long)h.payload_size - 8);
+	ck_assert_int_eq(strncmp(patched_error(raw, len, 40, h.payload_size - 8, 8), want,
+				 strlen(want)), 0);
+	/* A claim far past any real compression ratio: refused before a byte
+	 * of memory is taken for it. */
+	snprintf(want, sizeof(want), "corrupt: the header says %llu bytes of sections in %zu compressed",
+		 1ull << 40, len - 64);
+	ck_assert_str_eq(patched_error(raw, len, 40, 1ull << 40, 8), want);
+	/* The zstd frame's own content checksum catches a change the file
+	 * checksum was repaired for. */
+	patched_error(raw, len, len - 3, raw[len - 3] ^ 0x40, 1);
+	ck_assert_msg(!strncmp(errbuf, "corrupt: the compressed sections do not decompress", 50),
+		      "%s", errbuf);
 	free(raw);
 }
 END_TEST
@@ -715,7 +926,8 @@ static const char *structure_error(void (*fn)(struct ml_writer *))
 	struct ml_writer w;
 	int rc;
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	n_order = 0;	/* no STACKS written yet */
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	fn(&w);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 	rc = ml_profile_load(path, &p, errbuf, sizeof(errbuf));
@@ -735,7 +947,7 @@ static void unknown_stack(struct ml_writer *w)
 
 	put_meta(w, 3, 64);
 	put_stacks(w);
-	put_records(w, ML_SEC_COUNTERS, &c, sizeof(c), 1);
+	put_counter_recs(w, &c, 1);
 }
 
 static void no_stacks_section(struct ml_writer *w)
@@ -750,7 +962,7 @@ static void bad_counter_kind(struct ml_writer *w)
 
 	put_meta(w, 3, 64);
 	put_stacks(w);
-	put_records(w, ML_SEC_COUNTERS, &c, sizeof(c), 1);
+	put_counter_recs(w, &c, 1);
 }
 
 static void duplicate_counter(struct ml_writer *w)
@@ -759,7 +971,7 @@ static void duplicate_counter(struct ml_writer *w)
 
 	put_meta(w, 3, 64);
 	put_stacks(w);
-	put_records(w, ML_SEC_COUNTERS, c, sizeof(c[0]), 2);
+	put_counter_recs(w, c, 2);
 }
 
 static void bad_total_kind(struct ml_writer *w)
@@ -780,7 +992,7 @@ static void gpu_counter_alone(struct ml_writer *w)
 
 	put_meta(w, 3, 64);
 	put_stacks(w);
-	put_records(w, ML_SEC_COUNTERS, c, sizeof(c[0]), 3);
+	put_counter_recs(w, c, 3);
 }
 
 /* A cuda_gpu total with no GPU kind's total (pinned is not a GPU kind). */
@@ -803,7 +1015,7 @@ static void gpu_total_ok(struct ml_writer *w)
 
 	put_meta(w, 3, 64);
 	put_stacks(w);
-	put_records(w, ML_SEC_COUNTERS, c, sizeof(c[0]), 2);
+	put_counter_recs(w, c, 2);
 	put_records(w, ML_SEC_TOTALS, t, sizeof(t[0]), 2);
 }
 
@@ -860,38 +1072,14 @@ static void put_raw(struct ml_writer *w, const struct ml_fmt_frame *nodes, size_
 {
 	put_meta(w, 3, 0);
 	if (n_nodes)
-		put_records(w, ML_SEC_FRAMES, nodes, sizeof(nodes[0]), n_nodes);
-	put_records(w, ML_SEC_STACKS, stacks, sizeof(stacks[0]), n_stacks);
+		put_trie(w, nodes, n_nodes);
+	put_stack_recs(w, stacks, n_stacks);
 }
 
 /* A chain of three nodes 1 <- 2 <- 3 and a branch 1 <- 4. */
 static const struct ml_fmt_frame chain[4] = {
 	{ 0, 0, 0x10 }, { 1, 0, 0x20 }, { 2, 0, 0x30 }, { 1, 0, 0x40 },
 };
-
-/* A stack whose depth says more frames than the walk from its leaf. */
-static void depth_overflow(struct ml_writer *w)
-{
-	const struct ml_fmt_stack s = { .id = 1, .depth = 0x20000000, .leaf = 3 };
-
-	put_raw(w, chain, 4, &s, 1);
-}
-
-static void depth_short(struct ml_writer *w)
-{
-	const struct ml_fmt_stack s[2] = { { .id = 1, .depth = 2, .leaf = 4 },
-					   { .id = 2, .depth = 2, .leaf = 3 } };
-
-	put_raw(w, chain, 4, s, 2);
-}
-
-/* depth 1 with no leaf (an empty stack must say depth 0). */
-static void depth_without_leaf(struct ml_writer *w)
-{
-	const struct ml_fmt_stack s = { .id = 9, .depth = 1, .leaf = 0 };
-
-	put_raw(w, chain, 4, &s, 1);
-}
 
 static void leaf_out_of_range(struct ml_writer *w)
 {
@@ -925,31 +1113,100 @@ static void parent_later(struct ml_writer *w)
 	put_raw(w, nodes, 3, &s, 1);
 }
 
-static void frames_size_mismatch(struct ml_writer *w)
+/* FRAMES says 4 nodes but holds the columns of 3. */
+static void frames_columns_short(struct ml_writer *w)
 {
-	const struct ml_fmt_stack s = { .id = 1, .depth = 1, .leaf = 1 };
+	const uint64_t addrs[3] = { 0x10, 0x10, 0x10 }, col[6] = { 1, 1, 1, 0, 1, 2 };
+	const struct ml_fmt_stack s = { .id = 1, .leaf = 1 };
 
 	put_meta(w, 3, 0);
-	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_FRAMES), 0);
-	ck_assert_int_eq(ml_writer_put(w, chain, sizeof(chain[0]) + 8), 0);
-	ck_assert_int_eq(ml_writer_record(w), 0);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_ADDRESSES), 0);
+	put_varints(w, addrs, 3);
+	ck_assert_int_eq(ml_writer_records(w, 3), 0);
 	ck_assert_int_eq(ml_writer_end(w), 0);
-	put_records(w, ML_SEC_STACKS, &s, sizeof(s), 1);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_FRAMES), 0);
+	put_varints(w, col, 6);
+	ck_assert_int_eq(ml_writer_records(w, 4), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+	put_stack_recs(w, &s, 1);
 }
 
+/* A FRAMES node whose address index is past ADDRESSES. */
+static void address_out_of_range(struct ml_writer *w)
+{
+	const uint64_t addrs[1] = { 0x10 }, frames[2] = { 1, 1 };
+	const struct ml_fmt_stack s = { .id = 1, .leaf = 1 };
+
+	put_meta(w, 3, 0);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_ADDRESSES), 0);
+	put_varints(w, addrs, 1);
+	ck_assert_int_eq(ml_writer_records(w, 1), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_FRAMES), 0);
+	put_varints(w, frames, 2);
+	ck_assert_int_eq(ml_writer_records(w, 1), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+	put_stack_recs(w, &s, 1);
+}
+
+/* ADDRESSES not ascending (a zero delta). */
+static void addresses_not_ascending(struct ml_writer *w)
+{
+	const uint64_t addrs[2] = { 0x10, 0 };
+
+	put_meta(w, 3, 0);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_ADDRESSES), 0);
+	put_varints(w, addrs, 2);
+	ck_assert_int_eq(ml_writer_records(w, 2), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+/* STACKS counts 3 records but holds the columns of 2. */
 static void stack_count_lies(struct ml_writer *w)
 {
-	const struct ml_fmt_stack s[2] = { { .id = 1, .depth = 3, .leaf = 3 },
-					   { .id = 2, .depth = 3, .leaf = 3 } };
+	const uint64_t col[6] = { 1, 1, 3, 3, 0, 0 };
 
 	put_meta(w, 3, 64);
-	put_records(w, ML_SEC_FRAMES, chain, sizeof(chain[0]), 4);
+	put_trie(w, chain, 4);
 	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_STACKS), 0);
-	ck_assert_int_eq(ml_writer_put(w, s, sizeof(s)), 0);
-	ck_assert_int_eq(ml_writer_record(w), 0);
-	ck_assert_int_eq(ml_writer_record(w), 0);
-	ck_assert_int_eq(ml_writer_record(w), 0);	/* counts a third, empty record */
+	put_varints(w, col, 6);
+	ck_assert_int_eq(ml_writer_records(w, 3), 0);
 	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+/* A varint that never ends (all bytes 0x80) in COUNTERS. */
+static void endless_varint(struct ml_writer *w)
+{
+	unsigned char bytes[64];
+
+	memset(bytes, 0x80, sizeof(bytes));
+	put_meta(w, 3, 64);
+	put_stacks(w);
+	ck_assert_int_eq(ml_writer_begin(w, ML_SEC_COUNTERS), 0);
+	ck_assert_int_eq(ml_writer_put(w, bytes, sizeof(bytes)), 0);
+	ck_assert_int_eq(ml_writer_records(w, 1), 0);
+	ck_assert_int_eq(ml_writer_end(w), 0);
+}
+
+/* A counter with more live blocks than allocations. */
+static void live_above_allocs(struct ml_writer *w)
+{
+	struct ml_fmt_counter c = counter(7, ML_KIND_HEAP, 0);
+
+	c.live_blocks = c.allocs + 1;
+	put_meta(w, 3, 64);
+	put_stacks(w);
+	put_counter_recs(w, &c, 1);
+}
+
+/* A stack marked lost (ML_STACK_LOST) that has frames. */
+static void lost_with_frames(struct ml_writer *w)
+{
+	const struct ml_fmt_stack s = { .id = 3, .leaf = 2, .flags = ML_STACK_LOST };
+
+	put_meta(w, 3, 64);
+	put_trie(w, chain, 4);
+	put_stack_recs(w, &s, 1);
 }
 
 /* Valid odd cases: an empty stack (depth 0, leaf 0) without FRAMES; nodes
@@ -966,7 +1223,7 @@ START_TEST(trie_edge_cases)
 					   { .id = 1, .depth = 0, .leaf = 0 } };
 	static const uint64_t want8[3] = { 0x30, 0x20, 0x10 }, want6[2] = { 0x40, 0x10 };
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_raw(&w, NULL, 0, &empty, 1);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
@@ -975,7 +1232,7 @@ START_TEST(trie_edge_cases)
 	ck_assert_ptr_nonnull(p->stacks[0].frames);
 	ml_profile_free(p);
 
-	ck_assert_int_eq(ml_writer_open(&w, path), 0);
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 	put_raw(&w, chain, 4, s, 4);
 	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 	ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
@@ -1049,9 +1306,9 @@ START_TEST(malformed_structure)
 	ck_assert_str_eq(structure_error(no_meta), "corrupt: no META section");
 	ck_assert_str_eq(structure_error(two_metas), "corrupt: two META sections");
 	ck_assert_str_eq(structure_error(unknown_stack),
-			 "corrupt: counter 0 refers to unknown stack 6");
+			 "corrupt: counter 0 refers to stack 3 of 3");
 	ck_assert_str_eq(structure_error(no_stacks_section),
-			 "corrupt: counter 0 refers to unknown stack 7");
+			 "corrupt: counter 0 refers to stack 0 of 0");
 	ck_assert_str_eq(structure_error(bad_counter_kind), kind_error("counter"));
 	ck_assert_str_eq(structure_error(duplicate_counter),
 			 "corrupt: two counters for stack 5, kind 1");
@@ -1066,7 +1323,7 @@ START_TEST(malformed_structure)
 		const char *path = in_dir("gpu_ok.prof");
 		struct ml_profile *p = NULL;
 		struct ml_writer w;
-		ck_assert_int_eq(ml_writer_open(&w, path), 0);
+		ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
 		gpu_total_ok(&w);
 		ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
 		ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
@@ -1076,26 +1333,32 @@ START_TEST(malformed_structure)
 	ck_assert_str_eq(structure_error(same_total_twice), "corrupt: two totals for kind 2");
 	ck_assert_str_eq(structure_error(bad_timeline_kind),
 			 kind_error("timeline point"));
-	ck_assert_str_eq(structure_error(duplicate_stack), "corrupt: stack id 5 appears twice");
+	ck_assert_str_eq(structure_error(duplicate_stack),
+			 "corrupt: STACKS ids do not ascend at record 2");
 	ck_assert_str_eq(structure_error(stack_id_zero), "corrupt: stack 0 has id 0");
 	ck_assert_str_eq(structure_error(too_deep),
 			 "corrupt: stack 5 is 5 frames deep, max_depth is 4");
-	ck_assert_str_eq(structure_error(depth_overflow),
-			 "corrupt: stack 1 is 536870912 frames deep, its leaf 3 is 3");
-	ck_assert_str_eq(structure_error(depth_short),
-			 "corrupt: stack 2 is 2 frames deep, its leaf 3 is 3");
-	ck_assert_str_eq(structure_error(depth_without_leaf),
-			 "corrupt: stack 9 is 1 frames deep, its leaf 0 is 0");
 	ck_assert_str_eq(structure_error(leaf_out_of_range),
 			 "corrupt: stack 2 has leaf 5, the trie has 4 frame nodes");
 	ck_assert_str_eq(structure_error(leaf_without_frames),
 			 "corrupt: stack 3 has leaf 1, the trie has 0 frame nodes");
 	ck_assert_str_eq(structure_error(parent_is_self), "corrupt: frame node 3 has parent 3");
 	ck_assert_str_eq(structure_error(parent_later), "corrupt: frame node 1 has parent 2");
-	ck_assert_str_eq(structure_error(frames_size_mismatch),
-			 "corrupt: FRAMES section has 24 bytes for 1 records of 16");
+	/* (the section's zero padding reads as two more varints, zeros) */
+	ck_assert_str_eq(structure_error(frames_columns_short),
+			 "corrupt: frame node 4 has parent 4");
 	ck_assert_str_eq(structure_error(stack_count_lies),
-			 "corrupt: STACKS section has 32 bytes for 3 records of 16");
+			 "corrupt: STACKS has 3 records in 8 bytes");
+	ck_assert_str_eq(structure_error(address_out_of_range),
+			 "corrupt: frame node 1 has address 1 of 1");
+	ck_assert_str_eq(structure_error(addresses_not_ascending),
+			 "corrupt: ADDRESSES are not ascending at 1");
+	ck_assert_str_eq(structure_error(endless_varint),
+			 "corrupt: COUNTERS does not hold 8 x 1 varints");
+	ck_assert_str_eq(structure_error(live_above_allocs),
+			 "corrupt: counter 0 has more live than allocated");
+	ck_assert_str_eq(structure_error(lost_with_frames),
+			 "corrupt: stack 3 is marked lost but has frames");
 	ck_assert_str_eq(structure_error(bad_argc),
 			 "corrupt: META argv holds 3 strings, argc is 2");
 	ck_assert_str_eq(structure_error(module_path_overflow),
@@ -1103,7 +1366,7 @@ START_TEST(malformed_structure)
 	ck_assert_str_eq(structure_error(module_backwards),
 			 "corrupt: module 0 ends (0x4000) before it starts (0x5000)");
 	ck_assert_str_eq(structure_error(counters_size_mismatch),
-			 "corrupt: COUNTERS section has 80 bytes for 1 records of 72");
+			 "corrupt: COUNTERS does not hold 8 x 1 varints");
 	ck_assert_str_eq(structure_error(bad_end_reason), "corrupt: META end reason 0 is unknown");
 }
 END_TEST
@@ -1121,7 +1384,7 @@ START_TEST(commit_no_replace)
 	unsigned char *raw;
 
 	spit(final, "occupied", 8);
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", final, (int)getpid());
 	ck_assert_str_eq(w.tmp_path, tmp);
 	ck_assert_int_eq(access(tmp, F_OK), 0);
@@ -1153,7 +1416,7 @@ START_TEST(abort_removes_temp)
 	const char *final = in_dir("aborted.prof");
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	put_meta(&w, 3, 64);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_STACKS), 0);
 	ck_assert_int_eq(count_files(), 1);
@@ -1161,8 +1424,8 @@ START_TEST(abort_removes_temp)
 	ck_assert_int_eq(count_files(), 0);
 	ck_assert_int_eq(access(final, F_OK), -1);
 	/* A second writer on the same name works: O_EXCL found nothing left. */
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
-	ck_assert_int_eq(ml_writer_open(&(struct ml_writer){ 0 }, final), -EEXIST);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
+	ck_assert_int_eq(ml_writer_open(&(struct ml_writer){ 0 }, final, 0644), -EEXIST);
 	ml_writer_abort(&w);
 	ck_assert_int_eq(count_files(), 0);
 }
@@ -1173,24 +1436,24 @@ START_TEST(writer_misuse)
 	const char *final = in_dir("misuse.prof");
 	struct ml_writer w;
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	ck_assert_int_eq(ml_writer_put(&w, "x", 1), -EINVAL);	/* no open section */
 	ml_writer_abort(&w);
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_META), 0);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_STACKS), -EINVAL);
 	ck_assert_int_eq(ml_writer_put(&w, "x", 1), -EINVAL);	/* sticky */
 	ck_assert_int_eq(ml_writer_commit(&w, final, true), -EINVAL);
 	ml_writer_abort(&w);
 
-	ck_assert_int_eq(ml_writer_open(&w, final), 0);
+	ck_assert_int_eq(ml_writer_open(&w, final, 0644), 0);
 	ck_assert_int_eq(ml_writer_begin(&w, ML_SEC_META), 0);
 	ck_assert_int_eq(ml_writer_commit(&w, final, true), -EINVAL);	/* section open */
 	ml_writer_abort(&w);
 	ck_assert_int_eq(count_files(), 0);
 
-	ck_assert_int_eq(ml_writer_open(&w, "/nonexistent-dir/x.prof"), -ENOENT);
+	ck_assert_int_eq(ml_writer_open(&w, "/nonexistent-dir/x.prof", 0644), -ENOENT);
 	ml_writer_abort(&w);
 }
 END_TEST
@@ -1225,6 +1488,7 @@ int main(void)
 	tcase_add_test(tc, malformed_structure);
 	tcase_add_test(tc, trie_edge_cases);
 	tcase_add_test(tc, section_table);
+	tcase_add_test(tc, compressed_payload);
 	tcase_add_test(tc, commit_no_replace);
 	tcase_add_test(tc, abort_removes_temp);
 	tcase_add_test(tc, writer_misuse);

@@ -1,5 +1,6 @@
-/* tests/check_livetab.c - the live table: insert, remove, kinds, growth,
- * backward-shift deletion, reset, and 16 threads freeing each other's
+/* tests/check_livetab.c - the live table: insert, remove, kinds, growth
+ * (cuckoo evictions in one crowded region), sizes of 4 GiB and more, the
+ * memory it takes per block, reset, and 16 threads freeing each other's
  * blocks. */
 #include "core/internal.h"
 
@@ -7,8 +8,8 @@
 #include <pthread.h>
 #include <string.h>
 
-static struct ml_counter heap = { .kind = ML_KIND_HEAP, .stack_id = 1 };
-static struct ml_counter dev = { .kind = ML_KIND_CUDA_DEVICE, .stack_id = 2 };
+#define HEAP ML_KIND_HEAP
+#define DEV ML_KIND_CUDA_DEVICE
 
 static void setup(void)
 {
@@ -18,15 +19,16 @@ static void setup(void)
 START_TEST(insert_remove)
 {
 	struct ml_live_block b, old;
-	ck_assert_int_eq(ml_livetab_insert(0x1000, 42, &heap, &old), 0);
+	ck_assert_int_eq(ml_livetab_insert(0x1000, HEAP, 42, 1, &old), 0);
 	ck_assert_uint_eq(old.addr, 0);
-	ck_assert_int_eq(ml_livetab_insert(0x1000, 7, &dev, &old), 0);	/* same addr, other kind */
+	ck_assert_int_eq(ml_livetab_insert(0x1000, DEV, 7, 2, &old), 0);	/* same addr, other kind */
 	ck_assert_uint_eq(ml_livetab_count(), 2);
 	ck_assert(!ml_livetab_remove(0x2000, ML_KIND_HEAP, &b));
 	ck_assert(ml_livetab_remove(0x1000, ML_KIND_HEAP, &b));
 	ck_assert_uint_eq(b.addr, 0x1000);
 	ck_assert_uint_eq(b.size, 42);
-	ck_assert_ptr_eq(b.counter, &heap);
+	ck_assert_uint_eq(b.stack, 1);
+	ck_assert_uint_eq(b.kind, HEAP);
 	ck_assert(!ml_livetab_remove(0x1000, ML_KIND_HEAP, &b));
 	ck_assert(ml_livetab_remove(0x1000, ML_KIND_CUDA_DEVICE, &b));
 	ck_assert_uint_eq(b.size, 7);
@@ -37,8 +39,8 @@ END_TEST
 START_TEST(insert_existing_returns_old)
 {
 	struct ml_live_block b, old;
-	ck_assert_int_eq(ml_livetab_insert(0x3000, 10, &heap, &old), 0);
-	ck_assert_int_eq(ml_livetab_insert(0x3000, 20, &heap, &old), 0);
+	ck_assert_int_eq(ml_livetab_insert(0x3000, HEAP, 10, 1, &old), 0);
+	ck_assert_int_eq(ml_livetab_insert(0x3000, HEAP, 20, 1, &old), 0);
 	ck_assert_uint_eq(old.addr, 0x3000);
 	ck_assert_uint_eq(old.size, 10);
 	ck_assert_uint_eq(ml_livetab_count(), 1);
@@ -54,7 +56,7 @@ START_TEST(many_entries)
 	struct ml_live_block b, old;
 	const uint64_t n = 300000;
 	for (uint64_t i = 1; i <= n; i++)
-		ck_assert_int_eq(ml_livetab_insert(i * 16, i, &heap, &old), 0);
+		ck_assert_int_eq(ml_livetab_insert(i * 16, HEAP, i, 1, &old), 0);
 	ck_assert_uint_eq(ml_livetab_count(), n);
 	for (uint64_t i = 1; i <= n; i += 2)
 		ck_assert(ml_livetab_remove(i * 16, ML_KIND_HEAP, &b));
@@ -69,14 +71,53 @@ START_TEST(many_entries)
 }
 END_TEST
 
+/* Sizes past 32 bits go to the side list and come back whole. */
+START_TEST(big_sizes)
+{
+	struct ml_live_block b, old;
+	uint64_t big = (5ull << 32) + 123;
+	ck_assert_int_eq(ml_livetab_insert(0x7000, HEAP, big, 3, &old), 0);
+	ck_assert_int_eq(ml_livetab_insert(0x7010, HEAP, 0xffffffffull, 4, &old), 0);
+	ck_assert_int_eq(ml_livetab_insert(0x7000, HEAP, 9, 5, &old), 0);	/* a missed free */
+	ck_assert_uint_eq(old.size, big);
+	ck_assert_uint_eq(old.stack, 3);
+	ck_assert(ml_livetab_remove(0x7010, HEAP, &b));
+	ck_assert_uint_eq(b.size, 0xffffffffull);
+	ck_assert(ml_livetab_remove(0x7000, HEAP, &b));
+	ck_assert_uint_eq(b.size, 9);
+}
+END_TEST
+
+/* A million blocks 16 bytes apart, all in few regions (few shards): the
+ * tables grow through evictions; every block is found with its size; the
+ * table holds a block in at most 40 bytes (16 per slot, >= 40% full). */
+START_TEST(dense_region)
+{
+	struct ml_live_block b, old;
+	const uint64_t n = 1000000, base = 0x55550000000ull;
+	for (uint64_t i = 0; i < n; i++)
+		ck_assert_int_eq(ml_livetab_insert(base + i * 16, HEAP, i & 0xffff, (uint32_t)i, &old), 0);
+	ck_assert_uint_eq(ml_livetab_count(), n);
+	ck_assert_uint_le(ml_livetab_bytes(), n * 40);
+	for (uint64_t i = 0; i < n; i += 3) {
+		ck_assert(ml_livetab_remove(base + i * 16, HEAP, &b));
+		ck_assert_uint_eq(b.size, i & 0xffff);
+		ck_assert_uint_eq(b.stack, (uint32_t)i);
+	}
+	for (uint64_t i = 0; i < n; i++)
+		ck_assert_int_eq(ml_livetab_remove(base + i * 16, HEAP, &b), i % 3 != 0);
+	ck_assert_uint_eq(ml_livetab_count(), 0);
+}
+END_TEST
+
 START_TEST(reset_forgets)
 {
 	struct ml_live_block b, old;
-	ck_assert_int_eq(ml_livetab_insert(0x4000, 1, &heap, &old), 0);
+	ck_assert_int_eq(ml_livetab_insert(0x4000, HEAP, 1, 1, &old), 0);
 	ml_livetab_reset();
 	ck_assert_uint_eq(ml_livetab_count(), 0);
 	ck_assert(!ml_livetab_remove(0x4000, ML_KIND_HEAP, &b));
-	ck_assert_int_eq(ml_livetab_insert(0x4000, 2, &heap, &old), 0);
+	ck_assert_int_eq(ml_livetab_insert(0x4000, HEAP, 2, 1, &old), 0);
 	ck_assert(ml_livetab_remove(0x4000, ML_KIND_HEAP, &b));
 	ck_assert_uint_eq(b.size, 2);
 }
@@ -99,7 +140,7 @@ static void *cross(void *arg)
 	int t = (int)(intptr_t)arg, other = (t + 1) % THREADS;
 	struct ml_live_block b, old;
 	for (int i = 0; i < PER_THREAD; i++)
-		ml_livetab_insert(addr_of(t, i), (uint64_t)i + 1, &heap, &old);
+		ml_livetab_insert(addr_of(t, i), HEAP, (uint64_t)i + 1, (uint32_t)t, &old);
 	pthread_barrier_wait(&barrier);
 	for (int i = 0; i < PER_THREAD; i++)
 		if (ml_livetab_remove(addr_of(other, i), ML_KIND_HEAP, &b))
@@ -132,6 +173,8 @@ int main(void)
 	tcase_add_test(tc, insert_remove);
 	tcase_add_test(tc, insert_existing_returns_old);
 	tcase_add_test(tc, many_entries);
+	tcase_add_test(tc, big_sizes);
+	tcase_add_test(tc, dense_region);
 	tcase_add_test(tc, reset_forgets);
 	tcase_add_test(tc, threads_free_each_other);
 	suite_add_tcase(s, tc);

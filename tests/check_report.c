@@ -104,11 +104,11 @@ static struct ml_stack stacks[] = {
 
 /*                         stack kind allocs bytes frees freed lblk lbytes pblk pbytes */
 static struct ml_fmt_counter counters[] = {
-	{ 1, ML_KIND_HEAP, 2, 100, 1, 40, 1, 60, 2, 100 },
-	{ 2, ML_KIND_HEAP, 1, 10, 0, 0, 1, 10, 1, 10 },
-	{ 3, ML_KIND_HEAP, 4, 400, 4, 400, 0, 0, 2, 200 },
-	{ 4, ML_KIND_HEAP, 3, 3000, 0, 0, 3, 3000, 0, 0 },
-	{ 3, ML_KIND_CUDA_DEVICE, 1, 1 << 20, 0, 0, 1, 1 << 20, 1, 1 << 20 },
+	{ 1, ML_KIND_HEAP, 2, 100, 1, 40, 1, 60, 2, 100, 0, 0, 0, 0 },
+	{ 2, ML_KIND_HEAP, 1, 10, 0, 0, 1, 10, 1, 10, 0, 0, 0, 0 },
+	{ 3, ML_KIND_HEAP, 4, 400, 4, 400, 0, 0, 2, 200, 0, 0, 0, 0 },
+	{ 4, ML_KIND_HEAP, 3, 3000, 0, 0, 3, 3000, 0, 0, 0, 0, 0, 0 },
+	{ 3, ML_KIND_CUDA_DEVICE, 1, 1 << 20, 0, 0, 1, 1 << 20, 1, 1 << 20, 0, 0, 0, 0 },
 };
 
 static struct ml_profile prof;
@@ -277,7 +277,7 @@ END_TEST
 START_TEST(agg_unknown_stack_id)
 {
 	/* A counter whose stack is missing is charged to [unknown], not lost. */
-	static struct ml_fmt_counter c[] = { { 99, ML_KIND_HEAP, 1, 7, 0, 0, 1, 7, 1, 7 } };
+	static struct ml_fmt_counter c[] = { { 99, ML_KIND_HEAP, 1, 7, 0, 0, 1, 7, 1, 7, 0, 0, 0, 0 } };
 	struct ml_profile p = prof;
 	p.counters = c;
 	p.n_counters = 1;
@@ -296,8 +296,8 @@ START_TEST(agg_symbol_offsets_grouped)
 	static const uint64_t a[] = { 0x610, 0x700, 0x100 }, b[] = { 0x62a, 0x100 };
 	static struct ml_stack s[] = { { 1, 3, 0, a }, { 2, 2, 0, b } };
 	static struct ml_fmt_counter c[] = {
-		{ 1, ML_KIND_HEAP, 1, 5, 0, 0, 0, 0, 0, 0 },
-		{ 2, ML_KIND_HEAP, 2, 6, 0, 0, 0, 0, 0, 0 },
+		{ 1, ML_KIND_HEAP, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 2, ML_KIND_HEAP, 2, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 	};
 	struct ml_profile p = prof;
 	p.stacks = s;
@@ -340,12 +340,12 @@ START_TEST(agg_same_name_kept_apart)
 		{ 4, 2, 0, dx }, { 5, 2, 0, dy }, { 6, 2, 0, a5 },
 	};
 	static struct ml_fmt_counter c[] = {
-		{ 1, ML_KIND_HEAP, 1, 1, 0, 0, 0, 0, 0, 0 },
-		{ 2, ML_KIND_HEAP, 1, 2, 0, 0, 0, 0, 0, 0 },
-		{ 3, ML_KIND_HEAP, 1, 4, 0, 0, 0, 0, 0, 0 },
-		{ 4, ML_KIND_HEAP, 1, 8, 0, 0, 0, 0, 0, 0 },
-		{ 5, ML_KIND_HEAP, 1, 16, 0, 0, 0, 0, 0, 0 },
-		{ 6, ML_KIND_HEAP, 1, 32, 0, 0, 0, 0, 0, 0 },
+		{ 1, ML_KIND_HEAP, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 2, ML_KIND_HEAP, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 3, ML_KIND_HEAP, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 4, ML_KIND_HEAP, 1, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 5, ML_KIND_HEAP, 1, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 6, ML_KIND_HEAP, 1, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 	};
 	struct ml_profile p = prof;
 	p.stacks = s;

@@ -1,5 +1,7 @@
-/* tests/check_stacktab.c - stack capture (libunwind) and the stack table:
- * dedup, ids, truncation, concurrent interning, and the ml_track_* path. */
+/* tests/check_stacktab.c - stack capture (the walker, libunwind) and the
+ * stack table (the call-site trie): dedup, ids, shared outer parts,
+ * truncation, growth, concurrent interning, the walker's node cache against
+ * libunwind, and the ml_track_* path. */
 #include "core/internal.h"
 #include "core/core.h"
 
@@ -15,33 +17,76 @@ static void setup(void)
 	ck_assert_int_eq(ml_core_init(0), 0);
 }
 
+/* The frames of stack id, innermost first; returns the depth. */
+static uint32_t frames_of(uint32_t id, uint64_t *out, uint32_t cap)
+{
+	uint32_t n = 0;
+	while (id >= ML_NODE_FIRST && n < cap) {
+		uint32_t parent;
+		ml_stacktab_node(id, &parent, &out[n++]);
+		id = parent;
+	}
+	return n;
+}
+
+static uint32_t depth_of(uint32_t id)
+{
+	return ml_stacktab_depth(id);
+}
+
+static struct ml_intern_cache cache_a, cache_b;
+
 START_TEST(intern_dedups)
 {
 	uint64_t a[3] = { 0x1000, 0x2000, 0x3000 }, b[3] = { 0x1000, 0x2000, 0x3001 };
-	uint32_t before = ml_stacktab_count();
-	struct ml_stack_entry *ea = ml_stacktab_intern(a, 3, 0);
-	struct ml_stack_entry *ea2 = ml_stacktab_intern(a, 3, 0);
-	struct ml_stack_entry *eb = ml_stacktab_intern(b, 3, 0);
-	struct ml_stack_entry *ea_short = ml_stacktab_intern(a, 2, 0);
-	struct ml_stack_entry *ea_trunc = ml_stacktab_intern(a, 3, ML_STACK_TRUNCATED);
-	ck_assert_ptr_nonnull(ea);
-	ck_assert_ptr_eq(ea, ea2);
-	ck_assert_ptr_ne(ea, eb);
-	ck_assert_ptr_ne(ea, ea_short);
-	ck_assert_ptr_ne(ea, ea_trunc);
-	ck_assert_uint_eq(ml_stacktab_count(), before + 4);
-	ck_assert_uint_gt(ea->id, 0);
-	ck_assert_uint_ne(ea->id, eb->id);
-	ck_assert_uint_eq(ea->depth, 3);
-	ck_assert_uint_eq(ea_short->depth, 2);
-	ck_assert_uint_eq(ea->frames[2], 0x3000);
-	ck_assert_uint_eq(ea_trunc->flags, ML_STACK_TRUNCATED);
-	struct ml_counter *c = ml_stacktab_counter(ea, ML_KIND_CUDA_DEVICE);
-	ck_assert_ptr_nonnull(c);
-	ck_assert_ptr_eq(c, ml_stacktab_counter(ea, ML_KIND_CUDA_DEVICE));
-	ck_assert_ptr_ne(c, ml_stacktab_counter(ea, ML_KIND_HEAP));
-	ck_assert_uint_eq(c->kind, ML_KIND_CUDA_DEVICE);
-	ck_assert_uint_eq(c->stack_id, ea->id);
+	uint64_t f[8];
+	uint32_t ia = ml_stacktab_intern(&cache_a, a, 3, 0);
+	uint32_t ia2 = ml_stacktab_intern(&cache_b, a, 3, 0);	/* another thread's cache */
+	uint32_t ib = ml_stacktab_intern(&cache_a, b, 3, 0);
+	uint32_t ia_outer = ml_stacktab_intern(&cache_a, a + 1, 2, 0);	/* a without its frame 0 */
+	uint32_t ia_trunc = ml_stacktab_intern(&cache_a, a, 3, ML_STACK_TRUNCATED);
+	uint32_t ia3 = ml_stacktab_intern(&cache_a, a, 3, 0);
+	ck_assert_uint_ge(ia, ML_NODE_FIRST);
+	ck_assert_uint_eq(ia, ia2);
+	ck_assert_uint_eq(ia, ia3);
+	ck_assert_uint_ne(ia, ib);
+	ck_assert_uint_ne(ia, ia_trunc);
+	/* The trie shares outer parts: a's frame 1 is a+1's frame 0 node. */
+	uint32_t parent;
+	uint64_t address;
+	ml_stacktab_node(ia, &parent, &address);
+	ck_assert_uint_eq(parent, ia_outer);
+	ck_assert_uint_eq(address, 0x1000);
+	ck_assert_uint_eq(ml_stacktab_depth(ia), 3);
+	ck_assert_uint_eq(frames_of(ia, f, 8), 3);
+	ck_assert_uint_eq(f[0], 0x1000);
+	ck_assert_uint_eq(f[2], 0x3000);
+	ck_assert_uint_eq(ml_stacktab_root(ia), ML_NODE_ROOT);
+	ck_assert_uint_eq(ml_stacktab_root(ia_trunc), ML_NODE_ROOT_TRUNCATED);
+	ck_assert_uint_eq(depth_of(ia_trunc), 3);
+	/* The empty stack is the root itself. */
+	ck_assert_uint_eq(ml_stacktab_intern(&cache_a, a, 0, 0), ML_NODE_ROOT);
+}
+END_TEST
+
+/* Many stacks sharing outer parts: the trie grows (new indexes) and every
+ * id still gives back its frames. */
+START_TEST(intern_grows)
+{
+	static uint32_t ids[20000];
+	uint64_t frames[6], f[8];
+	for (uint32_t i = 0; i < 20000; i++) {
+		for (uint32_t k = 0; k < 6; k++)
+			frames[k] = 0x100000 + (i >> (3 * k)) % 8 * 16 + k;	/* outer frames shared */
+		frames[0] = 0x900000 + i;
+		ids[i] = ml_stacktab_intern(&cache_a, frames, 6, 0);
+	}
+	for (uint32_t i = 0; i < 20000; i += 7) {
+		ck_assert_uint_eq(frames_of(ids[i], f, 8), 6);
+		ck_assert_uint_eq(f[0], 0x900000 + i);
+		ck_assert_uint_eq(f[5], 0x100000 + (i >> 15) % 8 * 16 + 5);
+	}
+	ck_assert_uint_gt(ml_stacktab_bytes(), 0);
 }
 END_TEST
 
@@ -186,34 +231,84 @@ END_TEST
 
 #define THREADS 8
 #define STACKS 2000
-static struct ml_stack_entry *seen[THREADS][STACKS];
+static uint32_t seen[THREADS][STACKS];
 
 static void *intern_many(void *arg)
 {
 	int t = (int)(intptr_t)arg;
+	struct ml_intern_cache *cache = calloc(1, sizeof(*cache));
 	for (int k = 0; k < STACKS; k++) {
 		int i = (k + t * 97) % STACKS;	/* different orders per thread */
 		uint64_t frames[4] = { 0x5000u + (uint64_t)i, 0x6000, 0x7000, (uint64_t)i * 31 };
-		seen[t][i] = ml_stacktab_intern(frames, 4, 0);
+		seen[t][i] = ml_stacktab_intern(cache, frames, 4, 0);
 	}
+	free(cache);
 	return NULL;
 }
 
 START_TEST(intern_concurrent)
 {
 	pthread_t th[THREADS];
-	uint32_t before = ml_stacktab_count();
 	for (int t = 0; t < THREADS; t++)
 		pthread_create(&th[t], NULL, intern_many, (void *)(intptr_t)t);
 	for (int t = 0; t < THREADS; t++)
 		pthread_join(th[t], NULL);
-	ck_assert_uint_eq(ml_stacktab_count(), before + STACKS);
 	for (int i = 0; i < STACKS; i++) {
-		ck_assert_ptr_nonnull(seen[0][i]);
+		uint64_t f[4];
+		ck_assert_uint_ge(seen[0][i], ML_NODE_FIRST);
 		for (int t = 1; t < THREADS; t++)
-			ck_assert_ptr_eq(seen[t][i], seen[0][i]);
-		ck_assert_uint_eq(seen[0][i]->frames[0], 0x5000u + (uint64_t)i);
+			ck_assert_uint_eq(seen[t][i], seen[0][i]);
+		ck_assert_uint_eq(frames_of(seen[0][i], f, 4), 4);
+		ck_assert_uint_eq(f[0], 0x5000u + (uint64_t)i);
+		ck_assert_uint_eq(f[3], (uint64_t)i * 31);
 	}
+}
+END_TEST
+
+/* ml_unwind_stack (the walker's node cache) against libunwind and the
+ * walker's own buffer, from the same function, several passes (cold,
+ * cached, reused) and after walks of other depths. */
+struct three { uint32_t stack; int rc; uint64_t slow[80]; int n_slow; };
+
+static int __attribute__((noinline)) three_at(int n, struct three *b)
+{
+	if (n > 0) {
+		int r = three_at(n - 1, b) + (n & 1);
+		__asm__ volatile("" ::: "memory");	/* no tail call */
+		return r;
+	}
+	b->rc = ml_unwind_stack(64, 0, 0, &b->stack);
+	b->n_slow = unw_backtrace((void **)b->slow, 80);
+	__asm__ volatile("" ::: "memory");
+	return 0;
+}
+
+static void check_three(int depth)
+{
+	struct three b;
+	uint64_t f[80];
+	for (int pass = 0; pass < 3; pass++) {
+		memset(&b, 0, sizeof(b));
+		three_at(depth, &b);
+		ck_assert_int_eq(b.rc, 0);
+		uint32_t n = frames_of(b.stack, f, 80);
+		/* libunwind's frame 0 is its caller's own return address (into
+		 * three_at), as is ours: past it they agree to the end. */
+		ck_assert_int_eq((int)n, b.n_slow);
+		for (uint32_t i = 1; i < n; i++)
+			ck_assert_uint_eq(f[i], b.slow[i]);
+	}
+}
+
+START_TEST(unwind_stack_matches_libunwind)
+{
+	check_three(4);
+	check_three(17);
+	check_three(4);
+	check_three(30);
+	/* deeper than the limit: the caller's slow path */
+	uint32_t stack;
+	ck_assert_int_eq(ml_unwind_stack(2, 0, 0, &stack), -1);
 }
 END_TEST
 
@@ -231,22 +326,13 @@ static void *__attribute__((noinline)) site_b(size_t n)
 	return p;
 }
 
-static struct ml_stack_entry *found;
-static uint32_t found_id;
-static void find_id(struct ml_stack_entry *e, void *arg)
-{
-	if (e->id == found_id)
-		found = e;
-}
-
-/* The counter of ptr's allocation, through the live table. */
+/* The counter of ptr's allocation on this thread, through the live table. */
 static struct ml_counter *counter_of(void *p)
 {
-	struct ml_live_block b;
+	struct ml_live_block b, old;
 	ck_assert(ml_livetab_remove((uint64_t)p, ML_KIND_HEAP, &b));
-	struct ml_live_block old;
-	ck_assert_int_eq(ml_livetab_insert(b.addr, b.size, b.counter, &old), 0);
-	return b.counter;
+	ck_assert_int_eq(ml_livetab_insert(b.addr, b.kind, b.size, b.stack, &old), 0);
+	return ml_thread_counter(ml_thread_self(), b.stack, b.kind);
 }
 
 START_TEST(track_path)
@@ -259,28 +345,31 @@ START_TEST(track_path)
 	struct ml_counter *ca = counter_of(a1), *cb = counter_of(b1);
 	ck_assert_ptr_ne(ca, cb);
 	ck_assert_uint_eq(ca->allocs, 2);
-	ck_assert_uint_eq(ca->live_bytes, 200);
+	ck_assert_int_eq(ca->live_bytes, 200);
 	ck_assert_uint_eq(cb->allocs, 1);
 	ck_assert_uint_eq(ml_track_free(a1, ML_KIND_HEAP), 100);
 	ck_assert_uint_eq(ml_track_free(a1, ML_KIND_HEAP), 0);	/* unknown now */
 	ck_assert_uint_eq(ml_track_free(b1, ML_KIND_CUDA_DEVICE), 0);	/* other kind */
-	ck_assert_uint_eq(ca->frees, 1);
-	ck_assert_uint_eq(ca->live_bytes, 100);
+	ck_assert_int_eq(ca->live_blocks, 1);
+	ck_assert_int_eq(ca->live_bytes, 100);
 	/* realloc of a2 to 300 bytes: one free, one alloc, from this stack. */
 	struct ml_track_held held;
 	ck_assert(ml_track_detach(a2, ML_KIND_HEAP, &held));
 	void *a3 = realloc(a2, 300);
 	ml_track_moved(&held, a3, 300, ML_KIND_HEAP);
-	ck_assert_uint_eq(ca->frees, 2);
-	ck_assert_uint_eq(ca->live_bytes, 0);
+	ck_assert_uint_eq(ca->allocs, 2);	/* the new block is this function's */
+	ck_assert_int_eq(ca->live_blocks, 0);
+	ck_assert_int_eq(ca->live_bytes, 0);
+	struct ml_counter *c3 = counter_of(a3);
+	ck_assert_ptr_ne(c3, ca);
+	ck_assert_uint_eq(c3->allocs, 1);
+	ck_assert_int_eq(c3->live_bytes, 300);
 	ck_assert_uint_eq(ml_track_free(a3, ML_KIND_HEAP), 300);
 	ck_assert_uint_eq(ml_track_free(b1, ML_KIND_HEAP), 7);
-	/* The stack of site_a's counter is in the table with its frames. */
-	found_id = ca->stack_id;
-	found = NULL;
-	ml_stacktab_foreach(find_id, NULL);
-	ck_assert_ptr_nonnull(found);
-	ck_assert_uint_ge(found->depth, 3);
+	ck_assert_int_eq(c3->live_bytes, 0);
+	/* site_a's stack is in the trie, its frames below the root. */
+	ck_assert_uint_ge(depth_of(ca->stack), 3);
+	ck_assert_uint_eq(ml_stacktab_root(ca->stack), ML_NODE_ROOT);
 	free(a1);
 	free(a3);
 	free(b1);
@@ -293,6 +382,8 @@ int main(void)
 	TCase *tc = tcase_create("stacktab");
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, intern_dedups);
+	tcase_add_test(tc, intern_grows);
+	tcase_add_test(tc, unwind_stack_matches_libunwind);
 	tcase_add_test(tc, capture_follows_the_calls);
 	tcase_add_test(tc, capture_truncates);
 	tcase_add_test(tc, fast_unwind_matches_libunwind);

@@ -1,8 +1,12 @@
 /* tests/fuzz_reader.c - libFuzzer target for the profile reader (ml_profile_parse).
  * The checksum would stop almost every mutation at the header, so unless an
  * input starts with 'M' (then it is parsed as it is) the target first repairs
- * the header (magic, version, sizes, checksum): the checks behind it get fuzzed
- * (the FRAMES trie and the STACKS leaves that point into it among them).
+ * the header (magic, version, sizes, checksum) and makes the sections raw
+ * (flags 0, not compressed: a mutated zstd frame would stop at its own
+ * checksum): the checks behind it get fuzzed (the varint columns of
+ * ADDRESSES, FRAMES, STACKS and COUNTERS, the trie and the leaves that
+ * point into it among them).  Inputs that start with 'M' are parsed as
+ * they are (compressed ones included).
  * Build: see docs/format.md. */
 #include "common/format.h"
 #include "common/writer.h"
@@ -94,6 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		h.header_size = sizeof(h);
 		h.file_size = len;
 		h.flags = 0;
+		h.payload_size = len - sizeof(h);
 		memset(h.reserved, 0, sizeof(h.reserved));
 		h.checksum = ml_fnv1a(ML_FNV_INIT, copy + sizeof(h), len - sizeof(h));
 		memcpy(copy, &h, sizeof(h));

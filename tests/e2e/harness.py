@@ -134,6 +134,21 @@ def one_line_error(p, what, *keywords):
 	return err
 
 
+def run_dir_of(out, stderr):
+	"""The one run directory `memline run -o out` made, checked against its
+	summary line: `memline: wrote DIR/ (N profiles: PROG, pid P...)`."""
+	runs = os.listdir(out)
+	check(len(runs) == 1 and runs[0].startswith("memline."),
+	      "want one run directory in %s, got %s" % (out, runs))
+	d = os.path.join(out, runs[0])
+	said = re.findall(r"^memline: wrote (\S+)/ \((\d+) profiles?[:;]", text(stderr), re.M)
+	check(len(said) == 1, "want one 'memline: wrote DIR/' line: %r" % text(stderr)[-400:])
+	eq(os.path.basename(said[0][0]), runs[0], "run directory named by 'memline: wrote'")
+	n = len([f for f in os.listdir(d) if f.endswith(".mlp")])
+	eq(int(said[0][1]), n, "profiles counted by 'memline: wrote'")
+	return d
+
+
 class Run:
 	"""One `memline run` of a fixture in a fresh directory."""
 
@@ -148,21 +163,32 @@ class Run:
 		check(rc in rc_ok, "memline run %s: exit %d, want %s; stderr: %s"
 		      % (os.path.basename(path), rc, " or ".join(map(str, rc_ok)),
 			 text(self.proc.stderr).strip()[-400:]))
-		left = [f for f in os.listdir(self.dir) if not f.endswith(".mlp")]
+		self.run_dir = run_dir_of(self.dir, self.proc.stderr)
+		left = [f for f in os.listdir(self.run_dir) if not f.endswith(".mlp")]
 		eq(left, [], "files other than profiles (half-written?)")
-		said = sorted(os.path.basename(m) for m in
-			      re.findall(r"^memline: wrote (\S+)$", text(self.proc.stderr), re.M))
-		eq(said, sorted(os.listdir(self.dir)), "profiles named by 'memline: wrote' lines")
 
 	def files(self, prog=None):
 		pat = "memline.%s.*.mlp" % (prog or "*")
-		return sorted(glob.glob(os.path.join(self.dir, pat)))
+		return sorted(glob.glob(os.path.join(self.run_dir, pat)))
 
 	def file(self, prog):
 		fs = self.files(prog)
 		check(len(fs) == 1, "want 1 profile of %s, got %d: %s"
 		      % (prog, len(fs), [os.path.basename(f) for f in os.listdir(self.dir)]))
 		return fs[0]
+
+
+def profile_plain(data):
+	"""A profile's bytes with its sections as they are when decompressed
+	(format v3 stores them as one zstd frame after the 64-byte header), so
+	that section offsets read as docs/format.md describes them."""
+	hs, flags = struct.unpack_from("<I", data, 12)[0], struct.unpack_from("<I", data, 36)[0]
+	if not flags & 1:
+		return data
+	p = subprocess.run(["zstd", "-d", "-c", "-q"], input=data[hs:], stdout=subprocess.PIPE,
+			   stderr=subprocess.PIPE)
+	check(p.returncode == 0, "zstd -d: " + text(p.stderr))
+	return data[:hs] + p.stdout
 
 
 def report(files, view, *extra):

@@ -70,6 +70,12 @@ if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
 	"$PYTHON" -c 'import sys, torch; print("python %s, torch %s, CUDA %s" % (sys.version.split()[0], torch.__version__, torch.version.cuda))'
 fi
 
+# profile_in DIR: the Python program's profile in the run directory that
+# `memline run -o DIR` made (memline.<prog>.<pid>/ holds each process's).
+profile_in() {
+	ls "$1"/memline.*/memline.python*.mlp "$1"/memline.python*.mlp 2>/dev/null | head -n 1
+}
+
 # report PROFILE VIEW OUT [ARGS...]: one JSON report, or a FAIL line.
 report() {
 	local prof=$1 view=$2 out=$3
@@ -87,7 +93,7 @@ elif in_budget torch_blocks; then
 	mkdir -p "$d"
 	t0=$SECONDS
 	"$ML" run -o "$d" -- "$PYTHON" tests/gpu/torch_blocks.py run "$d/torch.json" >"$d/out.txt" 2>&1
-	prof=$(ls "$d"/memline.python*.mlp 2>/dev/null | head -n 1)
+	prof=$(profile_in "$d")
 	echo "  run under memline: $((SECONDS - t0))s; $(grep -m1 'max_memory' "$d/out.txt")"
 	if [ -z "$prof" ] || [ ! -s "$d/torch.json" ]; then
 		bad torch_blocks "no profile or no torch.json: $(tail -n 5 "$d/out.txt")"
@@ -116,7 +122,7 @@ elif in_budget torch_nocache; then
 	d=$work/nocache
 	mkdir -p "$d"
 	"$ML" run -o "$d" --no-torch-cache -- "$PYTHON" tests/gpu/torch_blocks.py nocache >"$d/out.txt" 2>&1
-	prof=$(ls "$d"/memline.python*.mlp 2>/dev/null | head -n 1)
+	prof=$(profile_in "$d")
 	if [ -z "$prof" ]; then
 		bad torch_nocache "no profile: $(tail -n 5 "$d/out.txt")"
 	elif report "$prof" lines "$d/lines.json" --function nocache_work && report "$prof" ops "$d/ops.json"; then
@@ -144,7 +150,7 @@ for prog in rt_static rt_shared; do
 		bad "$prog output" "without memline '$plain', with memline '$under'"
 		continue
 	fi
-	report "$d"/memline.*.mlp leaks "$d/leaks.json" || continue
+	report "$(ls -d "$d"/memline.* | head -n 1)" leaks "$d/leaks.json" || continue
 	if [ ! -x "$SANITIZER" ]; then
 		skip "$prog" "no compute-sanitizer ($SANITIZER)"
 		continue
@@ -168,7 +174,7 @@ for conf in "expandable_segments:True" "backend:cudaMallocAsync"; do
 	mkdir -p "$d"
 	PYTORCH_CUDA_ALLOC_CONF=$conf "$ML" run -o "$d" -- "$PYTHON" tests/gpu/torch_peak.py \
 		"$d/torch.json" >"$d/out.txt" 2>&1
-	prof=$(ls "$d"/memline.python*.mlp 2>/dev/null | head -n 1)
+	prof=$(profile_in "$d")
 	if [ -z "$prof" ]; then
 		bad "torch $conf" "no profile: $(tail -n 3 "$d/out.txt")"
 		continue

@@ -199,7 +199,11 @@ def run_valgrind(exe, args, tmp):
 	log = os.path.join(tmp, "vg.%p")
 	argv = ["valgrind", "--leak-check=full", "--show-leak-kinds=all", "--run-libc-freeres=no",
 		"--run-cxx-freeres=no", "--log-file=" + log, exe] + args
-	pid, rc, out, err = run(argv, os.path.dirname(exe), timeout=300)
+	# valgrind adds 4 variables to the program's environment, memline 5:
+	# one more here makes the environments the same size (programs that copy
+	# or grow their environment allocate per variable; docs/comparison.md).
+	env = dict(os.environ, MEMLINE_PEERS_PAD="1")
+	pid, rc, out, err = run(argv, os.path.dirname(exe), timeout=300, env=env)
 	logs = glob.glob(os.path.join(tmp, "vg.*"))
 	mine = [l for l in logs if re.search(r"Parent PID: %d\b" % os.getpid(), open(l).read())]
 	if len(mine) != 1:
@@ -211,16 +215,12 @@ def run_valgrind(exe, args, tmp):
 
 def run_memline(exe, args, tmp):
 	memline = os.path.join(OPTS.build, "memline")
-	# valgrind adds 4 variables to the program's environment, memline 3:
-	# one more makes the environments the same size (programs that copy or
-	# grow their environment allocate per variable; docs/comparison.md).
-	env = dict(os.environ, MEMLINE_PEERS_PAD="1")
-	pid, rc, out, err = run([memline, "run", "-o", tmp, "--", exe] + args, os.path.dirname(exe),
-				env=env)
+	pid, rc, out, err = run([memline, "run", "-o", tmp, "--", exe] + args, os.path.dirname(exe))
 	if rc > 128:	# memline run exits 128 + N for a program killed by signal N
 		rc = -(rc - 128)
 	docs = []
-	for prof in glob.glob(os.path.join(tmp, "memline.*.mlp")):
+	# memline run writes a run's profiles into one directory (memline.PROG.PID/).
+	for prof in glob.glob(os.path.join(tmp, "memline.*", "*.mlp")):
 		p = subprocess.run([memline, "report", prof, "leaks", "--json"], stdout=subprocess.PIPE,
 				   stderr=subprocess.PIPE, cwd=tmp)
 		if p.returncode != 0:

@@ -15,6 +15,7 @@ Declarations, one per line anywhere in the program's source (usually its
 header comment), each starting with @:
 
   @args A B ...          arguments for the program (split on spaces)
+  @run OPT ...           options for `memline run` (--lines, --clock wall, ...)
   @slow                  run only with --slow
   @timeout SECONDS       per run (default 60)
   @profiles PROG=N ...   profiles expected per program name (default: the
@@ -74,7 +75,7 @@ class Case:
 	def __init__(self, src):
 		self.src = src
 		self.name = os.path.splitext(os.path.basename(src))[0]
-		self.args, self.slow, self.timeout = [], False, 60
+		self.args, self.run_opts, self.slow, self.timeout = [], [], False, 60
 		self.profiles = {self.name: 1}
 		self.expects, self.ends, self.warns = [], [], []
 		with open(src) as f:
@@ -88,6 +89,8 @@ class Case:
 		words = value.split()
 		if key == "args":
 			self.args = words
+		elif key == "run":
+			self.run_opts = words
 		elif key == "slow":
 			self.slow = True
 		elif key == "timeout":
@@ -154,8 +157,10 @@ def run(argv, cwd, timeout):
 		raise Fail("timed out after %d s: %s" % (timeout, " ".join(argv)))
 
 
-def without_wrote_lines(stderr):
-	return b"".join(l for l in stderr.splitlines(True) if not l.startswith(b"memline: wrote "))
+def without_memline_lines(stderr):
+	"""stderr without memline's own lines: `memline run`'s summary and the
+	runtime's warnings, which are not the program's output."""
+	return b"".join(l for l in stderr.splitlines(True) if not l.startswith(b"memline: "))
 
 
 def without_warnings(case, stderr):
@@ -177,13 +182,13 @@ def compare_runs(case, prog, tmp):
 	for d in (alone, under, out):
 		os.mkdir(d)
 	p = run([prog] + case.args, alone, case.timeout)
-	q = run([os.path.join(OPTS.build, "memline"), "run", "-o", out, "--", prog] + case.args,
-		under, case.timeout)
+	q = run([os.path.join(OPTS.build, "memline"), "run", "-o", out] + case.run_opts +
+		["--", prog] + case.args, under, case.timeout)
 	check(p.stdout == q.stdout, "stdout differs: alone %r, under memline %r"
 	      % (p.stdout[-300:], q.stdout[-300:]))
-	check(p.stderr == without_warnings(case, without_wrote_lines(q.stderr)),
-	      "stderr differs: alone %r, under memline %r"
-	      % (p.stderr[-300:], q.stderr[-300:]))
+	check(without_memline_lines(p.stderr) ==
+	      without_memline_lines(without_warnings(case, q.stderr)),
+	      "stderr differs: alone %r, under memline %r" % (p.stderr[-300:], q.stderr[-300:]))
 	check(status(p.returncode) == q.returncode, "exit status: alone %d, under memline %d"
 	      % (status(p.returncode), q.returncode))
 	fa, fu = snapshot(alone), snapshot(under)
@@ -191,7 +196,11 @@ def compare_runs(case, prog, tmp):
 	      % (sorted(fa), sorted(fu)))
 	for f in fa:
 		check(fa[f] == fu[f], "file %s differs" % f)
-	return sorted(glob.glob(os.path.join(out, "*.mlp"))), out
+	runs = os.listdir(out)
+	check(len(runs) <= 1 and all(r.startswith("memline.") for r in runs),
+	      "want one run directory in the output folder, got %s" % runs)
+	run_dir = os.path.join(out, runs[0]) if runs else out
+	return sorted(glob.glob(os.path.join(run_dir, "*.mlp"))), run_dir
 
 
 # ------------------------------------------------------------ profiles
@@ -266,7 +275,13 @@ def run_case(case):
 	tmp = tempfile.mkdtemp(prefix="ml-torture-%s-" % case.name, dir=OPTS.tmp)
 	paths, out = compare_runs(case, prog, tmp)
 	left = [f for f in os.listdir(out) if not f.endswith(".mlp")]
-	check(not left, "files other than profiles in the output folder: %s" % left)
+	check(not left, "files other than profiles in the run's directory: %s" % left)
+	# Profiles get the permission bits of memline run's umask, whatever the
+	# program did to its own.
+	mode = 0o666 & ~OPTS.umask
+	for p in paths:
+		check(os.stat(p).st_mode & 0o7777 == mode, "%s: mode %o, want %o"
+		      % (os.path.basename(p), os.stat(p).st_mode & 0o7777, mode))
 	check_profiles(case, paths)
 
 
@@ -279,6 +294,8 @@ def main():
 	ap.add_argument("--slow", action="store_true", help="also run the programs marked @slow")
 	OPTS = ap.parse_args()
 	OPTS.build = os.path.abspath(OPTS.build)
+	OPTS.umask = os.umask(0)
+	os.umask(OPTS.umask)
 	OPTS.tmp = tempfile.mkdtemp(prefix="memline-torture-")
 	passed = failed = skipped = 0
 	try:

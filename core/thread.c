@@ -1,0 +1,467 @@
+/* core/thread.c - the recording core's per-thread state (struct
+ * ml_thread): the side stack that recording runs on, the path interned
+ * last, and the thread's counters, found by (stack, kind).
+ *
+ * A thread gets its state at its first recorded event.  When it ends, its
+ * counters are folded into the process's own table (ended threads'
+ * counts, under a lock: thread exit is rare) and the state, side stack
+ * included, waits on a free list for the next thread.  Every state ever
+ * made stays on one list, so the profile writer can add up the counters of
+ * threads still running.  Memory: the arena and mmap, never the hooked
+ * malloc. */
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "core/internal.h"
+
+#define SIDE_STACK_SIZE (64u << 10)
+#define GUARD_SIZE 4096u
+#define CHUNK_COUNTERS 1023u
+#define INDEX_MIN_BITS 6u
+
+struct ml_counter_chunk {
+	struct ml_counter_chunk *next;
+	volatile uint32_t used;
+	uint32_t pad[13];
+	struct ml_counter c[CHUNK_COUNTERS];
+};
+
+__thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")));
+__thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
+__thread int ml_tl_owner __attribute__((tls_model("initial-exec")));
+volatile int ml_mt;
+static struct ml_thread *owner;
+static bool membarrier_ok;
+
+static struct ml_thread *volatile all_threads;	/* every state, newest first */
+static struct ml_thread *free_threads;
+static uint64_t made;		/* states handed out, for the sampling streams */
+static ml_spin_t list_lock;
+/* States of threads whose end ran (threads.c, through glibc's thread-exit
+ * list: no pthread key, the program's keys are all its own).  Such a
+ * thread may still record (a later destructor, the program's own pthread
+ * key destructors run after), so its state is given back only once the
+ * kernel says the thread is gone, by the next thread that makes one. */
+static struct ml_thread *ended_threads;
+
+/* The counters of ended threads, folded (a state without a thread). */
+static struct ml_thread retired;
+static ml_spin_t retired_lock;
+
+/* ---- the side stack ---- */
+
+/* long ml_side_call(long (*fn)(void *), void *arg, uint64_t top): calls
+ * fn(arg) with the stack pointer at top, then returns to the caller's
+ * stack.  The frame is rbp-based, so unwinders (and the debugger) walk
+ * through it back to the caller's stack. */
+long ml_side_call(long (*fn)(void *), void *arg, uint64_t top);
+__asm__(".text\n"
+	".p2align 4\n"
+	".type ml_side_call, @function\n"
+	"ml_side_call:\n"
+	".cfi_startproc\n"
+	"	push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"	mov %rdx, %rsp\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	call *%rax\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size ml_side_call, .-ml_side_call\n");
+
+long ml_thread_on_side_stack(long (*fn)(void *), void *arg)
+{
+	struct ml_thread *t = ml_thread_self();
+	uint64_t sp = (uint64_t)__builtin_frame_address(0);
+	if (!t || !t->side_hi || (sp >= t->side_lo && sp < t->side_hi))
+		return fn(arg);		/* no side stack, or already on it */
+	/* A walk from the side stack starts at this frame on the caller's
+	 * stack, unless the hook marked its own (unwind.c). */
+	bool marked = false;
+	if (!ml_tl_mark.sp) {
+		ML_UNWIND_MARK();
+		marked = true;
+	}
+	long r = ml_side_call(fn, arg, t->side_hi);
+	if (marked)
+		ml_unwind_unmark();
+	return r;
+}
+
+long ml_core_on_side_stack(long (*fn)(void *), void *arg)
+{
+	if (!ml_tl_thread)
+		return fn(arg);		/* never made in a signal handler */
+	return ml_thread_on_side_stack(fn, arg);
+}
+
+static void side_stack_map(struct ml_thread *t)
+{
+	void *p = mmap(NULL, SIDE_STACK_SIZE + GUARD_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (p == MAP_FAILED)
+		return;		/* recording then runs on the program's stack */
+	mprotect(p, GUARD_SIZE, PROT_NONE);	/* an overflow faults, never corrupts */
+	t->side_lo = (uint64_t)p + GUARD_SIZE;
+	t->side_hi = t->side_lo + SIDE_STACK_SIZE;
+}
+
+/* ---- a thread's counters: an open-addressing index of pointers into
+ * chunks that never move (the profile writer walks the chunks) ---- */
+
+static inline uint64_t slot_hash(uint32_t stack, uint32_t kind)
+{
+	return ((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull;	/* kind < 32 */
+}
+
+/* Rebuilds t's index with twice the slots.  False when out of memory. */
+static bool index_grow(struct ml_thread *t)
+{
+	uint32_t bits = t->index_bits ? t->index_bits + 1 : INDEX_MIN_BITS;
+	struct ml_counter **fresh = mmap(NULL, sizeof(*fresh) << bits, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fresh == MAP_FAILED)
+		return false;
+	uint64_t mask = (1ull << bits) - 1;
+	for (struct ml_counter_chunk *ch = t->chunks; ch; ch = ch->next)
+		for (uint32_t k = 0; k < ch->used; k++) {
+			struct ml_counter *c = &ch->c[k];
+			uint64_t i = slot_hash(c->stack, c->kind) >> (64 - bits);
+			while (fresh[i])
+				i = (i + 1) & mask;
+			fresh[i] = c;
+		}
+	if (t->index)
+		munmap(t->index, sizeof(*t->index) << t->index_bits);
+	t->index = fresh;
+	t->index_bits = bits;
+	return true;
+}
+
+/* A zeroed counter for (stack, kind) in t's chunks; NULL if out of memory. */
+static struct ml_counter *counter_new(struct ml_thread *t, uint32_t stack, uint32_t kind)
+{
+	struct ml_counter_chunk *ch = t->chunks;
+	if (!ch || ch->used == CHUNK_COUNTERS) {
+		struct ml_counter_chunk *fresh = t->spare;
+		if (fresh)
+			t->spare = fresh->next;
+		else if (!(fresh = ml_arena_alloc(sizeof(*fresh))))
+			return NULL;
+		fresh->used = 0;
+		fresh->next = ch;
+		__atomic_store_n(&t->chunks, fresh, __ATOMIC_RELEASE);
+		ch = fresh;
+	}
+	struct ml_counter *c = &ch->c[ch->used];
+	memset(c, 0, sizeof(*c));
+	c->stack = stack;
+	c->kind = kind;
+	__atomic_store_n(&ch->used, ch->used + 1, __ATOMIC_RELEASE);
+	t->n_counters++;
+	return c;
+}
+
+struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, uint32_t kind)
+{
+	if ((uint64_t)(t->n_counters + 1) * 2 > (1ull << t->index_bits) && !index_grow(t))
+		return NULL;
+	uint64_t mask = (1ull << t->index_bits) - 1;
+	uint64_t i = slot_hash(stack, kind) >> (64 - t->index_bits);
+	for (;; i = (i + 1) & mask) {
+		struct ml_counter *c = t->index[i];
+		if (!c)
+			break;
+		if (c->stack == stack && c->kind == kind)
+			return c;
+	}
+	struct ml_counter *c = counter_new(t, stack, kind);
+	if (c)
+		t->index[i] = c;
+	return c;
+}
+
+/* Empties t's table: its chunks become spares for the next owner. */
+static void counters_clear(struct ml_thread *t)
+{
+	struct ml_counter_chunk *ch = t->chunks;
+	__atomic_store_n(&t->chunks, NULL, __ATOMIC_RELEASE);
+	while (ch) {
+		struct ml_counter_chunk *next = ch->next;
+		ch->next = t->spare;
+		t->spare = ch;
+		ch = next;
+	}
+	if (t->index)
+		memset(t->index, 0, sizeof(*t->index) << t->index_bits);
+	t->n_counters = 0;
+	memset(t->counter_cache, 0, sizeof(t->counter_cache));
+}
+
+/* ---- states ---- */
+
+/* A state whose thread is gone: fold its counters into the retired table,
+ * and put it on the free list. */
+static void retire(struct ml_thread *t)
+{
+	ml_spin_lock(&retired_lock);
+	for (struct ml_counter_chunk *ch = t->chunks; ch; ch = ch->next)
+		for (uint32_t k = 0; k < ch->used; k++) {
+			struct ml_counter *c = &ch->c[k];
+			struct ml_counter *into = ml_thread_counter(&retired, c->stack, c->kind);
+			if (into)
+				ml_counters_fold(into, c);
+		}
+	retired.all_allocs += t->all_allocs;
+	retired.all_bytes += t->all_bytes;
+	t->all_allocs = t->all_bytes = 0;
+	__atomic_store_n(&t->alive, 0, __ATOMIC_RELEASE);
+	counters_clear(t);
+	ml_spin_unlock(&retired_lock);
+	ml_spin_lock(&list_lock);
+	t->next_free = free_threads;
+	free_threads = t;
+	ml_spin_unlock(&list_lock);
+}
+
+static void add_ended(struct ml_thread *t)
+{
+	t->ended = 1;
+	ml_spin_lock(&list_lock);
+	t->next_free = ended_threads;
+	ended_threads = t;
+	ml_spin_unlock(&list_lock);
+}
+
+void ml_thread_state_ending(void)
+{
+	struct ml_thread *t = ml_tl_thread;
+	if (t && !t->ended)
+		add_ended(t);
+}
+
+/* Gives back the states of ended threads that are gone (tgkill: ESRCH).
+ * A thread id reused meanwhile only delays it. */
+static void reap_ended(void)
+{
+	if (!__atomic_load_n(&ended_threads, __ATOMIC_RELAXED))
+		return;
+	struct ml_thread *gone = NULL;
+	pid_t pid = getpid();
+	ml_spin_lock(&list_lock);
+	for (struct ml_thread **pp = &ended_threads; *pp;) {
+		struct ml_thread *t = *pp;
+		if (syscall(SYS_tgkill, pid, t->tid, 0) != 0 && errno == ESRCH) {
+			*pp = t->next_free;
+			t->next_free = gone;
+			gone = t;
+		} else {
+			pp = &t->next_free;
+		}
+	}
+	ml_spin_unlock(&list_lock);
+	while (gone) {
+		struct ml_thread *t = gone;
+		gone = t->next_free;
+		if (owner == t)
+			__atomic_store_n(&owner, NULL, __ATOMIC_RELEASE);
+		retire(t);
+	}
+}
+
+void ml_thread_mode_init(void)
+{
+	membarrier_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	if (!membarrier_ok)
+		ml_mt = 1;
+}
+
+/* A second thread records: atomics from now on (see internal.h). */
+static void go_multithreaded(void)
+{
+	if (__atomic_exchange_n(&ml_mt, 1, __ATOMIC_SEQ_CST))
+		return;
+	if (owner) {
+		syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+		while (__atomic_load_n(&owner->in_event, __ATOMIC_ACQUIRE))
+			sched_yield();
+	}
+}
+
+struct ml_thread *ml_thread_owner_state(void)
+{
+	return owner;
+}
+
+/* A new state's thread: watched for its end (else ended at once), and
+ * the states of threads gone since given back. */
+static long first_steps(void *arg)
+{
+	struct ml_thread *t = arg;
+	int saved_errno = errno;
+	if (!ml_thread_watch())		/* ending already, or no way to see it */
+		add_ended(t);
+	reap_ended();
+	errno = saved_errno;
+	return 0;
+}
+
+struct ml_thread *ml_thread_make(void)
+{
+	ml_spin_lock(&list_lock);
+	struct ml_thread *t = free_threads;
+	if (t)
+		free_threads = t->next_free;
+	ml_spin_unlock(&list_lock);
+	if (!t) {
+		if (!(t = ml_arena_alloc(sizeof(*t))))
+			return NULL;
+		side_stack_map(t);
+		ml_spin_lock(&list_lock);
+		t->next = all_threads;
+		__atomic_store_n(&all_threads, t, __ATOMIC_RELEASE);
+		ml_spin_unlock(&list_lock);
+	}
+	t->next_free = NULL;
+	if (ml_config.sample_bytes)
+		ml_sampling_thread_start(t, __atomic_fetch_add(&made, 1, __ATOMIC_RELAXED));
+	ml_unwind_thread_reset(t->walk);
+	t->intern.depth = 0;
+	t->intern.root = 0;
+	t->alive = 1;
+	t->in_event = 0;
+	t->ended = 0;
+	t->tid = (int32_t)syscall(SYS_gettid);
+	ml_tl_thread = t;
+	/* On the side stack: registering for the thread's end goes through
+	 * glibc (and its calloc), and this may run on a coroutine's few KiB. */
+	if (t->side_hi)
+		ml_side_call(first_steps, t, t->side_hi);
+	else
+		first_steps(t);
+	/* The first state's thread owns the plain mode; any other ends it. */
+	if (!__atomic_load_n(&ml_mt, __ATOMIC_ACQUIRE)) {
+		struct ml_thread *expect = NULL;
+		if (__atomic_compare_exchange_n(&owner, &expect, t, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			ml_tl_owner = 1;
+		else
+			go_multithreaded();
+	}
+	return t;
+}
+
+static void visit(struct ml_thread *t, void (*fn)(const struct ml_counter *c, void *arg),
+		  void *arg)
+{
+	for (struct ml_counter_chunk *ch = __atomic_load_n(&t->chunks, __ATOMIC_ACQUIRE); ch;
+	     ch = ch->next) {
+		uint32_t used = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
+		for (uint32_t k = 0; k < used; k++)
+			fn(&ch->c[k], arg);
+	}
+}
+
+void ml_thread_foreach_counter(void (*fn)(const struct ml_counter *c, void *arg), void *arg)
+{
+	/* A thread folding its counters right now is skipped or seen twice
+	 * at worst for that moment; the retired table is read under its lock
+	 * only when that is safe (not from a signal handler that interrupted
+	 * a fold: then try once, and read it as it is). */
+	bool locked = __atomic_exchange_n(&retired_lock.locked, 1, __ATOMIC_ACQUIRE) == 0;
+	for (struct ml_thread *t = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE); t;
+	     t = t->next)
+		if (__atomic_load_n(&t->alive, __ATOMIC_ACQUIRE))
+			visit(t, fn, arg);
+	visit(&retired, fn, arg);
+	if (locked)
+		ml_spin_unlock(&retired_lock);
+}
+
+uint64_t ml_thread_counter_count(void)
+{
+	uint64_t n = retired.n_counters;
+	for (struct ml_thread *t = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE); t;
+	     t = t->next)
+		n += t->n_counters;
+	return n;
+}
+
+uint64_t ml_thread_bytes(void)
+{
+	uint64_t n = 0;
+	for (struct ml_thread *t = &retired; t; t = t == &retired ? all_threads : t->next) {
+		for (struct ml_counter_chunk *ch = t->chunks; ch; ch = ch->next)
+			n += sizeof(*ch);
+		for (struct ml_counter_chunk *ch = t->spare; ch; ch = ch->next)
+			n += sizeof(*ch);
+		if (t->index)
+			n += sizeof(*t->index) << t->index_bits;
+		if (t != &retired)
+			n += sizeof(*t);
+	}
+	return n;
+}
+
+void ml_thread_all_allocs(uint64_t *allocs, uint64_t *bytes)
+{
+	*allocs = retired.all_allocs;
+	*bytes = retired.all_bytes;
+	for (struct ml_thread *t = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+		if (__atomic_load_n(&t->alive, __ATOMIC_ACQUIRE)) {
+			*allocs += t->all_allocs;
+			*bytes += t->all_bytes;
+		}
+}
+
+uint64_t ml_thread_count(void)
+{
+	uint64_t n = 0;
+	for (struct ml_thread *t = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+		n++;
+	return n;
+}
+
+void ml_thread_after_fork(void)
+{
+	list_lock.locked = 0;
+	retired_lock.locked = 0;
+	struct ml_thread *me = ml_tl_thread;
+	/* One thread again: its own, plain if membarrier works here too. */
+	ml_tl_plain = 0;
+	owner = me;
+	ml_tl_owner = me != NULL;
+	if (me)
+		me->in_event = 0;
+	ml_mt = 1;
+	ml_thread_mode_init();
+	if (membarrier_ok)
+		ml_mt = 0;
+	free_threads = NULL;
+	ended_threads = NULL;
+	if (me)
+		me->ended = 0;
+	retired.all_allocs = retired.all_bytes = 0;
+	for (struct ml_thread *t = all_threads; t; t = t->next) {
+		counters_clear(t);
+		t->all_allocs = t->all_bytes = 0;
+		if (t != me) {
+			t->alive = 0;
+			t->next_free = free_threads;
+			free_threads = t;
+		}
+	}
+	counters_clear(&retired);
+}
