@@ -60,7 +60,7 @@ SAN_LDFLAGS := -fsanitize=address,undefined
 LDFLAGS_PLAIN := $(if $(filter asan,$(CONFIG)),$(SAN_LDFLAGS))
 
 # The runtime: the recording core, the hook rooms and what common/ has for it.
-ROOMS := alloc cuda_hooks lineprof process torch_hooks
+ROOMS := alloc cuda_hooks lineprof process python torch_hooks
 RT_SRCS := $(wildcard core/*.c $(ROOMS:%=%/*.c)) $(wildcard common/*.c)
 # The recording core and the rooms' insides, without the exported hooks,
 # the rooms' registrations and the runtime's constructor: what unit tests link.
@@ -97,6 +97,9 @@ FIX_CFLAGS_static_prog := -static
 -include tests/cuda_double/cuda.mk
 
 EXAMPLE := $(BUILD)/examples/leaky
+# Python boot scripts: run by the Python room at the interpreter's start,
+# from <the directory of libmemline.so>/python (docs/python.md).
+PY_BOOT := $(patsubst python/boot/%,$(BUILD)/python/%,$(wildcard python/boot/*.py))
 # Torture programs: each runs alone and under memline (tests/torture/run.py).
 # A program's companion library, tests/torture/NAME.lib.c, is built as
 # libNAME.so next to it (the program dlopens it).
@@ -107,7 +110,11 @@ TORTURE := $(patsubst tests/torture/%.c,$(BUILD)/torture/%,$(filter-out $(TORTUR
 .PHONY: all check unit e2e torture torture-slow layout fixtures demo bench clean help asan peers
 # Everything: the runtime, the CLI, the example, every fixture (the CUDA
 # test double included) and every unit test binary.
-all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE)
+all: $(LIB) $(CLI) $(EXAMPLE) $(FIXTURES) $(CHECKS) $(TORTURE) $(PY_BOOT)
+
+$(BUILD)/python/%.py: python/boot/%.py
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
 
 $(LIB): $(RT_OBJS)
 	@mkdir -p $(dir $@)

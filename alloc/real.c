@@ -3,6 +3,8 @@
  * allocations while that lookup runs, and says when another malloc comes
  * first in the symbol lookup. */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -111,7 +113,15 @@ static unsigned shadowed(bool is_shadowed[], const char **where)
 		void *mine = ml_self_export(c_family[i]);
 		void *first = dlsym(RTLD_DEFAULT, c_family[i]);
 		Dl_info di;
+		const ElfW(Sym) *sym = NULL;
 		is_shadowed[i] = mine && first && first != mine;
+		/* A non-PIE program that takes malloc's address has a canonical
+		 * PLT entry for it (an undefined symbol with a value: Debian's
+		 * python3): what dlsym finds there is not a definition, its
+		 * calls reach the first one, memline's. */
+		if (is_shadowed[i] && dladdr1(first, &di, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+		    sym->st_shndx == SHN_UNDEF)
+			is_shadowed[i] = false;
 		if (!is_shadowed[i])
 			continue;
 		n++;

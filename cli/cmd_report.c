@@ -77,6 +77,8 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 	const char *v;
 	if (strcmp(argv[*i], "--json") == 0) {
 		ra->json = true;
+	} else if (strcmp(argv[*i], "--native") == 0) {
+		ra->vo.native = true;
 	} else if ((v = opt_value(argc, argv, i, "--limit", &m)), m) {
 		char *end;
 		errno = 0;
@@ -106,6 +108,7 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 			return ml_cli_usage_error("report: unknown kind '%s'; valid kinds: %s",
 						  v ? v : "", ml_kind_list());
 		ra->vo.kind = (enum ml_kind)k;
+		ra->vo.kind_set = true;
 	} else if ((v = opt_value(argc, argv, i, "--top", &m)), m) {
 		char *end;
 		errno = 0;

@@ -20,6 +20,7 @@ struct run_opts {
 	const char *depth;	/* --depth N, validated */
 	bool no_follow;
 	bool no_torch_cache;	/* --no-torch-cache: PYTORCH_NO_CUDA_MEMORY_CACHING=1 */
+	bool no_pymem;		/* --no-pymem: MEMLINE_PYMEM=0 */
 	bool lines;		/* --lines: the line timer */
 	const char *clock;	/* --clock cpu|wall, validated */
 	const char *rate;	/* --rate HZ, validated */
@@ -78,6 +79,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			o->sample = v;
 		} else if (strcmp(a, "--no-follow") == 0) {
 			o->no_follow = true;
+		} else if (strcmp(a, "--no-pymem") == 0) {
+			o->no_pymem = true;
 		} else if (strcmp(a, "--no-torch-cache") == 0) {
 			o->no_torch_cache = true;
 		} else if (strcmp(a, "--lines") == 0) {
@@ -220,6 +223,8 @@ static void exec_child(const char *path, const struct run_opts *o, const char *r
 	 * each one instead of the caching allocator's segments. */
 	if (o->no_torch_cache)
 		setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+	if (o->no_pymem)
+		setenv("MEMLINE_PYMEM", "0", 1);
 	if (o->lines) {
 		setenv("MEMLINE_LINES", "1", 1);
 		setenv("MEMLINE_CLOCK", o->clock ? o->clock : "cpu", 1);

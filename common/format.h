@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include "common/kinds.h"
+#include "common/pyformat.h"	/* Python frames, PYTHON and PYCODE records */
 #include "common/torchformat.h"
 
 /*
@@ -66,6 +67,8 @@ enum ml_fmt_section_type {
 	 * take the next free number (22) for anything new:
 	 *   14 PYTHON, 15 PYCODE (the Python room), 16 TORCH (PyTorch's ops),
 	 *   17 PYFUNCS, 18 PYLINES (the @profile tracer). */
+	ML_SEC_PYTHON = 14,	/* one ml_fmt_python (common/pyformat.h) */
+	ML_SEC_PYCODE = 15,	/* count x ml_fmt_pycode + strings (common/pyformat.h) */
 	ML_SEC_ADDRESSES = 19,	/* count distinct frame addresses, varint deltas */
 	ML_SEC_RUNTIME = 20,	/* one ml_fmt_runtime: memline's own memory */
 	ML_SEC_SAMPLED = 21,	/* one ml_fmt_sampled: --sample's settings and totals */

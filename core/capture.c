@@ -130,8 +130,9 @@ uint32_t ml_stacktab_here(struct ml_intern_cache *cache)
 	uint32_t flags, skip;
 	uint32_t depth = capture(buf, ml_config.max_depth, &flags, &skip);
 	if (__builtin_expect(ml_rooms_decorating, 0)) {
+		/* The whole buffer: a decorator may add frames past max_depth
+		 * native ones (the Python room: up to ML_PYFRAMES_MAX). */
 		uint32_t cap = ML_CAPTURE_BUF - skip;
-		cap = cap < ml_config.max_depth ? cap : ml_config.max_depth;
 		depth = ml_rooms_decorate(buf + skip, depth, cap, &flags);
 	}
 	if (flags & ML_STACK_TRUNCATED)

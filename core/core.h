@@ -151,9 +151,17 @@ uint32_t ml_stack_capture_context(void *ucontext, uint64_t *frames, uint32_t max
 /* Lets every registered stack decorator (struct ml_room) rewrite a stack
  * captured outside ml_track_* (lineprof's samples): frames[0..depth),
  * innermost first, cap slots.  Returns the new depth.  Async-signal-safe;
- * a no-op when no room decorates. */
+ * a no-op when no room decorates.  With ML_STACK_NESTED in *flags the
+ * thread was interrupted inside memline itself (no native frames were
+ * taken): a decorator then must not allocate or wait for anything (it may
+ * still add what it can read). */
+#define ML_STACK_NESTED 0x80000000u	/* capture time only: never written */
 uint32_t ml_core_decorate_stack(uint64_t *frames, uint32_t depth, uint32_t cap,
 				uint32_t *flags);
+
+/* The Python room calls this once its interpreter runs the program: every
+ * room's python_ready (struct ml_room), GIL and guard held. */
+void ml_core_python_ready(void);
 
 /* ======================================================== configuration */
 
@@ -354,6 +362,18 @@ struct ml_room {
 	 * signal handler: async-signal-safe, no malloc, no locks. */
 	uint32_t (*decorate_stack)(uint64_t *frames, uint32_t depth, uint32_t cap,
 				   uint32_t *flags);
+	/* Asked once after start: whether this process needs decorate_stack
+	 * (NULL: yes).  While no room does, captures take the core's fast
+	 * unwinder (e.g. the Python room: only in a Python interpreter). */
+	bool (*decorates)(void);
+	/* In a Python process whose interpreter the Python room follows: once
+	 * the interpreter runs the program (its first cpython.run_* audit
+	 * event), on that thread, GIL and guard held.  A room may call the
+	 * Python C API here, e.g. add an audit hook of its own: added now, the
+	 * interpreter allocates its entry with the allocators it frees it with
+	 * (-X dev, PYTHONMALLOC=debug), which a hook added before it started
+	 * would not be.  Keeps no Python error pending. */
+	void (*python_ready)(void);
 	/* Appends the room's sections to the profile being written (after the
 	 * core's own), with w's ml_writer_begin/put/record/end.  Runs at exit,
 	 * before exec and in fatal-signal handlers: async-signal-safe. */

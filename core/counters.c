@@ -12,7 +12,9 @@
  * freeing thread's counter for that stack (live values may be negative per
  * thread; their sums are not).  When a thread ends, its counters are
  * folded into the process's (ml_counters_fold); the profile sums them all.
- * No global lock. */
+ * No global lock.  A kind that shares another's peak (common/kinds.h:
+ * python shares the heap's) uses that kind's word: one total, one peak,
+ * and every counter of both snapshots at it. */
 #include <string.h>
 #include "core/internal.h"
 
@@ -36,6 +38,7 @@ static struct kind_state kinds[ML_KIND_COUNT];
 static inline uint64_t apply_total(uint32_t kind, int64_t delta, uint64_t *before)
 {
 	union kind_word old, new;
+	kind = ml_kind_peak_of((enum ml_kind)kind);	/* python: the heap's total */
 	old.word = kinds[kind].total.word;	/* may tear; the CAS corrects it */
 	if (__builtin_expect(ml_tl_plain, 1)) {	/* the one recording thread */
 		new.live = old.live + (uint64_t)delta;
@@ -183,6 +186,7 @@ static void at_peak(const struct ml_counter *c, uint64_t final_peak, int64_t *by
 uint64_t ml_counters_peak(uint32_t kind)
 {
 	union kind_word t;
+	kind = ml_kind_peak_of((enum ml_kind)kind);
 	t.word = __sync_val_compare_and_swap(&kinds[kind].total.word, 0, 0);
 	return t.peak;
 }
@@ -220,6 +224,7 @@ void ml_counters_fold(struct ml_counter *into, struct ml_counter *c)
 void ml_counters_totals(uint32_t kind, struct ml_kind_totals *out)
 {
 	union kind_word t, pt;
+	kind = ml_kind_peak_of((enum ml_kind)kind);
 	t.word = __sync_val_compare_and_swap(&kinds[kind].total.word, 0, 0);
 	pt.word = __sync_val_compare_and_swap(&kinds[kind].peak_time.word, 0, 0);
 	ML_ASSERT(t.peak >= t.live);

@@ -189,13 +189,17 @@ static void put_timeline(const struct ml_fmt_total *totals)
 {
 	ml_writer_begin(&writer, ML_SEC_TIMELINE);
 	ml_timeline_foreach(put_point, NULL);
-	/* A last point per kind: the state when the profile was written. */
+	/* A last point per kind: the state when the profile was written (the
+	 * timeline of a kind others share the peak of is their sum). */
 	uint64_t now = ml_clock_elapsed_ns();
 	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
-		if (!totals[k].reserved)
+		if (!totals[k].reserved || ml_kind_peak_of((enum ml_kind)k) != k)
 			continue;
-		struct ml_fmt_timepoint p = { .kind = k, .time_ns = now,
-					      .live_bytes = totals[k].live_bytes };
+		uint64_t live = 0;
+		for (uint32_t m = 0; m < ML_KIND_COUNT; m++)
+			if (ml_kind_peak_of((enum ml_kind)m) == k && totals[m].reserved)
+				live += totals[m].live_bytes;
+		struct ml_fmt_timepoint p = { .kind = k, .time_ns = now, .live_bytes = live };
 		ml_writer_put(&writer, &p, sizeof(p));
 		ml_writer_record(&writer);
 	}

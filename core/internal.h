@@ -187,7 +187,8 @@ void ml_counters_free_sampled(struct ml_counter *c, struct ml_counter *v,
 			      const struct ml_sample_weight *w);
 /* Folds c (an ended thread's) into into (same stack and kind). */
 void ml_counters_fold(struct ml_counter *into, struct ml_counter *c);
-/* A snapshot of the kind's totals. */
+/* A snapshot of the kind's totals: of its peak group (ml_kind_peak_of) for
+ * a kind that shares another's peak. */
 void ml_counters_totals(uint32_t kind, struct ml_kind_totals *out);
 /* Zeroes the kind totals (start-up, fork child). */
 void ml_counters_reset_totals(void);

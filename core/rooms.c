@@ -6,6 +6,7 @@
 
 static const struct ml_room *rooms[ML_ROOMS_MAX];
 static uint32_t n_rooms;
+static uint32_t decorating_mask;	/* bit i: rooms[i] decorates (set at start) */
 volatile int ml_rooms_decorating;
 
 /* Constructors run one at a time, before any thread: no lock needed. */
@@ -16,15 +17,19 @@ void ml_room_register(const struct ml_room *room)
 		return;
 	}
 	rooms[n_rooms++] = room;
-	if (room->decorate_stack)
-		ml_rooms_decorating = 1;
 }
 
 void ml_rooms_start(void)
 {
-	for (uint32_t i = 0; i < n_rooms; i++)
+	for (uint32_t i = 0; i < n_rooms; i++) {
 		if (rooms[i]->start)
 			rooms[i]->start();
+		if (rooms[i]->decorate_stack &&
+		    (!rooms[i]->decorates || rooms[i]->decorates())) {
+			decorating_mask |= 1u << i;
+			ml_rooms_decorating = 1;
+		}
+	}
 }
 
 void ml_rooms_fork_child(void)
@@ -48,6 +53,13 @@ void ml_rooms_thread_end(void)
 			rooms[i]->thread_end();
 }
 
+void ml_core_python_ready(void)
+{
+	for (uint32_t i = 0; i < n_rooms; i++)
+		if (rooms[i]->python_ready)
+			rooms[i]->python_ready();
+}
+
 void ml_rooms_write_sections(struct ml_writer *w)
 {
 	for (uint32_t i = 0; i < n_rooms; i++)
@@ -59,7 +71,7 @@ uint32_t ml_rooms_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint3
 {
 	ML_ASSERT(depth <= cap);
 	for (uint32_t i = 0; i < n_rooms; i++)
-		if (rooms[i]->decorate_stack) {
+		if (decorating_mask & (1u << i)) {
 			depth = rooms[i]->decorate_stack(frames, depth, cap, flags);
 			ML_ASSERT(depth <= cap);
 		}

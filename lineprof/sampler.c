@@ -95,7 +95,10 @@ static bool is_ours(const siginfo_t *si)
 static void record(uint64_t *frames, uint32_t depth, uint32_t max, uint32_t flags,
 		   uint64_t weight)
 {
-	depth = ml_core_decorate_stack(frames, depth, max, &flags);
+	/* The whole buffer: a room may add frames past the native ones (the
+	 * Python room's). */
+	depth = ml_core_decorate_stack(frames, depth, ML_LP_DEPTH_MAX, &flags);
+	flags &= ~ML_STACK_NESTED;
 	if (depth == 0)
 		ml_lp_sampletab_drop(weight);
 	else
@@ -137,9 +140,11 @@ static void on_sigprof(int sig, siginfo_t *si, void *ctx)
 		goto rearm;
 	if (!ml_guard_enter_always()) {
 		/* Interrupted inside memline (its hooks, maybe inside libunwind,
-		 * or writing the profile): not the program's time, and not safe
-		 * to unwind again.  Counted as dropped. */
-		ml_lp_sampletab_drop(weight);
+		 * or writing the profile): not safe to unwind again.  The time is
+		 * still the program's (memline works for the line that allocates):
+		 * what the rooms can add (Python frames) is kept, else dropped. */
+		uint64_t frames[ML_LP_DEPTH_MAX];
+		record(frames, 0, ML_LP_DEPTH_MAX, ML_STACK_EXACT_IP | ML_STACK_NESTED, weight);
 		goto rearm;
 	}
 	struct sample_job job = { ctx, weight };

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/aggregate.h"
+#include "report/pystack.h"
 
 /* Open-addressing index: slots hold entry index + 1, 0 is empty. */
 struct index {
@@ -74,10 +75,15 @@ struct ml_amount ml_agg_cuda_mem(const struct ml_agg *a, const struct ml_amount 
 	return ml_agg_has_torch_blocks(a) ? per_kind[ML_KIND_TORCH_CUDA] : ml_amount_gpu(per_kind);
 }
 
+bool ml_kind_in_cpu(enum ml_kind kind)
+{
+	return !ml_kind_is_derived(kind) && ml_kind_peak_of(kind) == ML_KIND_HEAP;
+}
+
 bool ml_agg_has_cuda(const struct ml_agg *a)
 {
-	for (int k = 1; k < ML_KIND_COUNT; k++)
-		if (k != ML_KIND_TORCH_CPU_FREED &&
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		if (ml_kind_is_cuda((enum ml_kind)k) &&
 		    (a->totals[k].allocs || (a->profile->kinds_present & (1u << k))))
 			return true;
 	return false;
@@ -355,9 +361,11 @@ static bool cuda_runtime_frame(const struct ml_frame *fr)
  * summed into st before symbolization). */
 static bool stack_has_cuda(const struct ml_agg_stack *st)
 {
-	for (int k = 1; k < ML_KIND_COUNT; k++) {
+	for (int k = 0; k < ML_KIND_COUNT; k++) {
+		if (!ml_kind_is_cuda((enum ml_kind)k))
+			continue;
 		const struct ml_amount *m = ml_agg_stack_kind(st, k);
-		if (k != ML_KIND_TORCH_CPU_FREED && (m->allocs || m->frees || m->live_blocks))
+		if (m->allocs || m->frees || m->live_blocks)
 			return true;
 	}
 	return false;
@@ -382,41 +390,99 @@ static bool torch_allocator_frame(const struct ml_frame *fr)
 	return base && strncmp(base, "libc10_cuda", 11) == 0;
 }
 
-/* The program frames of ps, innermost first: memline's own removed, the
- * allocation entry point removed, inlined calls expanded.  For a CUDA
- * allocation, the CUDA runtime's innermost frames are the entry point too
- * (cuda_runtime_frame); host mallocs the runtime makes keep them.  For a
- * PyTorch CUDA block, its caching allocator's frames are
- * (torch_allocator_frame). */
+/* Appends the frames of recorded frame i (address addr) of ps to st:
+ * memline's own removed, the allocation entry point removed, inlined
+ * calls expanded.  For a CUDA allocation, the CUDA runtime's innermost
+ * frames are the entry point too (cuda_runtime_frame); host mallocs the
+ * runtime makes keep them.  For a PyTorch CUDA block, its caching
+ * allocator's frames are (torch_allocator_frame).  0 or -ENOMEM. */
+static int push_resolved(struct ml_agg *a, const struct ml_stack *ps, uint32_t i, uint64_t addr,
+			 struct ml_agg_stack *st, size_t *cap, bool strip_cudart, bool strip_torch)
+{
+	if (!ml_pyframe_is(addr) && addr_in_runtime(a->profile, addr))
+		return 0;
+	bool ret = !(i == 0 && (ps->flags & ML_STACK_EXACT_IP));
+	const struct ml_frame *frames = NULL;
+	size_t n = 0;
+	if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0 || n == 0)
+		return 0;	/* the symbolizer reports its own trouble */
+	for (size_t k = 0; k < n; k++) {
+		if (frames[k].runtime)
+			continue;
+		if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
+			continue;	/* the entry point, not the program */
+		if (st->n_frames == 0 && global_operator_new(&frames[k]))
+			continue;	/* the program's own copy of operator new */
+		if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
+			continue;	/* the CUDA runtime: the entry point */
+		if (st->n_frames == 0 && strip_torch && torch_allocator_frame(&frames[k]))
+			continue;	/* PyTorch's allocator: the entry point */
+		if (push_frame(st, cap, &frames[k]) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* report/pystack.h's questions, through the resolver. */
+struct py_env {
+	struct ml_agg *a;
+	const struct ml_stack *ps;
+};
+
+static bool env_is_eval(void *ctx, uint64_t addr, uint32_t i)
+{
+	struct py_env *e = ctx;
+	const struct ml_resolver *r = e->a->resolver;
+	bool exact = i == 0 && (e->ps->flags & ML_STACK_EXACT_IP);
+	const struct ml_frame *frames = NULL;
+	size_t n = 0;
+	const char *fn = NULL;
+	if (r->resolve(r->ctx, addr, !exact, &frames, &n) == 0 && n > 0)
+		fn = frames[n - 1].function;
+	return r->py_is_eval(r->ctx, addr, exact, fn);
+}
+
+static bool env_in_interpreter(void *ctx, uint64_t addr, uint32_t i)
+{
+	struct py_env *e = ctx;
+	return e->a->resolver->py_in_interpreter(e->a->resolver->ctx, addr);
+}
+
+/* A stack with Python frames: in program order (report/pystack.h), the
+ * frames the default view leaves out left out. */
+static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
+			   bool strip_cudart, bool strip_torch)
+{
+	struct ml_pystack_item *items = malloc((ps->depth + 1) * sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	struct py_env e = { a, ps };
+	struct ml_pystack_env env = { &e, env_is_eval, env_in_interpreter };
+	size_t n = ml_pystack_order(ps->frames, ps->depth, ps->flags, &env, items), cap = 0;
+	int err = 0;
+	for (size_t k = 0; k < n && err == 0; k++) {
+		if (items[k].show == ML_PYSTACK_NEVER ||
+		    (items[k].show == ML_PYSTACK_NATIVE_ONLY && !a->opts.native))
+			continue;
+		err = push_resolved(a, ps, items[k].index, items[k].addr, st, &cap, strip_cudart,
+				    strip_torch);
+	}
+	free(items);
+	return err;
+}
+
+/* The program frames of ps, innermost first (push_resolved). */
 static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st)
 {
 	size_t cap = 0;
 	bool strip_cudart = stack_has_cuda(st);
 	bool strip_torch = stack_has_torch_blocks(st);
-	for (uint32_t i = 0; i < ps->depth; i++) {
-		uint64_t addr = ps->frames[i];
-		if (addr_in_runtime(a->profile, addr))
-			continue;
-		bool ret = !(i == 0 && (ps->flags & ML_STACK_EXACT_IP));
-		const struct ml_frame *frames = NULL;
-		size_t n = 0;
-		if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0 || n == 0)
-			continue;	/* the symbolizer reports its own trouble */
-		for (size_t k = 0; k < n; k++) {
-			if (frames[k].runtime)
-				continue;
-			if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
-				continue;	/* the entry point, not the program */
-			if (st->n_frames == 0 && global_operator_new(&frames[k]))
-				continue;	/* the program's own copy of operator new */
-			if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
-				continue;	/* the CUDA runtime: the entry point */
-			if (st->n_frames == 0 && strip_torch && torch_allocator_frame(&frames[k]))
-				continue;	/* PyTorch's allocator: the entry point */
-			if (push_frame(st, &cap, &frames[k]) < 0)
-				return -ENOMEM;
-		}
-	}
+	if (ps->depth && ml_pyframe_is(ps->frames[ps->depth - 1]) && a->resolver->py_is_eval &&
+	    a->resolver->py_in_interpreter)
+		return symbolize_mixed(a, ps, st, strip_cudart, strip_torch);
+	for (uint32_t i = 0; i < ps->depth; i++)
+		if (push_resolved(a, ps, i, ps->frames[i], st, &cap, strip_cudart, strip_torch) < 0)
+			return -ENOMEM;
 	return 0;
 }
 
@@ -469,11 +535,15 @@ static int collect_stacks(struct ml_agg *a)
 	size_t n_amounts = 0;
 	for (size_t i = 0; i < p->n_counters; i++) {
 		const struct ml_fmt_counter *c = &p->counters[i];
-		if (c->kind >= ML_KIND_COUNT)
+		if (c->kind >= ML_KIND_COUNT || ml_kind_is_derived((enum ml_kind)c->kind))
 			continue;
 		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
 		n_amounts += !((st->kinds >> c->kind) & 1);
 		st->kinds |= 1u << c->kind;
+		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {	/* derived: heap + python */
+			n_amounts += !((st->kinds >> ML_KIND_CPU) & 1);
+			st->kinds |= 1u << ML_KIND_CPU;
+		}
 	}
 	struct agg_priv *pv = a->priv;
 	pv->amounts = calloc(n_amounts ? n_amounts : 1, sizeof(*pv->amounts));
@@ -492,6 +562,10 @@ static int collect_stacks(struct ml_agg *a)
 		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
 		ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, c->kind), c);
 		ml_amount_add_counter(&a->totals[c->kind], c);
+		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {
+			ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, ML_KIND_CPU), c);
+			ml_amount_add_counter(&a->totals[ML_KIND_CPU], c);
+		}
 	}
 	free(slot_of);
 	for (size_t k = 0; k < a->n_stacks; k++) {
@@ -615,9 +689,65 @@ static int attribute_stack(struct ml_agg *a, size_t si)
 	return 0;
 }
 
+/* Whether basename of path is the C library (or its threads part). */
+static bool is_libc(const char *path)
+{
+	const char *base = path ? strrchr(path, '/') : NULL;
+	base = base ? base + 1 : path;
+	return base && (strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0 ||
+			strncmp(base, "libpthread", 10) == 0);
+}
+
+/* True when sample sm caught a Python thread waiting for the GIL: its
+ * innermost native frames are the C library's condition variable or mutex
+ * (CPython's take_gil waits on the GIL's condition; drop_gil hands it over
+ * through its mutex and condition), called by the interpreter.  The
+ * interpreter's other locks are semaphores. */
+static bool gil_wait(struct ml_agg *a, const struct ml_sample *sm)
+{
+	const struct ml_resolver *r = a->resolver;
+	bool cond = false;
+	if (!r->py_in_interpreter)
+		return false;
+	for (uint32_t i = 0; i < sm->depth && !ml_pyframe_is(sm->frames[i]); i++) {
+		uint64_t addr = sm->frames[i];
+		if (r->py_in_interpreter(r->ctx, addr))
+			return cond;
+		const struct ml_frame *frames = NULL;
+		size_t n = 0;
+		bool ret = !(i == 0 && (sm->flags & ML_STACK_EXACT_IP));
+		if (r->resolve(r->ctx, addr, ret, &frames, &n) < 0 || n == 0 ||
+		    !is_libc(frames[n - 1].module))
+			return false;
+		for (size_t k = 0; k < n; k++) {
+			const char *fn = frames[k].function;
+			if (fn && (strstr(fn, "pthread_cond_") || strstr(fn, "pthread_mutex_") ||
+				   strstr(fn, "__lll_lock")))
+				cond = true;
+		}
+	}
+	return false;
+}
+
+/* In the default view a GIL wait is charged to "[waiting for the GIL]":
+ * the C library's frames before the first Python frame go. */
+static void drop_wait_frames(struct ml_agg_stack *st)
+{
+	size_t k = 0;
+	while (k < st->n_frames && !st->frames[k]->python)
+		k++;
+	if (k == st->n_frames)
+		return;
+	memmove(st->frames, st->frames + k, (st->n_frames - k) * sizeof(*st->frames));
+	st->n_frames -= k;
+}
+
 /* Charges one sample record: self to its innermost program function and
  * line, inclusive once to every function and line on its stack (a line's
- * time includes the calls made from it, as line_profiler's does). */
+ * time includes the calls made from it, as line_profiler's does).  A
+ * sample of a thread waiting for the GIL is also counted as such on every
+ * function and line of its stack, and its self goes to "[waiting for the
+ * GIL]". */
 static int attribute_sample(struct ml_agg *a, size_t si)
 {
 	const struct ml_sample *sm = &a->profile->samples[si];
@@ -625,7 +755,22 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 				     .frames = sm->frames };
 	struct ml_agg_stack st = { 0 };
 	int err = symbolize_stack(a, &ps, &st);
+	bool gil = err == 0 && gil_wait(a, sm);
+	long wait_func = -1;
 	a->total_samples += sm->count;
+	if (gil) {
+		a->gil_samples += sm->count;
+		if (!a->opts.native)
+			drop_wait_frames(&st);
+		wait_func = func_lookup(a, ML_AGG_GIL_WAIT, NULL, NULL);
+		if (wait_func < 0) {
+			free(st.frames);
+			return -ENOMEM;
+		}
+		a->funcs[wait_func].self_samples += sm->count;
+		a->funcs[wait_func].total_samples += sm->count;
+		a->funcs[wait_func].gil_samples += sm->count;
+	}
 	if (err < 0 || st.n_frames == 0) {
 		long f = err < 0 ? err : func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
 		if (f >= 0) {
@@ -642,19 +787,21 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 			err = -ENOMEM;
 			break;
 		}
-		if (i == 0)
+		if (i == 0 && !gil)
 			a->funcs[f].self_samples += sm->count;
 		if (a->funcs[f].seen_sample != si + 1) {
 			a->funcs[f].seen_sample = si + 1;
 			a->funcs[f].total_samples += sm->count;
+			a->funcs[f].gil_samples += gil ? sm->count : 0;
 		}
 		if (l < 0)
 			continue;
-		if (i == 0)
+		if (i == 0 && !gil)
 			a->lines[l].self_samples += sm->count;
 		if (a->lines[l].seen_sample != si + 1) {
 			a->lines[l].seen_sample = si + 1;
 			a->lines[l].total_samples += sm->count;
+			a->lines[l].gil_samples += gil ? sm->count : 0;
 		}
 	}
 	return err;	/* st.frames is a->samples[si]'s now */
@@ -754,10 +901,18 @@ static int label_collisions(struct ml_agg *a)
 
 int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct ml_agg **out)
 {
+	return ml_agg_build_opts(p, r, NULL, out);
+}
+
+int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
+		      const struct ml_agg_opts *opts, struct ml_agg **out)
+{
 	int err = -ENOMEM;
 	struct ml_agg *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
+	if (opts)
+		a->opts = *opts;
 	a->priv = calloc(1, sizeof(struct agg_priv));
 	if (!a->priv)
 		goto fail;

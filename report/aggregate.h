@@ -36,6 +36,19 @@ struct ml_resolver {
 	 * as ml_sym_function_sources: for names several files define. */
 	int (*function_sources)(void *ctx, const char *name, struct ml_sym_source *out,
 				size_t max);
+	/* Optional (NULL: stacks with Python frames keep the recorded order):
+	 * whether a native frame is the interpreter's eval loop (fn: the name
+	 * it symbolizes to) or lies in the interpreter (report/pyframes.h). */
+	bool (*py_is_eval)(void *ctx, uint64_t addr, bool exact, const char *fn);
+	bool (*py_in_interpreter)(void *ctx, uint64_t addr);
+};
+
+/* How stacks are shown. */
+struct ml_agg_opts {
+	/* Keep every native frame of stacks with Python frames (the
+	 * interpreter's internals, launch frames); by default they are left
+	 * out where a Python frame explains the allocation. */
+	bool native;
 };
 
 struct ml_agg_stack {
@@ -78,6 +91,7 @@ struct ml_agg_func {
 	size_t seen;			/* internal: last stack index + 1 */
 	uint64_t self_samples;		/* line timer: innermost program frame here */
 	uint64_t total_samples;		/* on the sampled stack, once per sample */
+	uint64_t gil_samples;		/* of total_samples: waiting for the GIL */
 	size_t seen_sample;		/* internal: last sample index + 1 */
 };
 
@@ -89,6 +103,7 @@ struct ml_agg_line {
 	struct ml_amount total[ML_KIND_COUNT];
 	size_t seen;
 	uint64_t self_samples, total_samples;	/* as for functions */
+	uint64_t gil_samples;
 	size_t seen_sample;
 };
 
@@ -103,6 +118,7 @@ struct ml_agg_sample {
 struct ml_agg {
 	const struct ml_profile *profile;
 	const struct ml_resolver *resolver;
+	struct ml_agg_opts opts;
 	struct ml_agg_stack *stacks;
 	size_t n_stacks;
 	struct ml_agg_func *funcs;
@@ -112,16 +128,23 @@ struct ml_agg {
 	struct ml_amount totals[ML_KIND_COUNT];	/* sum of every counter */
 	uint64_t total_samples;		/* every sample of the profile */
 	struct ml_agg_sample *samples;	/* profile->n_samples of them */
+	uint64_t gil_samples;		/* of them: a Python thread waiting for the GIL */
 	void *priv;
 };
 
 /* Name used for stacks with no program frame left (all memline's). */
 #define ML_AGG_UNKNOWN "[unknown]"
+/* The function samples of a Python thread waiting for the GIL are charged
+ * to (self); their Python lines count them as time and as GIL wait. */
+#define ML_AGG_GIL_WAIT "[waiting for the GIL]"
 
 /* Aggregates p's counters through r.  Returns 0 and *out (free with
  * ml_agg_free), or -errno.  Allocates; not thread-safe; p and r must
  * outlive the result. */
 int ml_agg_build(const struct ml_profile *p, const struct ml_resolver *r, struct ml_agg **out);
+/* The same with options (NULL: the defaults). */
+int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
+		      const struct ml_agg_opts *opts, struct ml_agg **out);
 void ml_agg_free(struct ml_agg *a);
 
 /* The first function with this name (functions are kept apart by name,
@@ -152,6 +175,9 @@ bool ml_agg_has_torch_blocks(const struct ml_agg *a);
  * profile has them (its segments, the GPU kinds, are then the memory
  * reserved), else the GPU kinds (ml_amount_gpu). */
 struct ml_amount ml_agg_cuda_mem(const struct ml_agg *a, const struct ml_amount *per_kind);
+/* True for the kinds the derived kind cpu sums: those that share the
+ * heap's peak (heap and python), so their bytes at it add up exactly. */
+bool ml_kind_in_cpu(enum ml_kind kind);
 /* True when the profile saw any CUDA kind. */
 bool ml_agg_has_cuda(const struct ml_agg *a);
 

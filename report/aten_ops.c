@@ -16,7 +16,7 @@ struct priv {
 
 bool ml_aten_ops_cpu_kind(enum ml_kind kind)
 {
-	return kind == ML_KIND_HEAP;
+	return kind == ML_KIND_CPU || ml_kind_in_cpu(kind);
 }
 
 /* Rows up to op id n exist (zeroed).  0 or -ENOMEM. */
@@ -91,7 +91,7 @@ static void charge_stack(struct ml_aten_ops *o, const struct ml_agg_stack *st, l
 			continue;
 		const struct ml_amount *m = ml_agg_stack_kind(st, k);
 		bool cpu = ml_aten_ops_cpu_kind((enum ml_kind)k);
-		if (cpu && tensor)
+		if (k == ML_KIND_HEAP && tensor)
 			ml_amount_add(&o->tensor_total, m);
 		if (!n_ops) {
 			ml_amount_add(&o->outside[k], m);
@@ -99,10 +99,10 @@ static void charge_stack(struct ml_aten_ops *o, const struct ml_agg_stack *st, l
 		}
 		bool split = cpu && !tensor;
 		struct ml_aten_row *self = &o->rows[pv->ops[0] - 1];
-		ml_amount_add(split ? &self->other_self : &self->f.self[k], m);
+		ml_amount_add(split ? &self->other_self[k] : &self->f.self[k], m);
 		for (long i = 0; i < n_ops; i++) {
 			struct ml_aten_row *r = &o->rows[pv->ops[i] - 1];
-			ml_amount_add(split ? &r->other_total : &r->f.total[k], m);
+			ml_amount_add(split ? &r->other_total[k] : &r->f.total[k], m);
 		}
 	}
 }

@@ -13,10 +13,11 @@
 /* One op.  f.name and f.label are its name ("aten::mm"); f.self and
  * f.total hold, per kind, what it allocated, except that the CPU kinds
  * (ml_aten_ops_cpu_kind) count tensor storage only; f.self_samples and
- * f.total_samples its samples. */
+ * f.total_samples its samples.  other_self and other_total hold, per CPU
+ * kind, the rest: CPU bytes that are not tensor storage. */
 struct ml_aten_row {
 	struct ml_agg_func f;
-	struct ml_amount other_self, other_total;	/* CPU bytes not tensor storage */
+	struct ml_amount other_self[ML_KIND_COUNT], other_total[ML_KIND_COUNT];
 };
 
 struct ml_aten_ops {
@@ -27,12 +28,14 @@ struct ml_aten_ops {
 	 * that caught no op. */
 	struct ml_amount outside[ML_KIND_COUNT];
 	uint64_t outside_samples;
-	struct ml_amount tensor_total;	/* every tensor storage block, in an op or not */
+	/* Every tensor storage block, in an op or not (heap blocks: the derived
+	 * kind cpu holds them too, and they are counted once here). */
+	struct ml_amount tensor_total;
 	void *priv;
 };
 
-/* Whether kind counts as CPU memory (heap, and Python objects where the
- * profile has them), split into tensor storage and the rest. */
+/* Whether kind counts as CPU memory (heap, Python objects, and the derived
+ * kind cpu that sums them), split into tensor storage and the rest. */
 bool ml_aten_ops_cpu_kind(enum ml_kind kind);
 
 /* Sums a's stacks and samples per op.  Returns 0 and *out (free with

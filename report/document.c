@@ -282,8 +282,10 @@ static int show_json(enum ml_report_view view, const struct ml_view_opts *vo,
 
 struct ml_report_loaded {
 	struct ml_symbolizer *sym;
+	struct ml_pyframes *py;	/* the profile's Python frames, NULL if none */
 	struct ml_agg *agg;
 	struct ml_cov *cov;
+	struct ml_report_syms syms;	/* the resolver points here */
 	struct ml_resolver r;	/* the aggregation points here: never moves */
 };
 
@@ -292,6 +294,7 @@ void ml_report_unload(struct ml_report_loaded *l)
 	if (!l)
 		return;
 	ml_agg_free(l->agg);
+	ml_pyframes_close(l->py);
 	ml_cov_free(l->cov);
 	if (l->sym)
 		ml_sym_close(l->sym);
@@ -305,7 +308,8 @@ const struct ml_agg *ml_report_agg(const struct ml_report_loaded *l)
 
 /* Symbolizes p, loads its coverage counts when cov is set and it has
  * samples, and aggregates it.  0, or -1 after one error line. */
-static int load(const struct ml_profile *p, bool cov, struct ml_report_loaded **out)
+/* native: report --native (ml_agg_opts). */
+static int load(const struct ml_profile *p, bool cov, bool native, struct ml_report_loaded **out)
 {
 	struct ml_report_loaded *l = calloc(1, sizeof(*l));
 	if (!l) {
@@ -318,10 +322,18 @@ static int load(const struct ml_profile *p, bool cov, struct ml_report_loaded **
 		ml_report_unload(l);
 		return -1;
 	}
-	ml_resolver_from_symbolizer(&l->r, l->sym);
+	err = ml_pyframes_open(p, &l->py);
+	if (err < 0) {
+		fprintf(stderr, "memline: %s: %s\n", p->path, strerror(-err));
+		ml_report_unload(l);
+		return -1;
+	}
+	l->syms = (struct ml_report_syms){ l->sym, l->py, native };
+	ml_resolver_init(&l->r, &l->syms);
 	if (cov && p->has_samples && ml_cov_load(p->exe, p->path, p->meta.start_realtime_ns, &l->cov) < 0)
 		l->cov = NULL;
-	err = ml_agg_build(p, &l->r, &l->agg);
+	struct ml_agg_opts ao = { .native = native };
+	err = ml_agg_build_opts(p, &l->r, &ao, &l->agg);
 	if (err < 0) {
 		fprintf(stderr, "memline: %s: %s\n", p->path, strerror(-err));
 		ml_report_unload(l);
@@ -334,17 +346,19 @@ static int load(const struct ml_profile *p, bool cov, struct ml_report_loaded **
 
 int ml_report_load(const struct ml_profile *p, struct ml_report_loaded **out)
 {
-	return load(p, false, out);
+	return load(p, false, false, out);
 }
 
 int ml_report_show(const struct ml_profile *p, enum ml_report_view view,
 		   const struct ml_view_opts *opts, bool header, bool first, struct ml_json *j)
 {
 	struct ml_report_loaded *l = NULL;
-	if (load(p, view == ML_VIEW_LINES || view == ML_VIEW_OPS, &l) < 0)
+	if (load(p, view == ML_VIEW_LINES || view == ML_VIEW_OPS, opts->native, &l) < 0)
 		return -1;
 	struct ml_view_opts vo = *opts;
 	vo.cov = l->cov;
+	if (!vo.kind_set)
+		vo.kind = ml_report_default_kind(p);
 	if (!j && header)
 		header_text(stdout, p, first);
 	if (!j && p->sampled)
@@ -363,6 +377,9 @@ int ml_report_document(struct ml_profile *const *profiles, size_t n, enum ml_rep
 	const struct ml_docview *dv = docviews[view];
 	struct ml_view_opts vo = *opts;
 	vo.t0_realtime_ns = UINT64_MAX;	/* processes line up by their start times */
+	for (size_t i = 0; i < n && !vo.kind_set; i++)
+		if (ml_report_default_kind(profiles[i]) == ML_KIND_CPU)
+			vo.kind = ML_KIND_CPU;	/* a Python program's: heap + Python objects */
 	for (size_t i = 0; i < n; i++)
 		if (profiles[i]->meta.start_realtime_ns < vo.t0_realtime_ns)
 			vo.t0_realtime_ns = profiles[i]->meta.start_realtime_ns;
@@ -375,7 +392,7 @@ int ml_report_document(struct ml_profile *const *profiles, size_t n, enum ml_rep
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct ml_report_loaded *l = NULL;
-		if (load(profiles[i], view == ML_VIEW_HTML, &l) < 0) {
+		if (load(profiles[i], view == ML_VIEW_HTML, vo.native, &l) < 0) {
 			rc = -1;
 			break;
 		}
@@ -394,4 +411,9 @@ int ml_report_document(struct ml_profile *const *profiles, size_t n, enum ml_rep
 		rc = -1;
 	}
 	return rc;
+}
+
+enum ml_kind ml_report_default_kind(const struct ml_profile *p)
+{
+	return (p->kinds_present & (1u << ML_KIND_PYTHON)) ? ML_KIND_CPU : ML_KIND_HEAP;
 }

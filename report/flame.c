@@ -184,13 +184,19 @@ static bool kind_seen(const struct ml_agg *a, int k)
 		     (a->profile->kinds_present & (1u << k)));
 }
 
-/* The groups: heap first, the other kinds the profiles have in the kinds
- * table's order, the GPU kinds as one "cuda" group where the first is. */
+/* The groups: heap first (for a Python program, cpu: heap + Python
+ * objects), the other kinds the profiles have in the kinds table's order,
+ * the GPU kinds as one "cuda" group where the first is. */
 static void pick_groups(struct ml_flame *t, const struct ml_agg *a, const struct ml_agg *b)
 {
 	bool cuda_done = false;
+	bool python = kind_seen(a, ML_KIND_PYTHON) || kind_seen(b, ML_KIND_PYTHON);
+	if (python)
+		t->groups[t->n_groups++] = (struct ml_flame_group){ ml_kind_name(ML_KIND_CPU),
+								    ML_KIND_CPU };
 	for (int k = 0; k < ML_KIND_COUNT; k++) {
 		if (k == ML_KIND_CUDA_GPU || ml_kind_is_event((enum ml_kind)k) ||
+		    ml_kind_is_derived((enum ml_kind)k) ||
 		    (k != ML_KIND_HEAP && !kind_seen(a, k) && !kind_seen(b, k)))
 			continue;
 		if (!ml_kind_is_gpu((enum ml_kind)k))

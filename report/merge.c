@@ -48,6 +48,9 @@ struct merger {
 	uint64_t *frames;
 	size_t n_frames, cap_frames;
 	uint32_t **stack_map;		/* [process][stack index] -> merged id */
+	uint32_t **code_map;		/* [process][PYCODE index] -> merged code id */
+	struct ml_pycode *codes;	/* the merged PYCODE records */
+	size_t n_codes;
 	char *err;
 	size_t errlen;
 };
@@ -112,10 +115,20 @@ static int place_modules(struct merger *mg)
 	return 0;
 }
 
+/* A Python frame of process i with its code object's merged id. */
+static uint64_t move_pyframe(const struct merger *mg, size_t i, uint64_t addr)
+{
+	const struct ml_pycode *pc = ml_profile_pycode(mg->in[i], ml_pyframe_code(addr));
+	uint32_t id = pc && mg->code_map ? mg->code_map[i][pc - mg->in[i]->pycodes] : 0;
+	return (addr & ~((uint64_t)ML_PYFRAME_CODE_MAX << 32)) | ((uint64_t)id << 32);
+}
+
 /* addr of process i in the merged address space (an address outside every
  * module stays as it is: it cannot be symbolized anyway). */
 static uint64_t move_addr(const struct merger *mg, size_t i, uint64_t addr)
 {
+	if (ml_pyframe_is(addr))
+		return move_pyframe(mg, i, addr);
 	const struct pmod *pm = mg->pmods[i];
 	size_t lo = 0, hi = mg->n_pmods[i];
 	while (lo < hi) {
@@ -506,9 +519,97 @@ static int merge_meta(struct merger *mg, struct ml_profile *out)
 	return 0;
 }
 
+static bool same_code(const struct ml_pycode *a, const struct ml_pycode *b)
+{
+	return a->firstlineno == b->firstlineno && a->linetable_format == b->linetable_format &&
+	       a->linetable_len == b->linetable_len && strcmp(a->filename, b->filename) == 0 &&
+	       strcmp(a->name, b->name) == 0 && strcmp(a->cwd, b->cwd) == 0 &&
+	       memcmp(a->linetable, b->linetable, a->linetable_len) == 0;
+}
+
+static uint64_t hash_code(const struct ml_pycode *c)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)(uint32_t)c->firstlineno;
+	for (const char *s = c->name; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	for (const char *s = c->filename; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* PYTHON and PYCODE: the processes' code objects, each distinct one once
+ * under a new id (code ids are each process's own); the interpreter's eval
+ * loop moved like any address; what is lost, summed. */
+static int merge_python(struct merger *mg, struct ml_profile *out)
+{
+	size_t total = 0, n_slots = 16;
+	const struct ml_profile *first = NULL;
+	for (size_t i = 0; i < mg->n; i++)
+		if (mg->in[i]->has_python) {
+			first = first ? first : mg->in[i];
+			total += mg->in[i]->n_pycodes;
+		}
+	if (!first)
+		return 0;
+	while (n_slots < total * 2)
+		n_slots *= 2;
+	size_t *slots = calloc(n_slots, sizeof(*slots));
+	mg->codes = calloc(total + 1, sizeof(*mg->codes));
+	mg->code_map = calloc(mg->n, sizeof(*mg->code_map));
+	if (!slots || !mg->codes || !mg->code_map) {
+		free(slots);
+		return oom(mg);
+	}
+	out->has_python = true;
+	out->python = first->python;
+	out->python.frames_lost = 0;
+	out->python_cwd = first->python_cwd;
+	for (size_t i = 0; i < mg->n; i++) {
+		const struct ml_profile *p = mg->in[i];
+		if (!p->has_python)
+			continue;
+		out->python.flags |= p->python.flags;
+		out->python.frames_lost += p->python.frames_lost;
+		mg->code_map[i] = calloc(p->n_pycodes + 1, sizeof(**mg->code_map));
+		if (!mg->code_map[i]) {
+			free(slots);
+			return oom(mg);
+		}
+		for (size_t k = 0; k < p->n_pycodes; k++) {
+			const struct ml_pycode *c = &p->pycodes[k];
+			size_t s = (size_t)hash_code(c) & (n_slots - 1);
+			while (slots[s] && !same_code(&mg->codes[slots[s] - 1], c))
+				s = (s + 1) & (n_slots - 1);
+			if (!slots[s]) {
+				mg->codes[mg->n_codes] = *c;
+				mg->codes[mg->n_codes].id = (uint32_t)mg->n_codes + 1;
+				slots[s] = ++mg->n_codes;
+			}
+			mg->code_map[i][k] = (uint32_t)slots[s];
+		}
+	}
+	free(slots);
+	/* The eval loop of the first Python process, moved (the others' is the
+	 * same module's). */
+	size_t fi = 0;
+	while (mg->in[fi] != first)
+		fi++;
+	if (first->python.eval_hi > first->python.eval_lo) {
+		out->python.eval_lo = move_addr(mg, fi, first->python.eval_lo);
+		out->python.eval_hi = move_addr(mg, fi, first->python.eval_hi - 1) + 1;
+	}
+	out->pycodes = mg->codes;
+	out->n_pycodes = mg->n_codes;
+	out->python.codes = mg->n_codes;
+	mg->codes = NULL;
+	return 0;
+}
+
 static int build(struct merger *mg, struct ml_profile *out)
 {
 	int rc = place_modules(mg);
+	if (!rc)
+		rc = merge_python(mg, out);
 	if (!rc)
 		rc = merge_stacks(mg);
 	if (rc)
@@ -581,6 +682,10 @@ static void merger_free(struct merger *mg)
 		free(mg->pmods[i]);
 	for (size_t i = 0; mg->stack_map && i < mg->n; i++)
 		free(mg->stack_map[i]);
+	for (size_t i = 0; mg->code_map && i < mg->n; i++)
+		free(mg->code_map[i]);
+	free(mg->code_map);
+	free(mg->codes);
 	free(mg->pmods);
 	free(mg->n_pmods);
 	free(mg->stack_map);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "common/format.h"
+#include "common/pyformat.h"
 
 struct ml_module {
 	uint64_t bias, lo, hi;
@@ -67,6 +68,19 @@ struct ml_warning {
 	bool shown;			/* printed on the program's stderr then */
 };
 
+/* A PYCODE record: one Python code object. */
+struct ml_pycode {
+	uint32_t id;
+	int32_t firstlineno;
+	uint32_t flags;			/* ML_PYCODE_* */
+	const char *filename;		/* co_filename as the program had it */
+	const char *name;		/* co_qualname (3.10: co_name) */
+	const uint8_t *linetable;
+	uint32_t linetable_len;
+	uint32_t linetable_format;	/* enum ml_py_linetable: its process's */
+	const char *cwd;		/* its process's working directory */
+};
+
 struct ml_profile {
 	const char *path;		/* the file it was read from */
 	struct ml_fmt_meta meta;
@@ -108,6 +122,11 @@ struct ml_profile {
 	 * sums; META's pid is then 0. */
 	const struct ml_profile **merged;
 	size_t n_merged;
+	bool has_python;		/* a PYTHON section: the process ran CPython */
+	struct ml_fmt_python python;
+	const char *python_cwd;		/* the working directory at start */
+	struct ml_pycode *pycodes;	/* sorted by id */
+	size_t n_pycodes;
 	void *priv;			/* owned storage */
 };
 
@@ -130,6 +149,9 @@ void ml_profile_free(struct ml_profile *p);
 
 /* The stack with this id, or NULL. */
 const struct ml_stack *ml_profile_stack(const struct ml_profile *p, uint32_t id);
+
+/* The Python code object with this id, or NULL. */
+const struct ml_pycode *ml_profile_pycode(const struct ml_profile *p, uint32_t id);
 
 /* The module holding addr, or NULL. */
 const struct ml_module *ml_profile_module(const struct ml_profile *p, uint64_t addr);

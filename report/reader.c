@@ -44,6 +44,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_NOTES] = "NOTES",
 	[ML_SEC_PROCESS] = "PROCESS", [ML_SEC_WARNINGS] = "WARNINGS",
 	[ML_SEC_TORCH] = "TORCH",
+	[ML_SEC_PYTHON] = "PYTHON", [ML_SEC_PYCODE] = "PYCODE",
 };
 
 int ml_reader_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -247,9 +248,9 @@ static struct ml_profile *profile_new(unsigned char *data, size_t len, const cha
 	if (!p || !o)
 		goto fail;
 	/* Every string is a copy of file bytes plus a NUL, and every record
-	 * with a string is at least 8 bytes (a note, a warning): this bound cannot be
-	 * exceeded. */
-	o->strings_cap = len + len / sizeof(struct ml_fmt_note) + path_len + 3;
+	 * with strings is at least 8 bytes per string (a note, a warning; a
+	 * PYCODE record has two in 24): this bound cannot be exceeded. */
+	o->strings_cap = len + len / sizeof(struct ml_fmt_note) + path_len + 4;
 	o->strings = malloc(o->strings_cap);
 	if (!o->strings)
 		goto fail;
@@ -289,6 +290,7 @@ static int parse_body(struct parse *ps)
 		ml_reader_parse_counters,
 		ml_reader_parse_totals, ml_reader_check_gpu_total, ml_reader_parse_timeline,
 		ml_reader_parse_samples, ml_reader_parse_regions, ml_reader_parse_spans,
+		ml_reader_parse_python,
 	};
 	for (size_t i = 0; i < sizeof(parsers) / sizeof(parsers[0]); i++) {
 		int rc = parsers[i](ps);
@@ -459,6 +461,7 @@ void ml_profile_free(struct ml_profile *p)
 	free(p->torch.schemas);
 	free(p->warnings);
 	free(p->merged);
+	free(p->pycodes);
 	free(p);
 }
 

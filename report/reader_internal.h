@@ -108,5 +108,11 @@ int ml_reader_parse_process(struct parse *ps);
 int ml_reader_parse_warnings(struct parse *ps);
 /* TORCH (reader_torch.c). */
 int ml_reader_parse_torch(struct parse *ps);
+/* PYTHON and PYCODE (reader_python.c). */
+int ml_reader_parse_python(struct parse *ps);
+
+/* The deepest stack a profile may hold: max_depth native frames, and with
+ * a PYTHON section up to ML_PYFRAMES_MAX Python frames more. */
+uint32_t ml_reader_depth_limit(const struct parse *ps);
 
 #endif

@@ -210,7 +210,7 @@ static int parse_frames(struct parse *ps)
 /* The walk from fs's leaf to the root must be exactly fs->depth nodes long. */
 static int check_stack(struct parse *ps, const struct ml_fmt_stack *fs, uint32_t i)
 {
-	uint32_t max_depth = ps->p->meta.max_depth;
+	uint32_t max_depth = ml_reader_depth_limit(ps);
 
 	if (fs->id == 0)
 		return BAD(ps, "corrupt: stack %u has id 0", i);
@@ -420,7 +420,7 @@ static int decode_counters(struct parse *ps)
 		if (index >= ps->p->n_stacks)
 			rc = BAD(ps, "corrupt: counter %llu refers to stack %llu of %zu",
 				 (unsigned long long)i, (unsigned long long)index, ps->p->n_stacks);
-		else if (f[n] >= ML_KIND_COUNT)
+		else if (f[n] >= ML_KIND_COUNT || ml_kind_is_derived((enum ml_kind)f[n]))
 			rc = BAD(ps, "corrupt: counter %llu has kind %llu", (unsigned long long)i,
 				 (unsigned long long)f[n]);
 		else if (f[4 * n] > f[2 * n] || f[5 * n] > f[3 * n])
@@ -473,7 +473,7 @@ int ml_reader_parse_totals(struct parse *ps)
 		struct ml_fmt_total t;
 
 		memcpy(&t, s->payload + (size_t)i * sizeof(t), sizeof(t));
-		if (t.kind >= ML_KIND_COUNT)
+		if (t.kind >= ML_KIND_COUNT || ml_kind_is_derived((enum ml_kind)t.kind))
 			return BAD(ps, "corrupt: total %u has kind %u", i, t.kind);
 		if (ps->p->kinds_present & (1u << t.kind))
 			return BAD(ps, "corrupt: two totals for kind %u", t.kind);
@@ -538,7 +538,8 @@ int ml_reader_parse_timeline(struct parse *ps)
 	ps->p->timeline = (struct ml_fmt_timepoint *)(uintptr_t)s->payload;
 	ps->p->n_timeline = s->count;
 	for (uint32_t i = 0; i < s->count; i++)
-		if (ps->p->timeline[i].kind >= ML_KIND_COUNT)
+		if (ps->p->timeline[i].kind >= ML_KIND_COUNT ||
+		    ml_kind_is_derived((enum ml_kind)ps->p->timeline[i].kind))
 			return BAD(ps, "corrupt: timeline point %u has kind %u", i,
 				   ps->p->timeline[i].kind);
 	return 0;
@@ -550,7 +551,7 @@ int ml_reader_parse_samples(struct parse *ps)
 	const struct span *s = &ps->sec[ML_SEC_SAMPLES];
 	struct cursor c = { s->payload, s->size };
 	struct ml_profile *p = ps->p;
-	uint32_t max_depth = p->meta.max_depth ? p->meta.max_depth : 256;
+	uint32_t max_depth = p->meta.max_depth ? ml_reader_depth_limit(ps) : 256 + ML_PYFRAMES_MAX;
 	uint64_t sum = 0;
 
 	if (!s->seen)

@@ -38,6 +38,10 @@ const char *ml_report_view_name(enum ml_report_view view);
 /* Every view's name, separated by ", " (a static string). */
 const char *ml_report_view_list(void);
 
+/* The kind the views show of p when none is asked for: cpu (heap and
+ * Python objects) for a profile with Python objects, else heap. */
+enum ml_kind ml_report_default_kind(const struct ml_profile *p);
+
 /* A profile symbolized and aggregated, to be subtracted (--base: vo->base
  * is ml_report_agg of it).  ml_report_load returns 0, or -1 after one
  * error line on stderr. */

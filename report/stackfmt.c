@@ -40,6 +40,8 @@ void ml_stack_json(struct ml_json *j, const struct ml_agg_stack *st)
 		ml_json_u64(j, fr->module_offset);
 		ml_json_key(j, "inlined");
 		ml_json_bool(j, fr->inlined);
+		ml_json_key(j, "python");
+		ml_json_bool(j, fr->python);
 		ml_json_object_end(j);
 	}
 	ml_json_array_end(j);

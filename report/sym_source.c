@@ -186,7 +186,7 @@ static bool take_function(struct ml_symbolizer *s, Dwarf_Die *cu, Dwarf_Die *fn,
 	if (!q->all)
 		return true;
 	if (q->n < q->max)	/* collecting: keep walking */
-		q->all[q->n] = (struct ml_sym_source){ q->file, q->first_line, q->last_line };
+		q->all[q->n] = (struct ml_sym_source){ q->file, q->first_line, q->last_line, NULL };
 	q->n++;
 	return false;
 }

@@ -18,6 +18,7 @@ struct ml_frame {
 	uint64_t module_offset;	/* address - bias */
 	bool inlined;		/* an inlined call, not a real frame */
 	bool runtime;		/* in libmemline itself */
+	bool python;		/* a Python frame (report/pyframes.h) */
 };
 
 struct ml_symbolizer;
@@ -50,6 +51,9 @@ int ml_sym_function_source(struct ml_symbolizer *s, const char *name,
 struct ml_sym_source {
 	const char *file;
 	int first_line, last_line;
+	/* The function's full name where it differs from the name asked for
+	 * (a Python function asked for by its plain name); NULL otherwise. */
+	const char *name;
 };
 
 /* Every definition whose name matches, in module and CU order, in one walk:

@@ -11,6 +11,24 @@ struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind)
 {
 	const struct ml_profile *p = a->profile;
 	struct ml_amount t = a->totals[kind];
+	if (kind == ML_KIND_CPU) {
+		/* The file's totals of heap and python; their peak is one. */
+		struct ml_amount sum = { 0 };
+		bool any = false;
+		for (int k = 0; k < ML_KIND_COUNT; k++) {
+			if (!ml_kind_in_cpu((enum ml_kind)k))
+				continue;
+			struct ml_amount one = ml_view_totals(a, (enum ml_kind)k);
+			ml_amount_add(&sum, &one);
+			if (p->kinds_present & (1u << k)) {
+				sum.peak_bytes = p->totals[k].peak_bytes;
+				any = true;
+			}
+		}
+		if (!any)
+			sum.peak_bytes = t.peak_bytes;
+		return sum;
+	}
 	if (p->kinds_present & (1u << kind)) {
 		const struct ml_fmt_total *ft = &p->totals[kind];
 		t.allocs = ft->allocs;
@@ -27,6 +45,10 @@ struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind)
 uint64_t ml_view_peak_time(const struct ml_agg *a, enum ml_kind kind)
 {
 	const struct ml_profile *p = a->profile;
+	if (ml_kind_is_derived(kind))
+		kind = ML_KIND_HEAP;	/* cpu's peak is the heap's (common/kinds.h) */
+	if (!(p->kinds_present & (1u << kind)) && ml_kind_peak_of(kind) == ML_KIND_HEAP)
+		kind = ML_KIND_PYTHON;	/* a profile with Python objects and no heap */
 	return (p->kinds_present & (1u << kind)) ? p->totals[kind].peak_time_ns : 0;
 }
 
@@ -245,6 +267,7 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 	const struct ml_resolver *r = a->resolver;
 	struct ml_sym_source all[ML_VIEW_MAX_DEFS];
 	int got = -ENOENT;
+	memset(all, 0, sizeof(all));
 	if (r->function_sources)
 		got = r->function_sources(r->ctx, name, all, ML_VIEW_MAX_DEFS);
 	else if (r->function_source &&
@@ -256,7 +279,9 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 		const struct ml_sym_source *d = &all[i];
 		bool dup = !d->file || d->first_line <= 0 || d->last_line < d->first_line;
 		for (size_t k = 0; k < n && !dup; k++)
-			dup = out[k].first_line == d->first_line && strcmp(out[k].file, d->file) == 0;
+			dup = out[k].first_line == d->first_line && strcmp(out[k].file, d->file) == 0 &&
+			      (out[k].name == d->name ||
+			       (out[k].name && d->name && strcmp(out[k].name, d->name) == 0));
 		if (!dup)
 			out[n++] = *d;
 	}

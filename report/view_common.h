@@ -11,6 +11,13 @@
  * of the counters. */
 struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind);
 
+/* True when kind is the CPU memory the program asked for (heap, or cpu for
+ * a profile with Python objects): the views then add the CUDA columns. */
+static inline bool ml_view_main_kind(enum ml_kind kind)
+{
+	return kind == ML_KIND_HEAP || kind == ML_KIND_CPU;
+}
+
 /* When the kind reached its peak, ns since start-up (0 if unknown). */
 uint64_t ml_view_peak_time(const struct ml_agg *a, enum ml_kind kind);
 

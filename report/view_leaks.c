@@ -143,7 +143,8 @@ static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, str
 
 static bool cuda_kind_used(const struct ml_agg *a, int k)
 {
-	if (k == ML_KIND_CUDA_GPU || ml_kind_is_event((enum ml_kind)k))
+	if (k == ML_KIND_CUDA_GPU || !ml_kind_is_cuda((enum ml_kind)k) ||
+	    ml_kind_is_event((enum ml_kind)k))
 		return false;	/* the combined total: its blocks are listed per kind;
 				 * free events hold no memory */
 	struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
@@ -155,7 +156,7 @@ static void cuda_leaks_text(const struct ml_agg *a, const struct ml_view_opts *o
 	uint64_t bytes = 0, blocks = 0;
 	fputs("\nCUDA (host stack at allocation; a block still allocated when the profile was "
 	      "written,\nor when its context was destroyed, counts as leaked):\n\n", out);
-	for (int k = 1; k < ML_KIND_COUNT; k++) {
+	for (int k = 0; k < ML_KIND_COUNT; k++) {
 		if (!cuda_kind_used(a, k))
 			continue;
 		size_t n;
@@ -199,7 +200,7 @@ static void cuda_leaks_json(const struct ml_agg *a, const struct ml_view_opts *o
 	ml_json_object_begin(j);
 	ml_json_key(j, "records");
 	ml_json_array_begin(j);
-	for (int k = 1; k < ML_KIND_COUNT; k++) {
+	for (int k = 0; k < ML_KIND_COUNT; k++) {
 		size_t n;
 		if (!cuda_kind_used(a, k))
 			continue;
@@ -219,7 +220,7 @@ static void cuda_leaks_json(const struct ml_agg *a, const struct ml_view_opts *o
 	ml_json_array_end(j);
 	ml_json_key(j, "kinds");
 	ml_json_array_begin(j);
-	for (int k = 1; k < ML_KIND_COUNT; k++) {
+	for (int k = 0; k < ML_KIND_COUNT; k++) {
 		if (!cuda_kind_used(a, k))
 			continue;
 		struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
@@ -254,7 +255,7 @@ int ml_view_leaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE *ou
 	else
 		leaks_text(a, o, out, rows, n);
 	free(rows);
-	if (o->kind == ML_KIND_HEAP && ml_agg_has_cuda(a)) {
+	if (ml_view_main_kind(o->kind) && ml_agg_has_cuda(a)) {
 		if (j)
 			cuda_leaks_json(a, o, j);
 		else

@@ -41,14 +41,14 @@ static int load_function(const struct ml_agg *a, enum ml_kind kind, const char *
 			 const struct ml_sym_source *def, struct func_lines *fl)
 {
 	memset(fl, 0, sizeof(*fl));
-	fl->name = name;
+	fl->name = def->name ? def->name : name;
 	fl->file = def->file;
 	fl->first = def->first_line;
 	fl->last = def->last_line;
 	fl->rows = calloc((size_t)(fl->last - fl->first + 1), sizeof(*fl->rows));
 	if (!fl->rows)
 		return -ENOMEM;
-	fl->cuda = ml_agg_has_cuda(a) && kind == ML_KIND_HEAP;	/* --kind X: plain layout */
+	fl->cuda = ml_agg_has_cuda(a) && ml_view_main_kind(kind);	/* --kind X: plain layout */
 	fl->torch = ml_agg_has_torch_blocks(a);
 	fill_rows(a, kind, fl);
 	fl->have_source = ml_view_load_source(a, fl->file, name, false, &fl->src,

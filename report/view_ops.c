@@ -175,9 +175,9 @@ static int64_t value(const struct layout *l, const struct ml_agg_func *f, enum m
 		return op_cuda ? net(f->total, ML_KIND_TORCH_CUDA, ML_KIND_TORCH_CUDA_FREED)
 			       : (int64_t)ml_agg_cuda_mem(l->a, f->total).alloc_bytes;
 	case ML_OPS_SELF_OTHER_MEMORY:
-		return l->ops ? (int64_t)ml_aten_row_of(f)->other_self.alloc_bytes : 0;
+		return l->ops ? (int64_t)ml_aten_row_of(f)->other_self[kind].alloc_bytes : 0;
 	case ML_OPS_OTHER_MEMORY:
-		return l->ops ? (int64_t)ml_aten_row_of(f)->other_total.alloc_bytes : 0;
+		return l->ops ? (int64_t)ml_aten_row_of(f)->other_total[kind].alloc_bytes : 0;
 	default: return (int64_t)ml_ops_key_value(f, key, kind);
 	}
 }
@@ -270,8 +270,9 @@ static void function_footer(const struct layout *l, const struct ml_view_opts *o
 	char u[ML_UNITS_LEN];
 	fprintf(out, "Self CPU Mem total: %s%s%s%s%s\n\n", l->estimated ? "~" : "",
 		ml_units_bytes(a->totals[o->kind].alloc_bytes, u, sizeof(u)),
-		o->kind == ML_KIND_HEAP ? "" : " (", o->kind == ML_KIND_HEAP ? "" : ml_kind_name(o->kind),
-		o->kind == ML_KIND_HEAP ? "" : ")");
+		o->kind == ML_KIND_HEAP ? "" : " (",
+		o->kind == ML_KIND_HEAP ? "" : o->kind == ML_KIND_CPU ? "heap + Python objects" :
+		ml_kind_name(o->kind), o->kind == ML_KIND_HEAP ? "" : ")");
 	ml_ops_time_footer(&l->time, out);
 	if (l->cuda && l->torch_blocks)
 		fprintf(out, "Self CUDA Mem total: %s (PyTorch's CUDA blocks)\n\n",
@@ -283,23 +284,20 @@ static void function_footer(const struct layout *l, const struct ml_view_opts *o
 
 /* The footer of the table by ATen op: where the rest of the memory went,
  * and what the columns mean where they differ from torch.profiler's. */
-static void op_footer(const struct layout *l, FILE *out)
+static void op_footer(const struct layout *l, enum ml_kind kind, FILE *out)
 {
 	const struct ml_aten_ops *ops = l->ops;
 	struct ml_amount self = { 0 }, other = { 0 }, outside = { 0 };
 	char u1[ML_UNITS_LEN], u2[ML_UNITS_LEN], u3[ML_UNITS_LEN];
 	int64_t net_self = 0;
 	for (size_t i = 0; i < ops->n_rows; i++) {
-		for (int k = 0; k < ML_KIND_COUNT; k++)
-			if (ml_aten_ops_cpu_kind((enum ml_kind)k))
-				ml_amount_add(&self, &ops->rows[i].f.self[k]);
-		net_self -= (int64_t)ops->rows[i].f.self[ML_KIND_TORCH_CPU_FREED].alloc_bytes;
-		ml_amount_add(&other, &ops->rows[i].other_self);
+		ml_amount_add(&self, &ops->rows[i].f.self[kind]);
+		if (ml_aten_ops_cpu_kind(kind))
+			net_self -= (int64_t)ops->rows[i].f.self[ML_KIND_TORCH_CPU_FREED].alloc_bytes;
+		ml_amount_add(&other, &ops->rows[i].other_self[kind]);
 	}
 	net_self += (int64_t)self.alloc_bytes;
-	for (int k = 0; k < ML_KIND_COUNT; k++)
-		if (ml_aten_ops_cpu_kind((enum ml_kind)k))
-			ml_amount_add(&outside, &ops->outside[k]);
+	ml_amount_add(&outside, &ops->outside[kind]);
 	fprintf(out, "Self CPU Mem total: %s of tensor storage allocated in ops, %s net of what "
 		"they freed (%s in %llu blocks in all)\n",
 		ml_units_bytes(self.alloc_bytes, u1, sizeof(u1)),
@@ -351,7 +349,7 @@ static void ops_text(const struct layout *l, const struct ml_view_opts *o, FILE 
 		row_text(l, out, rows[i], o->kind, name_width);
 	dashes(l, out, name_width);
 	if (l->ops)
-		op_footer(l, out);
+		op_footer(l, o->kind, out);
 	else
 		function_footer(l, o, out);
 }
@@ -393,8 +391,8 @@ static void row_json(const struct layout *l, const struct ml_view_opts *o, struc
 			ml_json_key(j, ml_ops_key_name(torch_keys[k]));
 			ml_json_i64(j, value(l, f, torch_keys[k], o->kind));
 		}
-		amount_field(j, "other_self", &ml_aten_row_of(f)->other_self);
-		amount_field(j, "other_total", &ml_aten_row_of(f)->other_total);
+		amount_field(j, "other_self", &ml_aten_row_of(f)->other_self[o->kind]);
+		amount_field(j, "other_total", &ml_aten_row_of(f)->other_total[o->kind]);
 		amount_field(j, "freed_self", &f->self[ML_KIND_TORCH_CPU_FREED]);
 		amount_field(j, "freed_total", &f->total[ML_KIND_TORCH_CPU_FREED]);
 	}
@@ -454,7 +452,7 @@ static bool row_shown(const struct layout *l, const struct ml_agg_func *f, enum 
 	const struct ml_amount *t = &f->total[kind];
 	struct ml_amount g = l->cuda ? ml_agg_cuda_mem(l->a, f->total) : (struct ml_amount){ 0 };
 	struct ml_amount r = l->cuda ? ml_amount_gpu(f->total) : (struct ml_amount){ 0 };
-	bool other = l->ops && ml_aten_row_of(f)->other_total.allocs;
+	bool other = l->ops && ml_aten_row_of(f)->other_total[kind].allocs;
 	bool freed = l->ops && (f->total[ML_KIND_TORCH_CPU_FREED].allocs ||
 				f->total[ML_KIND_TORCH_CUDA_FREED].allocs);
 	return t->allocs || t->alloc_bytes || t->frees || g.allocs || r.allocs || other || freed ||
@@ -468,7 +466,7 @@ static int show(struct layout *l, const struct ml_view_opts *o, FILE *out, struc
 	const struct ml_agg_func **rows = calloc(n_all + 1, sizeof(*rows));
 	if (!rows)
 		return -ENOMEM;
-	l->cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
+	l->cuda = ml_agg_has_cuda(a) && ml_view_main_kind(o->kind);	/* --kind X: plain layout */
 	l->torch_blocks = ml_agg_has_torch_blocks(a);
 	l->estimated = a->profile->sampled;
 	ml_ops_time_begin(&l->time, a, o);
@@ -492,7 +490,7 @@ int ml_view_ops(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
 	struct layout l = { .a = a, .columns = function_columns,
 			    .n_columns = sizeof(function_columns) / sizeof(function_columns[0]) };
 	struct ml_aten_ops *ops = NULL;
-	if (o->by == ML_OPS_BY_OP || (o->by == ML_OPS_BY_AUTO && o->kind == ML_KIND_HEAP)) {
+	if (o->by == ML_OPS_BY_OP || (o->by == ML_OPS_BY_AUTO && ml_view_main_kind(o->kind))) {
 		int err = ml_aten_ops_build(a, &ops);
 		if (err < 0)
 			return err;

@@ -145,7 +145,9 @@ static int cuda_peaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 	} else {
 		fputs("\nCUDA: each kind's peak is its own moment; live at it by source line:\n", out);
 	}
-	for (int k = 1; k < ML_KIND_COUNT; k++) {
+	for (int k = 0; k < ML_KIND_COUNT; k++) {
+		if (!ml_kind_is_cuda((enum ml_kind)k))
+			continue;
 		struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
 		if (!t.allocs || k == ML_KIND_CUDA_GPU || ml_kind_is_event((enum ml_kind)k))
 			continue;
@@ -247,7 +249,7 @@ int ml_view_peak(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out
 		peak_text(a, o, out, rows, n, lines, n_lines);
 	free(rows);
 	free(lines);
-	if (o->kind == ML_KIND_HEAP && ml_agg_has_cuda(a)) {
+	if (ml_view_main_kind(o->kind) && ml_agg_has_cuda(a)) {
 		int rc = gpu_peak(a, o, out, j);
 		return rc < 0 ? rc : cuda_peaks(a, o, out, j);
 	}

@@ -81,11 +81,30 @@ static void header_line(FILE *out, const struct columns *c)
 	fprintf(out, "  Program\n");
 }
 
+/* The process's CPU memory: the heap's totals, with a Python program's
+ * objects added (they share the heap's peak: common/kinds.h). */
+static struct ml_fmt_total cpu_totals(const struct ml_profile *p)
+{
+	struct ml_fmt_total t = p->totals[ML_KIND_HEAP];
+	if (p->kinds_present & (1u << ML_KIND_PYTHON)) {
+		const struct ml_fmt_total *py = &p->totals[ML_KIND_PYTHON];
+		t.allocs += py->allocs;
+		t.alloc_bytes += py->alloc_bytes;
+		t.frees += py->frees;
+		t.freed_bytes += py->freed_bytes;
+		t.live_blocks += py->live_blocks;
+		t.live_bytes += py->live_bytes;
+		if (py->peak_bytes > t.peak_bytes)
+			t.peak_bytes = py->peak_bytes;
+	}
+	return t;
+}
+
 static void proc_line(FILE *out, const struct ml_runset *rs, size_t i, const struct columns *c)
 {
 	const struct ml_proc *pr = &rs->procs[i];
 	const struct ml_profile *p = pr->p;
-	const struct ml_fmt_total *h = &p->totals[ML_KIND_HEAP];
+	const struct ml_fmt_total cpu = cpu_totals(p), *h = &cpu;
 	char end[32], peak[ML_UNITS_LEN], alloc[ML_UNITS_LEN], leak[ML_UNITS_LEN];
 	char start[ML_UNITS_LEN], took[ML_UNITS_LEN], gpu[ML_UNITS_LEN];
 	uint64_t s = p->meta.start_realtime_ns;
@@ -164,7 +183,7 @@ static void proc_json(struct ml_json *j, const struct ml_runset *rs, size_t i)
 {
 	const struct ml_proc *pr = &rs->procs[i];
 	const struct ml_profile *p = pr->p;
-	const struct ml_fmt_total *h = &p->totals[ML_KIND_HEAP];
+	const struct ml_fmt_total cpu = cpu_totals(p), *h = &cpu;
 	char end[32];
 	end_text(&p->meta, end, sizeof(end));
 	ml_json_object_begin(j);

@@ -14,6 +14,7 @@
 
 struct trow {
 	uint64_t samples, self_samples;	/* inclusive / self */
+	uint64_t gil;			/* of samples: waiting for the GIL */
 	uint64_t hits;			/* exact (gcov) when have_hits */
 	bool have_hits;
 	struct ml_view_line_mem m;	/* its memory */
@@ -28,6 +29,8 @@ struct tfunc {
 	struct ml_source src;
 	bool have_source, source_modified, exact;
 	bool cuda;			/* the profile has CUDA kinds: CUDA columns */
+	bool gil;			/* wall clock, Python: the GIL Wait column */
+	uint64_t gil_samples;		/* the function's, waiting for the GIL */
 };
 
 static void fill(const struct ml_agg *a, const struct ml_view_opts *o, struct tfunc *tf)
@@ -41,16 +44,19 @@ static void fill(const struct ml_agg *a, const struct ml_view_opts *o, struct tf
 		struct trow *r = &tf->rows[l->line - tf->first];
 		r->samples += l->total_samples;
 		r->self_samples += l->self_samples;
+		r->gil += l->gil_samples;
 		if (ml_view_line_mem_add(&r->m, a, l, kind))
 			r->mem = true;
 	}
-	tf->cuda = ml_agg_has_cuda(a) && o->kind == ML_KIND_HEAP;	/* --kind X: plain layout */
+	tf->cuda = ml_agg_has_cuda(a) && ml_view_main_kind(o->kind);	/* --kind X: plain layout */
 	for (size_t i = 0; i < a->n_funcs; i++)
 		if (ml_sym_name_matches(a->funcs[i].name, tf->name) &&
 		    (!a->funcs[i].file || ml_view_same_file(a->funcs[i].file, tf->file))) {
 			tf->samples += a->funcs[i].total_samples;
 			tf->self_samples += a->funcs[i].self_samples;
+			tf->gil_samples += a->funcs[i].gil_samples;
 		}
+	tf->gil = a->profile->has_python && a->profile->sampling.clock == ML_CLOCK_WALL;
 	tf->exact = o->cov && ml_cov_has_file(o->cov, tf->file);
 	for (int line = tf->first; tf->exact && line <= tf->last; line++) {
 		struct trow *r = &tf->rows[line - tf->first];
@@ -63,7 +69,7 @@ static int load(const struct ml_agg *a, const struct ml_view_opts *o, const char
 		const struct ml_sym_source *def, struct tfunc *tf, bool quiet)
 {
 	memset(tf, 0, sizeof(*tf));
-	tf->name = name;
+	tf->name = def->name ? def->name : name;
 	tf->file = def->file;
 	tf->first = def->first_line;
 	tf->last = def->last_line;
@@ -102,9 +108,12 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 	fprintf(out, "Total time: %g s\n", (double)tf->samples * period_s);
 	fprintf(out, "File: %s\n", tf->file);
 	fprintf(out, "Function: %s at line %d\n\n", tf->name, tf->first);
-	int len = fprintf(out, "%6s %9s %12s %8s %8s %12s %12s %12s %12s %12s  %10s", "Line #",
-			  tf->exact ? "Hits" : "Samples", "Time", "Per Hit", "% Time", "Self Time",
-			  "Self Alloc", "Total Alloc", "Peak", "Leaked", "Allocs");
+	int len = fprintf(out, "%6s %9s %12s %8s %8s %12s", "Line #", tf->exact ? "Hits" : "Samples",
+			  "Time", "Per Hit", "% Time", "Self Time");
+	if (tf->gil)
+		len += fprintf(out, " %12s", "GIL Wait");
+	len += fprintf(out, " %12s %12s %12s %12s  %10s", "Self Alloc", "Total Alloc", "Peak",
+		       "Leaked", "Allocs");
 	if (tf->cuda)
 		len += ml_view_line_cuda_header(out, ml_agg_has_torch_blocks(a));
 	if (tf->have_source)
@@ -116,7 +125,7 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 	for (int line = tf->first; line <= tf->last; line++) {
 		const struct trow *r = &tf->rows[line - tf->first];
 		char hits[32] = "", time[32] = "", per[32] = "", pct[32] = "", stime[32] = "";
-		char allocs[32] = "";
+		char allocs[32] = "", gil[32] = "";
 		uint64_t h = tf->exact ? r->hits : r->samples;
 		bool show = tf->exact ? (r->have_hits && (r->hits || r->samples)) : r->samples > 0;
 		if (tf->exact && r->have_hits && !r->hits && r->samples)
@@ -130,6 +139,7 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 			snprintf(pct, sizeof(pct), "%.1f", tf->samples ?
 				 100.0 * (double)r->samples / (double)tf->samples : 0.0);
 			snprintf(stime, sizeof(stime), "%.1f", (double)r->self_samples * period_s / unit);
+			snprintf(gil, sizeof(gil), "%.1f", (double)r->gil * period_s / unit);
 		}
 		self[0] = total[0] = peak[0] = leaked[0] = '\0';
 		if (r->mem) {
@@ -139,8 +149,10 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 			ml_units_bytes(r->m.leaked_bytes, leaked, sizeof(leaked));
 			snprintf(allocs, sizeof(allocs), "%llu", (unsigned long long)r->m.allocs);
 		}
-		fprintf(out, "%6d %9s %12s %8s %8s %12s %12s %12s %12s %12s  %10s", line, hits, time,
-			per, pct, stime, self, total, peak, leaked, allocs);
+		fprintf(out, "%6d %9s %12s %8s %8s %12s", line, hits, time, per, pct, stime);
+		if (tf->gil)
+			fprintf(out, " %12s", gil);
+		fprintf(out, " %12s %12s %12s %12s  %10s", self, total, peak, leaked, allocs);
 		if (tf->cuda)
 			ml_view_line_cuda_cells(out, &r->m, r->mem, ml_agg_has_torch_blocks(a));
 		if (tf->have_source) {
@@ -176,6 +188,10 @@ static void json_func(struct ml_json *j, const struct ml_agg *a, const struct tf
 	ml_json_u64(j, tf->self_samples);
 	ml_json_key(j, "total_time_ns");
 	ml_json_u64(j, tf->samples * period);
+	if (tf->gil) {
+		ml_json_key(j, "gil_wait_samples");
+		ml_json_u64(j, tf->gil_samples);
+	}
 	ml_json_key(j, "lines");
 	ml_json_array_begin(j);
 	for (int line = tf->first; line <= tf->last; line++) {
@@ -200,6 +216,10 @@ static void json_func(struct ml_json *j, const struct ml_agg *a, const struct tf
 		ml_json_u64(j, r->samples * period);
 		ml_json_key(j, "self_time_ns");
 		ml_json_u64(j, r->self_samples * period);
+		if (tf->gil) {
+			ml_json_key(j, "gil_wait_samples");
+			ml_json_u64(j, r->gil);
+		}
 		ml_view_line_mem_json(j, &r->m, tf->cuda);
 		ml_json_object_end(j);
 	}

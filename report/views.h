@@ -53,7 +53,10 @@ enum ml_ops_by {
 };
 
 struct ml_view_opts {
-	enum ml_kind kind;		/* the memory kind shown (heap for now) */
+	enum ml_kind kind;		/* the memory kind shown */
+	bool kind_set;			/* kind was asked for; else the profile's default
+					 * (ml_report_default_kind) */
+	bool native;			/* stacks with Python frames keep every native frame */
 	long limit;			/* rows or records at most; < 0: all */
 	enum ml_ops_key sort;		/* ops only */
 	enum ml_ops_by by;		/* ops only */

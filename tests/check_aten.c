@@ -196,9 +196,9 @@ START_TEST(op_sums)
 	ck_assert_uint_eq(add->f.self[ML_KIND_TORCH_CPU_FREED].alloc_bytes, 300);
 	ck_assert_uint_eq(add->f.total[ML_KIND_TORCH_CPU_FREED].alloc_bytes, 300);
 	ck_assert_uint_eq(add->f.self[ML_KIND_TORCH_CUDA].alloc_bytes, 512);
-	ck_assert_uint_eq(add->other_self.alloc_bytes, 64);
-	ck_assert_uint_eq(add->other_total.allocs, 2);
-	ck_assert_uint_eq(empty->other_total.alloc_bytes, 0);
+	ck_assert_uint_eq(add->other_self[ML_KIND_HEAP].alloc_bytes, 64);
+	ck_assert_uint_eq(add->other_total[ML_KIND_HEAP].allocs, 2);
+	ck_assert_uint_eq(empty->other_total[ML_KIND_HEAP].alloc_bytes, 0);
 	ck_assert_uint_eq(o->tensor_total.alloc_bytes, 1000 + 300 + 77 + 5);
 	ck_assert_uint_eq(o->outside[ML_KIND_HEAP].alloc_bytes, 77);
 	ck_assert_uint_eq(add->f.self_samples, 7);

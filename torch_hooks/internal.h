@@ -106,7 +106,7 @@ struct ml_torch_pyapi {
 extern struct ml_torch_pyapi ml_torch_py;
 
 /* Fills ml_torch_py with dlsym.  Returns true when every function is
- * there (a CPython 3.8 or later in the process).  Start-up only. */
+ * there (a CPython 3.8 or later in the process). */
 bool ml_torch_pyapi_find(void);
 
 /* ---- schemas.c: the audit hook ---- */
@@ -114,7 +114,8 @@ bool ml_torch_pyapi_find(void);
 /* Registers the audit hook that, once torch._C is loaded, reads the
  * operator schemas and looks the real functions up, and once
  * torch.autograd.profiler is, records record_function scopes as regions.
- * Start-up only; needs ml_torch_pyapi_find(). */
+ * Once, when the interpreter runs the program (GIL held); needs
+ * ml_torch_pyapi_find(). */
 void ml_torch_schemas_start(void);
 
 /* ---- record_function.c: scopes as memline regions ---- */

@@ -1,7 +1,7 @@
-/* torch_hooks/room.c - the PyTorch room's place in the core's registry: at
- * start-up, in a Python process, the audit hook that follows `import torch`
- * (schemas.c); in a fork child, counts of its own; its section in every
- * profile of a process that used PyTorch. */
+/* torch_hooks/room.c - the PyTorch room's place in the core's registry: in
+ * a Python process, once the interpreter runs the program, the audit hook
+ * that follows `import torch` (schemas.c); in a fork child, counts of its
+ * own; its section in every profile of a process that used PyTorch. */
 #include <stdlib.h>
 #include <string.h>
 #include "torch_hooks/internal.h"
@@ -9,8 +9,10 @@
 struct ml_torch_state ml_torch;
 
 /* MEMLINE_TORCH_PYTHON=0 leaves Python alone: no audit hook, so no
- * schemas (C++ ids as op names) and no record_function regions. */
-static void start(void)
+ * schemas (C++ ids as op names) and no record_function regions.  The hook
+ * is added once the interpreter runs the program (python_ready), so that
+ * it allocates and frees the hook's entry with one allocator. */
+static void python_ready(void)
 {
 	const char *v = getenv("MEMLINE_TORCH_PYTHON");
 	if (v && strcmp(v, "0") == 0)
@@ -31,7 +33,7 @@ static void fork_child(void)
 
 static const struct ml_room torch_room = {
 	.name = "torch",
-	.start = start,
+	.python_ready = python_ready,
 	.fork_child = fork_child,
 	.write_sections = ml_torch_write,
 };

@@ -1,6 +1,6 @@
 /* torch_hooks/schemas.c - what a Python process that imports torch tells
- * memline, through an audit hook (PySys_AddAuditHook, registered before the
- * interpreter starts) that acts at the "import" events that follow:
+ * memline, through an audit hook (PySys_AddAuditHook, added once the
+ * interpreter runs the program) that acts at the "import" events that follow:
  *   - once torch._C is loaded: libc10's real functions are looked up (here,
  *     outside the CUDA allocator's lock), and every ATen operator's (name,
  *     overload) is copied, so that the report names the C++ frame
@@ -261,9 +261,14 @@ static int audit(const char *event, void *args, void *data)
 	return 0;
 }
 
-/* Before the interpreter starts: no Python object may be made yet. */
+/* Once the interpreter runs the program (GIL held): the hook, and a first
+ * look, for a torch imported before (sitecustomize, a start-up script). */
 void ml_torch_schemas_start(void)
 {
-	if (ml_torch_py.add_audit_hook(audit, NULL) != 0)
+	if (ml_torch_py.add_audit_hook(audit, NULL) != 0) {
+		ml_torch_py.err_clear();
 		ml_warn("cannot follow PyTorch in this Python: op names come from C++ symbols only");
+		return;
+	}
+	audit("import", NULL, NULL);
 }

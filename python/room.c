@@ -1,0 +1,89 @@
+/* python/room.c - the Python room's place in the runtime's life (struct
+ * ml_room): found and started with the runtime, a stack decorator for every
+ * capture, a fork child's reset, its sections in every profile. */
+#include <stdlib.h>
+#include <string.h>
+#include "core/core.h"
+#include "python/internal.h"
+
+static bool env_off(const char *name)
+{
+	const char *v = getenv(name);
+	return v && (strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "off") == 0 ||
+		     strcmp(v, "false") == 0);
+}
+
+static void start(void)
+{
+	ml_py_detect();
+	if (!ml_py.found)
+		return;
+	ml_py_boot_config.allocators = !env_off("MEMLINE_PYMEM");
+	/* Off only to measure what reading frames costs (bench/python_bench.py). */
+	ml_py_boot_config.frames = !env_off("MEMLINE_PY_FRAMES");
+	const char *dir = getenv("MEMLINE_PY_BOOT_DIR");
+	if (dir && strlen(dir) < sizeof(ml_py_boot_config.boot_dir))
+		strcpy(ml_py_boot_config.boot_dir, dir);
+	if (ml_py_codetab_init() < 0 || ml_py_boot_init() < 0) {
+		ml_warn("cannot follow the Python interpreter; its profile has native frames only");
+		ml_py.found = false;
+	}
+}
+
+/* A Python object's stack: native frames up to the innermost eval-loop
+ * frame, when one is there (python/internal.h, ML_STACK_PY_NATIVE_CUT). */
+static uint32_t cut_at_eval(const uint64_t *frames, uint32_t depth, uint32_t *flags)
+{
+	for (uint32_t i = 0; i < depth; i++)
+		if (frames[i] - 1 - ml_py.eval_lo < ml_py.eval_hi - ml_py.eval_lo) {
+			if (i + 1 < depth) {
+				*flags |= ML_STACK_PY_NATIVE_CUT;
+				*flags &= ~ML_STACK_TRUNCATED;
+			}
+			return i + 1;
+		}
+	return depth;
+}
+
+static uint32_t decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags)
+{
+	if (!ml_py.walking)
+		return depth;
+	if (ml_tl_py_object && !(*flags & ML_STACK_EXACT_IP))
+		depth = cut_at_eval(frames, depth, flags);
+	/* A sample (exact IP) interrupted the thread anywhere: read safely;
+	 * inside memline itself: take no lock, add no code object. */
+	unsigned mode = (*flags & ML_STACK_EXACT_IP) ? ML_PY_WALK_SAFE : 0;
+	if (*flags & ML_STACK_NESTED)
+		mode |= ML_PY_WALK_LOOKUP_ONLY;
+	return ml_py_walk(frames, depth, cap, flags, mode);
+}
+
+/* Only a Python interpreter's stacks are decorated, and only when its
+ * frames are read (MEMLINE_PY_FRAMES=0: the core's fast unwinder). */
+static bool decorates(void)
+{
+	return ml_py.found && ml_py_boot_config.frames;
+}
+
+static void fork_child(void)
+{
+	if (ml_py.found)
+		ml_py_codetab_after_fork();
+}
+
+static void write_sections(struct ml_writer *w)
+{
+	if (ml_py.found)
+		ml_py_write_sections(w);
+}
+
+static const struct ml_room python_room = {
+	.name = "python",
+	.start = start,
+	.fork_child = fork_child,
+	.decorate_stack = decorate,
+	.decorates = decorates,
+	.write_sections = write_sections,
+};
+ML_ROOM(python_room)

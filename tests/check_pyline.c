@@ -1,0 +1,122 @@
+/* tests/check_pyline.c - report/pyline.c against the interpreters themselves:
+ * real co_linetable bytes of CPython 3.10 to 3.13 with the line co_lines()
+ * gives every instruction (tests/pyline_vectors.h, made by
+ * tests/python/gen_pyline_vectors.py), plus hand-made edge cases. */
+#include <check.h>
+#include <stdint.h>
+#include "common/pyformat.h"
+#include "report/pyline.h"
+
+struct vector {
+	uint32_t format;
+	const char *what;
+	int firstlineno;
+	size_t len;
+	const uint8_t *table;
+	int units;
+	const int *lines;
+};
+
+static const struct vector vectors[] = {
+#include "tests/pyline_vectors.h"
+};
+#define N_VECTORS (sizeof(vectors) / sizeof(vectors[0]))
+
+START_TEST(every_instruction_of_every_version)
+{
+	const struct vector *v = &vectors[_i];
+	for (int unit = 0; unit < v->units; unit++) {
+		int got = ml_pyline_at(v->format, v->table, v->len, v->firstlineno, unit);
+		ck_assert_msg(got == v->lines[unit], "%s: instruction %d: line %d, want %d", v->what,
+			      unit, got, v->lines[unit]);
+	}
+}
+END_TEST
+
+START_TEST(range_covers_every_line)
+{
+	const struct vector *v = &vectors[_i];
+	int lo, hi, want_lo = 0, want_hi = 0;
+	for (int unit = 0; unit < v->units; unit++) {
+		int l = v->lines[unit];
+		if (l <= 0)	/* none, or 3.11+'s artificial line 0 */
+			continue;
+		if (!want_lo || l < want_lo)
+			want_lo = l;
+		if (l > want_hi)
+			want_hi = l;
+	}
+	int rc = ml_pyline_range(v->format, v->table, v->len, v->firstlineno, &lo, &hi);
+	if (!want_lo) {
+		ck_assert_int_eq(rc, -1);
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(lo, want_lo);
+	/* hi may pass the last instruction's line: the end of a multi-line
+	 * statement (a nested def spans its whole body); never the source's
+	 * end (545 lines). */
+	ck_assert_int_ge(hi, want_hi);
+	ck_assert_int_le(hi, 545);
+}
+END_TEST
+
+START_TEST(not_started_is_first_line)
+{
+	static const uint8_t t310[] = { 6, 1, 4, 1 };
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_310, t310, sizeof(t310), 7, -1), 7);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_310, t310, sizeof(t310), 7, 0), 8);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_310, t310, sizeof(t310), 7, 4), 9);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_310, t310, sizeof(t310), 7, 5), -1);
+}
+END_TEST
+
+START_TEST(no_line_marks)
+{
+	/* 3.10: a -128 line delta is "no line" and moves nothing. */
+	static const uint8_t t310[] = { 2, 1, 2, 0x80, 2, 1 };
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_310, t310, sizeof(t310), 1, 0), 2);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_310, t310, sizeof(t310), 1, 1), -1);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_310, t310, sizeof(t310), 1, 2), 3);
+	/* 3.11: code 15 has no location; code 13 a signed varint delta
+	 * (-70: 141 = 0x4d 0x02 in 6-bit chunks). */
+	static const uint8_t t311[] = { 0x80 | (15 << 3) | 0, 0x80 | (13 << 3) | 1, 0x4d | 64, 0x02,
+					0x80 | (11 << 3), 3, 4 };
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_311, t311, sizeof(t311), 100, 0), -1);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_311, t311, sizeof(t311), 100, 1), 30);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_311, t311, sizeof(t311), 100, 2), 30);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_311, t311, sizeof(t311), 100, 3), 31);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_311, t311, sizeof(t311), 100, 4), -1);
+}
+END_TEST
+
+START_TEST(truncated_tables_stop)
+{
+	/* A table cut inside an entry never reads past its end. */
+	static const uint8_t t311[] = { 0x80 | (14 << 3) | 2, 0x41 };
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_311, t311, sizeof(t311), 5, 0), -1);
+	static const uint8_t t310[] = { 4 };
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_310, t310, sizeof(t310), 5, 0), -1);
+	int lo, hi;
+	ck_assert_int_eq(ml_pyline_range(ML_PY_LINETABLE_310, t310, 0, 5, &lo, &hi), -1);
+	ck_assert_int_eq(lo, 5);
+	ck_assert_int_eq(hi, 5);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("pyline");
+	TCase *tc = tcase_create("pyline");
+	tcase_add_loop_test(tc, every_instruction_of_every_version, 0, (int)N_VECTORS);
+	tcase_add_loop_test(tc, range_covers_every_line, 0, (int)N_VECTORS);
+	tcase_add_test(tc, not_started_is_first_line);
+	tcase_add_test(tc, no_line_marks);
+	tcase_add_test(tc, truncated_tables_stop);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

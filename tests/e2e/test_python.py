@@ -1,0 +1,539 @@
+"""tests/e2e/test_python.py - Python programs under memline: the oracles of
+python-profiling.md §10 (tracemalloc's per-line bytes, traceback's stacks,
+exact buffers, threads, sampled time against the program's own clock) on
+every CPython 3.10-3.13 found here, launchers, the program's unchanged
+world, child processes, and every view in Python terms.  A CPython a fresh
+Debian 12 lacks (pyenv's) is a counted skip."""
+
+import glob
+import json
+
+from harness import *  # noqa: F401,F403
+from harness import (ROOT, OPTS, Fail, Skip, check, eq, memline, rcli, report, run, run_dir_of,
+		     test, text, Run)
+
+PYFIX = os.path.join(ROOT, "tests", "fixtures", "py")
+PYENV = "/root/.pyenv/versions"
+
+# (label, how to find it): Debian's own, and pyenv's where installed.
+INTERPRETERS = [
+	("3_10", "pyenv", "3.10"),
+	("3_11", "pyenv", "3.11"),
+	("3_11_debian", "/usr/bin/python3.11", "3.11"),
+	("3_12", "pyenv", "3.12"),
+	("3_13", "pyenv", "3.13"),
+]
+
+
+def interpreter(where, minor):
+	"""The path of the interpreter, or raises Skip."""
+	if where != "pyenv":
+		if not os.path.exists(where):
+			raise Skip("no %s" % where)
+		return where
+	found = sorted(glob.glob(os.path.join(PYENV, minor + ".*", "bin", "python" + minor)))
+	found = [p for p in found if re.match(r".*/%s\.\d+/bin/" % re.escape(minor), p)]
+	if not found:
+		raise Skip("no CPython %s here (pyenv)" % minor)
+	return found[-1]
+
+
+def imports(py, module):
+	"""Whether interpreter py imports module (Debian's python3-* packages
+	import only under Debian's python3)."""
+	return run([py, "-c", "import " + module], timeout=120).returncode == 0
+
+
+def py_fixture(name):
+	return os.path.join(PYFIX, name)
+
+
+def py_line(name, marker):
+	"""The line of the `# L:marker` comment in tests/fixtures/py/NAME."""
+	pat = re.compile(r"# L:%s$" % re.escape(marker))
+	with open(py_fixture(name)) as f:
+		hits = [i for i, t in enumerate(f, 1) if pat.search(t.rstrip())]
+	if len(hits) != 1:
+		raise Fail("marker L:%s found %d times in %s" % (marker, len(hits), name))
+	return hits[0]
+
+
+def per_version(fn):
+	"""Registers fn(py) once per interpreter: NAME_3_10, NAME_3_11, ..."""
+	for label, where, minor in INTERPRETERS:
+		def one(where=where, minor=minor):
+			fn(interpreter(where, minor))
+		one.__name__ = "%s_%s" % (fn.__name__, label)
+		test(one)
+	return fn
+
+
+def python_profile(r):
+	"""The one profile of the Python process of a Run."""
+	fs = [f for f in r.files() if re.match(r"memline\.python3[.\d]*\.\d+", os.path.basename(f))]
+	check(len(fs) == 1, "want 1 python profile, got %s" % [os.path.basename(f) for f in r.files()])
+	return fs[0]
+
+
+def is_py(fr):
+	return fr.get("python") is True
+
+
+def innermost_py_lines(doc, view, src):
+	"""{line: [bytes, blocks]} of the records whose innermost frame is a
+	Python frame in src (tracemalloc's own rule: the allocation's innermost
+	Python frame)."""
+	out = {}
+	for r in doc[view]["records"]:
+		fr = r["frames"]
+		if not fr or not is_py(fr[0]) or os.path.basename(fr[0]["file"] or "") != src:
+			continue
+		e = out.setdefault(fr[0]["line"], [0, 0])
+		e[0] += r["bytes"]
+		e[1] += r["blocks"]
+	return out
+
+
+# ------------------------------------------------ §10.1: tracemalloc
+
+@per_version
+def python_objects_equal_tracemalloc(py):
+	"""Live bytes of Python objects per line at the same moment equal
+	tracemalloc's statistics("lineno") of an independent run (within 1%,
+	exact here)."""
+	oracle = run([py, py_fixture("objects.py"), "tracemalloc"], timeout=120)
+	eq(oracle.returncode, 0, "the tracemalloc run's exit status")
+	want = {int(k): v for k, v in json.loads(text(oracle.stdout)).items()}
+	r = Run(py, [py_fixture("objects.py")])
+	doc = report(python_profile(r), "leaks", "--kind", "python", "--limit", "100000")
+	got = innermost_py_lines(doc, "leaks", "objects.py")
+	for marker in ("list", "bytes", "bytearray", "dictcomp", "str"):
+		line = py_line("objects.py", marker)
+		check(line in want, "tracemalloc has no line %d (%s): %s" % (line, marker, want))
+		check(line in got, "memline has no line %d (%s): %s" % (line, marker, got))
+		# Within 1%: a temporary that goes to a free list (the [None] of
+		# [None] * 1000) stays on its line for memline (its memory is still
+		# allocated), while tracemalloc moves it to wherever it is reused.
+		w, g = want[line][0], got[line][0]
+		check(abs(g - w) <= w / 100, "line %d (%s): memline %d bytes, tracemalloc %d"
+		      % (line, marker, g, w))
+
+
+@per_version
+def python_objects_malloc_only(py):
+	"""Without the PyMem wrappers (--no-pymem) memline sees malloc alone:
+	per line, exactly the blocks over 512 bytes tracemalloc traces (those
+	pymalloc asks malloc for)."""
+	oracle = run([py, py_fixture("objects.py"), "tracemalloc"], timeout=120)
+	want = {int(k): v for k, v in json.loads(text(oracle.stdout)).items()}
+	r = Run(py, [py_fixture("objects.py")], opts=["--no-pymem"])
+	prof = python_profile(r)
+	got = innermost_py_lines(report(prof, "leaks", "--kind", "heap", "--limit", "100000"),
+				 "leaks", "objects.py")
+	for marker in ("list", "bytes", "bytearray", "dictcomp", "str"):
+		line = py_line("objects.py", marker)
+		check(want[line][2] > 0, "line %d (%s) has no block over 512 bytes" % (line, marker))
+		eq(got.get(line, [0])[0], want[line][2], "heap bytes on line %d (%s)" % (line, marker))
+	py_doc = report(prof, "leaks", "--kind", "python")
+	eq(py_doc["leaks"]["summary"]["allocs"], 0, "Python objects recorded with --no-pymem")
+
+
+# ------------------------------------------------ §10.4: hybrid stacks
+
+@per_version
+def python_stack_equals_traceback(py):
+	"""The Python part of the stack of bytearray(600) at the end of
+	deep(18) equals traceback.extract_stack() taken on that line."""
+	r = Run(py, [py_fixture("deep.py")])
+	want = json.loads(text(r.proc.stdout))
+	doc = report(python_profile(r), "leaks", "--kind", "python", "--limit", "100000")
+	line = py_line("deep.py", "alloc")
+	recs = [s for s in doc["leaks"]["records"] if s["bytes"] == 601 and s["frames"]
+		and is_py(s["frames"][0]) and s["frames"][0]["line"] == line]
+	eq(len(recs), 1, "records of the 601-byte buffer on line %d" % line)
+	frames = recs[0]["frames"]
+	check(all(is_py(f) for f in frames),
+	      "interpreter frames shown by default: %s" % [f["function"] for f in frames if not is_py(f)])
+	got = [(f["function"].split(".")[-1], f["file"], f["line"]) for f in reversed(frames)]
+	eq(got, [tuple(x) for x in want], "Python frames, outermost first")
+	eq(frames[-2]["function"], "Holder.run", "the method's qualified name")
+
+
+@per_version
+def python_threads_own_lines(py):
+	"""Two threads, each its own line and its own stack: 1,000,033 and
+	2,000,033 bytes."""
+	r = Run(py, [py_fixture("threads.py")])
+	doc = report(python_profile(r), "leaks", "--kind", "python", "--limit", "100000")
+	got = innermost_py_lines(doc, "leaks", "threads.py")
+	eq(got.get(py_line("threads.py", "one")), [1000033, 1], "thread one's line")
+	eq(got.get(py_line("threads.py", "two")), [2000033, 1], "thread two's line")
+	for name, size in (("one", 1000033), ("two", 2000033)):
+		recs = [s for s in doc["leaks"]["records"] if s["bytes"] == size]
+		eq(len(recs), 1, "records of %d bytes" % size)
+		funcs = [f["function"] for f in recs[0]["frames"] if is_py(f)]
+		eq(funcs[0], name, "innermost function of thread %s" % name)
+		check("<module>" not in funcs, "thread %s's stack shows the main thread: %s" % (name, funcs))
+
+
+# ------------------------------------------------ buffers
+
+@per_version
+def python_buffers_exact(py):
+	"""bytearray, numpy arrays and torch CPU tensors at their exact
+	requested size on their line (numpy and torch where importable)."""
+	r = Run(py, [py_fixture("buffers.py")])
+	doc = report(python_profile(r), "leaks", "--kind", "cpu", "--limit", "100000")
+
+	def sizes_on(marker):
+		"""Block sizes of the records with the marker's line on their stack
+		(numpy's own Python and C frames come inside it)."""
+		line, out = py_line("buffers.py", marker), []
+		for s in doc["leaks"]["records"]:
+			if any(is_py(f) and os.path.basename(f["file"]) == "buffers.py" and f["line"] == line
+			       for f in s["frames"]):
+				out += [s["bytes"] // s["blocks"]] * s["blocks"]
+		return out
+	check(3000001 in sizes_on("bytearray"), "bytearray(3000000): %s" % sizes_on("bytearray"))
+	if imports(py, "numpy"):
+		check(8000000 in sizes_on("numpy"), "np.ones(10**6): %s" % sizes_on("numpy"))
+		check(600000 in sizes_on("numpy2"), "np.empty((500, 300), float32): %s" % sizes_on("numpy2"))
+
+
+@test
+def python_torch_tensors_exact():
+	"""torch CPU tensors (Debian's python3-torch): exact sizes on their line,
+	under c10::alloc_cpu and the aten frames.  Slow (importing torch makes
+	a profile of some 700,000 stacks: about a minute to report): runs with
+	MEMLINE_E2E_SLOW=1."""
+	py = interpreter("/usr/bin/python3.11", "3.11")
+	if not os.environ.get("MEMLINE_E2E_SLOW"):
+		raise Skip("slow: set MEMLINE_E2E_SLOW=1")
+	if not imports(py, "torch"):
+		raise Skip("torch does not import here (python3-torch)")
+	r = Run(py, [py_fixture("torch_tensors.py")], opts=["--no-pymem", "--depth", "16"])
+	p = run([rcli(), "report", python_profile(r), "leaks", "--kind", "heap", "--json",
+		 "--limit", "1000000"], timeout=600)
+	eq(p.returncode, 0, "report's exit status")
+	doc = json.loads(text(p.stdout))
+	for marker, size in (("empty", 4000000), ("zeros", 524288)):
+		line = py_line("torch_tensors.py", marker)
+		recs = [s for s in doc["leaks"]["records"] if s["bytes"] == size and
+			[f for f in s["frames"] if is_py(f)][:1] and
+			[f for f in s["frames"] if is_py(f)][0]["line"] == line]
+		eq(len(recs), 1, "records of %d bytes on line %d" % (size, line))
+		funcs = [f["function"] for f in recs[0]["frames"]]
+		check(any(f.startswith("c10::alloc_cpu") for f in funcs), "no c10::alloc_cpu in %s" % funcs)
+
+
+# ------------------------------------------------ §10.8: time per line
+
+@per_version
+def python_lines_time_share(py):
+	"""--lines: the % Time of two Python lines of main() (3:1 work) within 3
+	points of each line's share of the thread CPU time the fixture measured
+	around it in the same run."""
+	r = Run(py, [py_fixture("timing.py"), "1500000"], opts=["--lines"])
+	truth = json.loads(text(r.proc.stdout))
+	doc = report(python_profile(r), "lines", "--function", "main")
+	fns = [f for f in doc["lines"]["functions"] if f["name"] == "main"]
+	eq(len(fns), 1, "functions named main")
+	fn = fns[0]
+	rows = {x["line"]: x for x in fn["lines"]}
+	check(fn["samples"] > 100, "main has %d samples" % fn["samples"])
+	total = truth["a"] + truth["b"]
+	for marker, key in (("phase_a", "a"), ("phase_b", "b")):
+		line = py_line("timing.py", marker)
+		got = 100.0 * rows[line]["samples"] / fn["samples"]
+		want = 100.0 * truth[key] / total
+		check(abs(got - want) <= 3.0, "line %d (%s): %.1f%% of main's samples, %.1f%% of its "
+		      "CPU time" % (line, marker, got, want))
+
+
+# ------------------------------------------------ launchers
+
+def expect_bytes_on(prof, src, line, size):
+	doc = report(prof, "leaks", "--kind", "python", "--limit", "100000")
+	got = innermost_py_lines(doc, "leaks", src)
+	check(got.get(line, [0])[0] >= size, "%s line %d: %s, want %d bytes" % (src, line, got.get(line), size))
+
+
+@test
+def python_launch_module():
+	"""python3 -m package."""
+	py = interpreter("/usr/bin/python3", "3.11")
+	d = tempfile.mkdtemp(dir=OPTS.tmp)
+	p = run([memline(), "run", "-o", d, "--", py, "-m", "mlpkg"], cwd=PYFIX)
+	eq(p.returncode, 0, "exit status (stderr %r)" % text(p.stderr)[-300:])
+	profs = glob.glob(os.path.join(run_dir_of(d, p.stderr), "memline.python3*.mlp"))
+	eq(len(profs), 1, "python profiles")
+	expect_bytes_on(profs[0], "__main__.py", py_line("mlpkg/__main__.py", "module"), 2345678 + 33)
+
+
+@test
+def python_launch_shebang_and_env():
+	"""A script started by its #! line (through env), and `env python3`."""
+	py = interpreter("/usr/bin/python3", "3.11")
+	env = dict(os.environ, PATH=os.path.dirname(py) + ":" + os.environ.get("PATH", ""))
+	for argv in ([py_fixture("shebang.py")], ["env", "python3", py_fixture("shebang.py")]):
+		r = Run(argv[0] if argv[0].startswith("/") else shutil.which(argv[0]), argv[1:], env=env)
+		profs = [f for f in r.files() if re.match(r"memline\.python3", os.path.basename(f))]
+		eq(len(profs), 1, "python profiles of %s" % argv)
+		expect_bytes_on(profs[0], "shebang.py", py_line("shebang.py", "shebang"), 1234567 + 33)
+
+
+@test
+def python_launch_pyenv_shim():
+	"""pyenv's shim: a bash script that execs pyenv, which execs python."""
+	shim = "/root/.pyenv/shims/python3"
+	if not os.path.exists(shim):
+		raise Skip("no pyenv shim here")
+	r = Run(shim, [py_fixture("shebang.py")])
+	profs = [f for f in r.files() if re.match(r"memline\.python3\.\d+\.", os.path.basename(f))]
+	check(len(profs) >= 1, "no profile of the python the shim ran: %s" % r.files())
+	expect_bytes_on(profs[-1], "shebang.py", py_line("shebang.py", "shebang"), 1234567 + 33)
+
+
+# ------------------------------------------------ the program's world
+
+@per_version
+def python_world_unchanged(py):
+	"""sys.path, os.environ, __main__, sys.argv, sys.modules, the exit
+	status and the output are what they are without memline."""
+	plain = run([py, py_fixture("world.py"), "arg"])
+	r = Run(py, [py_fixture("world.py"), "arg"], expect_rc=3)
+	eq(plain.returncode, 3, "exit status without memline")
+	want, got = json.loads(text(plain.stdout)), json.loads(text(r.proc.stdout))
+	for key in sorted(want):
+		eq(got[key], want[key], key)
+	said = [l for l in text(r.proc.stderr).splitlines() if not l.startswith("memline: wrote ")]
+	eq(said, [], "memline's lines on the program's stderr besides the summary")
+
+
+# ------------------------------------------------ children
+
+@per_version
+def python_children_fork_and_spawn(py):
+	"""multiprocessing children (fork and spawn) have their Python frames."""
+	# Not Run: multiprocessing's resource tracker may outlive the program,
+	# so memline run can name its profile only once it is written.
+	d = tempfile.mkdtemp(dir=OPTS.tmp)
+	p = run([memline(), "run", "-o", d, "--", py, py_fixture("children.py")], cwd=d, timeout=120)
+	eq(p.returncode, 0, "exit status (stderr %r)" % text(p.stderr)[-300:])
+	line = py_line("children.py", "child")
+	sizes = set()
+	for prof in sorted(glob.glob(os.path.join(d, "memline.*", "memline.*.mlp"))):
+		doc = report(prof, "leaks", "--kind", "python", "--limit", "100000")
+		got = innermost_py_lines(doc, "leaks", "children.py")
+		if line in got:
+			sizes.add(got[line][0])
+	eq(sorted(sizes), [3000033, 4000033], "children's bytes on line %d" % line)
+
+
+# ------------------------------------------------ an interpreter memline does not read
+
+@test
+def python_unsupported_interpreter():
+	"""CPython 3.9: one warning line, native frames, the program unchanged."""
+	found = sorted(glob.glob(os.path.join(PYENV, "3.9.*", "bin", "python3.9")))
+	if not found:
+		raise Skip("no CPython 3.9 here (pyenv)")
+	r = Run(found[-1], [py_fixture("world.py")], expect_rc=3)
+	warns = [l for l in text(r.proc.stderr).splitlines() if "Python 3.9" in l]
+	eq(len(warns), 1, "warning lines about Python 3.9")
+	prof = python_profile(r)
+	doc = report(prof, "leaks")
+	check(all(not is_py(f) for s in doc["leaks"]["records"] for f in s["frames"]),
+	      "Python frames from an interpreter memline does not read")
+
+
+# ------------------------------------------------ boot scripts (issue 10's hook)
+
+@test
+def python_boot_scripts():
+	"""*.py of MEMLINE_PY_BOOT_DIR run once per Python process, before
+	__main__, in a namespace of their own; a failing one is one warning."""
+	py = interpreter("/usr/bin/python3", "3.11")
+	d = tempfile.mkdtemp(dir=OPTS.tmp)
+	mark = os.path.join(d, "marks")
+	with open(os.path.join(d, "10_mark.py"), "w") as f:
+		f.write("import sys\nopen(%r, 'a').write('%%s %%s\\n' %% (__name__, "
+			"hasattr(sys.modules['__main__'], '__file__')))\n" % mark)
+	with open(os.path.join(d, "20_fail.py"), "w") as f:
+		f.write("raise ValueError('boom')\n")
+	env = dict(os.environ, MEMLINE_PY_BOOT_DIR=d)
+	r = Run(py, [py_fixture("world.py")], env=env, expect_rc=3)
+	with open(mark) as f:
+		eq(f.read(), "__memline_boot__ False\n", "the boot script's run")
+	warns = [l for l in text(r.proc.stderr).splitlines() if "boom" in l]
+	eq(len(warns), 1, "warning lines about the failing boot script")
+	plain = json.loads(text(run([py, py_fixture("world.py")]).stdout))
+	eq(json.loads(text(r.proc.stdout))["modules"], plain["modules"], "sys.modules after boot")
+
+
+# ------------------------------------------------ GIL waits (wall clock)
+
+@per_version
+def python_gil_wait(py):
+	"""--clock wall: a thread that waits for the GIL (the main thread holds
+	it in C) has its line's samples counted as GIL wait, about the part of
+	its wall time it did not run (its own clocks, measured in the run).  The
+	margins: on a busy machine waiting for a CPU also keeps a thread from
+	running (fewer GIL samples than that); taking the GIL over after the
+	wait costs CPU inside the wait's own frames (a few points more)."""
+	r = Run(py, [py_fixture("gil.py")], opts=["--clock", "wall"])
+	truth = json.loads(text(r.proc.stdout))["contender"]
+	waited = 100.0 * (1 - truth["cpu"] / truth["wall"])
+	doc = report(python_profile(r), "lines", "--function", "contender")
+	fn = [f for f in doc["lines"]["functions"] if f["name"] == "contender"][0]
+	check(fn["samples"] > 200, "contender has %d samples" % fn["samples"])
+	got = 100.0 * fn["gil_wait_samples"] / fn["samples"]
+	check(waited - 25 <= got <= waited + 10, "GIL wait %.1f%% of the contender's samples; it did "
+	      "not run %.1f%% of its wall time" % (got, waited))
+	# The waits happen in the loop (where the eval loop lets the GIL go):
+	# its two lines hold them all.
+	line = py_line("gil.py", "contend")
+	loop = sum(x["gil_wait_samples"] for x in fn["lines"] if x["line"] in (line - 1, line))
+	eq(loop, fn["gil_wait_samples"], "GIL wait samples on the loop's lines")
+	ops = report(python_profile(r), "ops", "--sort", "self_cpu_time_total")
+	names = [f["name"] for f in ops["ops"]["functions"][:3]]
+	check("[waiting for the GIL]" in names, "top rows by self time: %s" % names)
+
+
+# ------------------------------------------------ every view in Python terms
+
+def view_doc(prof, view, *extra):
+	return report(prof, view, *extra)
+
+
+@per_version
+def python_views(py):
+	"""leaks, peak, ops and lines of a Python program speak Python: Python
+	functions are ops rows ranked by self memory under their qualified names
+	(3.10's rebuilt from the source), lines takes a plain or full name,
+	interpreter frames are left out unless --native, the default kind is cpu."""
+	r = Run(py, [py_fixture("views.py")])
+	prof = python_profile(r)
+	# The exact blocks: bytearray(200000)'s buffers (200,001 bytes) and
+	# objects (56, no free list), [0] * 200000's items (1,600,000); the lists'
+	# own objects and their temporaries may come from a free list: a few
+	# hundred bytes that depend on the interpreter's history.
+	forward = 3 * (200001 + 56)
+	inner = 3 * 200000 * 8
+	ops = view_doc(prof, "ops", "--limit", "100000")
+	eq(ops["kind"], "cpu", "the default kind of a Python profile")
+	rows = {x["name"]: x for x in ops["ops"]["functions"]}
+	for name in ("Model.forward", "Model.helper", "Model.helper.<locals>.inner", "step",
+		     "deco.<locals>.wrapper", "main", "<module>"):
+		check(name in rows, "no ops row %r" % name)
+	got = rows["Model.helper.<locals>.inner"]["self"]["alloc_bytes"]
+	check(inner <= got < inner + 1024, "inner's self bytes: %d" % got)
+	check(rows["main"]["total"]["alloc_bytes"] >= forward + inner, "main's total bytes")
+	order = [x["name"] for x in ops["ops"]["functions"]]
+	check(order.index("Model.helper.<locals>.inner") < order.index("Model.forward") < order.index("main"),
+	      "ranked by self memory: %s" % order[:12])
+	for name in ("forward", "Model.forward"):
+		lines = view_doc(prof, "lines", "--function", name)
+		fns = lines["lines"]["functions"]
+		eq([f["name"] for f in fns], ["Model.forward"], "functions for --function %s" % name)
+		row = {x["line"]: x for x in fns[0]["lines"]}[py_line("views.py", "forward")]
+		check(forward <= row["self_alloc_bytes"] < forward + 1024 and row["allocs"] >= 6,
+		      "the forward line: %d bytes in %d blocks" % (row["self_alloc_bytes"], row["allocs"]))
+		check("bytearray(n)" in (row["text"] or ""), "line text %r" % row["text"])
+	step = view_doc(prof, "lines", "--function", "step")["lines"]["functions"][0]
+	row = {x["line"]: x for x in step["lines"]}[py_line("views.py", "step")]
+	# Self: nothing but 3.10's frame objects of the calls made from it.
+	check(row["total_alloc_bytes"] >= forward + inner and row["self_alloc_bytes"] < 1024,
+	      "the decorated function's line: %s" % row)
+	leaks = view_doc(prof, "leaks", "--limit", "100000")
+	recs = [s for s in leaks["leaks"]["records"] if s["bytes"] == inner]
+	eq(len(recs), 1, "records of the three lists' items")
+	bufs = [s for s in leaks["leaks"]["records"] if s["bytes"] == 3 * 200001]
+	eq(len(bufs), 1, "records of the three bytearrays' buffers")
+	eq(bufs[0]["frames"][0]["line"], py_line("views.py", "forward"), "the buffers' line")
+	check(all(is_py(f) for f in recs[0]["frames"]), "native frames shown by default")
+	native = view_doc(prof, "leaks", "--limit", "100000", "--native")
+	recs = [s for s in native["leaks"]["records"] if s["bytes"] == inner]
+	check(recs and any(not is_py(f) for f in recs[0]["frames"]),
+	      "--native shows no native frame")
+	peak = view_doc(prof, "peak", "--limit", "100000")
+	check(any(l["line"] == py_line("views.py", "inner") and l["bytes"] >= inner
+		  for l in peak["peak"]["lines"]), "the peak by line")
+
+
+@test
+def report_python_views_text():
+	"""The views' text of a Python profile (also under ASan): function
+	names, source lines, no interpreter frame by default."""
+	py = interpreter("/usr/bin/python3.11", "3.11")
+	r = Run(py, [py_fixture("views.py")])
+	prof = python_profile(r)
+	out = {}
+	for view, extra in (("leaks", ["--limit", "3"]), ("peak", ["--limit", "3"]),
+			    ("ops", ["--limit", "10"]), ("lines", ["--function", "forward"]),
+			    ("leaks", ["--limit", "3", "--native"])):
+		p = run([rcli(), "report", prof, view] + extra)
+		eq(p.returncode, 0, "report %s %s: %s" % (view, extra, text(p.stderr)[-300:]))
+		out[view + " ".join(extra)] = text(p.stdout)
+	check("at Model.helper.<locals>.inner (views.py:%d)" % py_line("views.py", "inner")
+	      in out["leaks--limit 3"], out["leaks--limit 3"][:600])
+	check("_PyEval_EvalFrameDefault" not in out["leaks--limit 3"], "eval frames by default")
+	check("keep[at[0]] = bytearray(n)" in out["lines--function forward"],
+	      out["lines--function forward"][:600])
+	check("Model.forward" in out["ops--limit 10"], out["ops--limit 10"][:800])
+
+
+# ------------------------------------------------ the offsets memline reads
+
+@per_version
+def python_layout_matches_headers(py):
+	"""python/layout.c's offsets equal what the interpreter's own headers
+	say (tests/python/layout_check.c, built against them and its libpython)."""
+	info = run([py, "-c", "import sysconfig, sys; print(sysconfig.get_paths()['include']); "
+		    "print(sysconfig.get_config_var('LIBDIR')); print('%d.%d' % sys.version_info[:2])"])
+	inc, libdir, minor = text(info.stdout).split()
+	if not os.path.exists(os.path.join(inc, "internal", "pycore_runtime.h")):
+		raise Skip("no internal headers for %s (python3-dev)" % py)
+	exe = os.path.join(OPTS.tmp, "layout_check_" + minor)
+	cc = run(["cc", "-std=gnu11", "-I" + ROOT, "-I" + inc, "-I" + os.path.join(inc, "internal"),
+		  "-o", exe, os.path.join(ROOT, "tests", "python", "layout_check.c"),
+		  os.path.join(ROOT, "python", "layout.c"), "-L" + libdir, "-lpython" + minor,
+		  "-Wl,-rpath," + libdir, "-lm"], timeout=120)
+	eq(cc.returncode, 0, "building layout_check: %s" % text(cc.stderr)[-400:])
+	p = run([exe])
+	eq(text(p.stdout).strip().split(" (")[0], "layout: ok", "layout_check")
+
+
+@per_version
+def python_debug_allocators(py):
+	"""-X dev and PYTHONMALLOC=debug (debug allocators that check each block
+	they free) with tracemalloc: the program runs to its end unchanged, and
+	the Python objects are still seen."""
+	for opts, env in ((["-X", "dev"], None), ([], dict(os.environ, PYTHONMALLOC="debug"))):
+		plain = run([py] + opts + [py_fixture("devmode.py")], env=env)
+		r = Run(py, opts + [py_fixture("devmode.py")], env=env)
+		eq(text(r.proc.stdout), text(plain.stdout), "output with %s" % (opts or "PYTHONMALLOC=debug"))
+		eq(text(plain.stdout), "ok True\n", "output without memline")
+		doc = report(python_profile(r), "lines", "--function", "<module>", "--kind", "python")
+		fn = [f for f in doc["lines"]["functions"] if f["file"].endswith("devmode.py")][0]
+		row = {x["line"]: x for x in fn["lines"]}[py_line("devmode.py", "alloc")]
+		check(row["total_alloc_bytes"] >= 10 * 1033,
+		      "Python objects on the allocating line: %s" % row)
+
+
+@test
+def python_cuda_allocation_line():
+	"""A CUDA allocation made from Python (ctypes, on the driver's test
+	double) is on its Python line, with the Python caller's frames."""
+	py = interpreter("/usr/bin/python3.11", "3.11")
+	double = os.path.join(OPTS.build, "cuda")
+	if not os.path.exists(os.path.join(double, "libcuda.so.1")):
+		raise Skip("no CUDA driver test double (tests/cuda_double needs cuda.h)")
+	env = dict(os.environ, LD_LIBRARY_PATH=double)
+	r = Run(py, [py_fixture("cuda_ctypes.py")], env=env)
+	doc = report(python_profile(r), "leaks", "--kind", "cuda_device")
+	recs = [s for s in doc["leaks"]["records"] if s["bytes"] == 4444]
+	eq(len(recs), 1, "records of the 4444-byte device allocation")
+	pyf = [(f["function"], f["line"]) for f in recs[0]["frames"] if is_py(f)]
+	eq(pyf[:2], [("allocate", py_line("cuda_ctypes.py", "cuda")), ("<module>", pyf[1][1])],
+	   "the Python frames of the CUDA allocation")
