@@ -81,6 +81,89 @@ static bool tensor_storage(const struct ml_frame *const *frames, size_t upto)
 	return false;
 }
 
+/* A file of an installed package or of Python's own library, not the
+ * program's. */
+static bool library_file(const char *file)
+{
+	return strstr(file, "-packages/") || strstr(file, "/lib/python3") ||
+	       strncmp(file, "<frozen ", 8) == 0;
+}
+
+/* The Python frame the op at frames[first] was called from (struct
+ * ml_aten_site), or NULL. */
+static const struct ml_frame *call_site(const struct ml_frame *const *frames, size_t n,
+					size_t first)
+{
+	const struct ml_frame *any = NULL;
+	for (size_t i = first + 1; i < n; i++) {
+		if (!frames[i]->python || !frames[i]->file)
+			continue;
+		if (!library_file(frames[i]->file))
+			return frames[i];
+		if (!any)
+			any = frames[i];
+	}
+	return any;
+}
+
+static bool same_line(const struct ml_frame *a, const struct ml_frame *b)
+{
+	return a == b || (a->line == b->line && strcmp(a->file, b->file) == 0 &&
+			  strcmp(a->function, b->function) == 0);
+}
+
+/* The row's site for frame (added, zeroed), or NULL on ENOMEM. */
+static struct ml_aten_site *site_of(struct ml_aten_row *r, const struct ml_frame *frame)
+{
+	for (size_t i = 0; i < r->n_sites; i++)
+		if (same_line(r->sites[i].frame, frame))
+			return &r->sites[i];
+	if ((r->n_sites & (r->n_sites - 1)) == 0) {	/* 0, 1, 2, 4, ...: grow */
+		size_t cap = r->n_sites ? r->n_sites * 2 : 1;
+		struct ml_aten_site *m = realloc(r->sites, cap * sizeof(*m));
+		if (!m)
+			return NULL;
+		r->sites = m;
+	}
+	r->sites[r->n_sites] = (struct ml_aten_site){ .frame = frame };
+	return &r->sites[r->n_sites++];
+}
+
+static int charge_site(struct ml_aten_ops *o, const struct ml_agg_stack *st, long n_ops,
+		       size_t first)
+{
+	struct priv *pv = o->priv;
+	const struct ml_frame *frame = n_ops ? call_site(st->frames, st->n_frames, first) : NULL;
+	if (!frame)
+		return 0;
+	struct ml_aten_site *site = site_of(&o->rows[pv->ops[0] - 1], frame);
+	if (!site)
+		return -ENOMEM;
+	if (tensor_storage(st->frames, first)) {
+		const struct ml_amount *h = ml_agg_stack_kind(st, ML_KIND_HEAP);
+		site->cpu_bytes += h->alloc_bytes;
+		site->allocs += h->allocs;
+	}
+	const struct ml_amount *c = ml_agg_stack_kind(st, ML_KIND_TORCH_CUDA);
+	site->cuda_bytes += c->alloc_bytes;
+	site->allocs += c->allocs;
+	return 0;
+}
+
+static int cmp_site(const void *x, const void *y)
+{
+	const struct ml_aten_site *a = x, *b = y;
+	uint64_t va = a->cpu_bytes + a->cuda_bytes, vb = b->cpu_bytes + b->cuda_bytes;
+	if (va != vb)
+		return va > vb ? -1 : 1;
+	if (a->allocs != b->allocs)
+		return a->allocs > b->allocs ? -1 : 1;
+	if (a->samples != b->samples)
+		return a->samples > b->samples ? -1 : 1;
+	int c = strcmp(a->frame->file, b->frame->file);
+	return c ? c : (a->frame->line > b->frame->line) - (a->frame->line < b->frame->line);
+}
+
 static void charge_stack(struct ml_aten_ops *o, const struct ml_agg_stack *st, long n_ops,
 			 size_t first)
 {
@@ -121,6 +204,13 @@ static int charge_sample(struct ml_aten_ops *o, const struct ml_agg_sample *sm)
 	o->rows[pv->ops[0] - 1].f.self_samples += sm->count;
 	for (long i = 0; i < n_ops; i++)
 		o->rows[pv->ops[i] - 1].f.total_samples += sm->count;
+	const struct ml_frame *frame = call_site(sm->frames, sm->n_frames, first);
+	if (frame) {
+		struct ml_aten_site *site = site_of(&o->rows[pv->ops[0] - 1], frame);
+		if (!site)
+			return -ENOMEM;
+		site->samples += sm->count;
+	}
 	return 0;
 }
 
@@ -143,6 +233,8 @@ int ml_aten_ops_build(const struct ml_agg *a, struct ml_aten_ops **out)
 		if (n_ops < 0)
 			goto fail;
 		charge_stack(o, st, n_ops, first);
+		if (charge_site(o, st, n_ops, first) < 0)
+			goto fail;
 	}
 	for (size_t si = 0; si < a->profile->n_samples; si++)
 		if (charge_sample(o, &a->samples[si]) < 0)
@@ -150,6 +242,7 @@ int ml_aten_ops_build(const struct ml_agg *a, struct ml_aten_ops **out)
 	for (size_t i = 0; i < o->n_rows; i++) {
 		struct ml_agg_func *f = &o->rows[i].f;
 		f->name = f->label = ml_aten_name(pv->names, (uint32_t)i + 1);
+		qsort(o->rows[i].sites, o->rows[i].n_sites, sizeof(*o->rows[i].sites), cmp_site);
 	}
 	*out = o;
 	return 0;
@@ -168,6 +261,8 @@ void ml_aten_ops_free(struct ml_aten_ops *o)
 		free(pv->ops);
 		free(pv);
 	}
+	for (size_t i = 0; i < o->n_rows; i++)
+		free(o->rows[i].sites);
 	free(o->rows);
 	free(o);
 }

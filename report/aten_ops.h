@@ -18,6 +18,21 @@
 struct ml_aten_row {
 	struct ml_agg_func f;
 	struct ml_amount other_self[ML_KIND_COUNT], other_total[ML_KIND_COUNT];
+	/* Where the op was called from in Python (ml_aten_site), n_sites of
+	 * them, the most bytes first (ml_aten_ops_build sorts them). */
+	struct ml_aten_site *sites;
+	size_t n_sites;
+};
+
+/* A Python line an op was called from: the innermost Python frame of the
+ * program's own files on the stacks where the op is the innermost one (a
+ * frame of an installed package, torch's nn modules say, only when the
+ * stack has no other), and what the op did there: tensor storage and
+ * PyTorch CUDA blocks allocated (bytes and blocks, gross), and the samples
+ * that caught it. */
+struct ml_aten_site {
+	const struct ml_frame *frame;	/* file, line, function */
+	uint64_t cpu_bytes, cuda_bytes, allocs, samples;
 };
 
 struct ml_aten_ops {

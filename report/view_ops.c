@@ -145,6 +145,7 @@ struct layout {
 	bool cuda;			/* the CUDA columns */
 	bool torch_blocks;		/* CUDA Mem is PyTorch's blocks */
 	bool estimated;			/* a sampled profile: the Self +- column */
+	bool sites;			/* by op, with Python call sites: Called From */
 	struct ml_ops_time time;	/* the time columns (ops_time.h) */
 };
 
@@ -260,6 +261,12 @@ static void row_text(const struct layout *l, FILE *out, const struct ml_agg_func
 		ml_units_bytes(ml_stddev(f->self[kind].var_alloc_bytes), cell, sizeof(cell));
 		fprintf(out, "%*s  ", COLUMN_WIDTH, cell);
 	}
+	const struct ml_aten_row *r = l->ops ? ml_aten_row_of(f) : NULL;
+	if (l->sites && r->n_sites) {
+		fprintf(out, "%s:%d", ml_view_base_name(r->sites[0].frame->file), r->sites[0].frame->line);
+		if (r->n_sites > 1)
+			fprintf(out, " (+%zu more)", r->n_sites - 1);
+	}
 	fputc('\n', out);
 }
 
@@ -343,6 +350,8 @@ static void ops_text(const struct layout *l, const struct ml_view_opts *o, FILE 
 			fprintf(out, "%*s  ", column_width(&l->columns[c]), l->columns[c].header);
 	if (l->estimated)
 		fprintf(out, "%*s  ", COLUMN_WIDTH, "Self +-");
+	if (l->sites)
+		fputs("Called From", out);
 	fputc('\n', out);
 	dashes(l, out, name_width);
 	for (size_t i = 0; i < shown; i++)
@@ -360,6 +369,33 @@ static void amount_field(struct ml_json *j, const char *key, const struct ml_amo
 	ml_json_object_begin(j);
 	ml_amount_json(j, m);
 	ml_json_object_end(j);
+}
+
+/* The op's Python call sites (aten_ops.h), the most bytes first. */
+static void sites_json(struct ml_json *j, const struct ml_aten_row *r)
+{
+	ml_json_key(j, "called_from");
+	ml_json_array_begin(j);
+	for (size_t i = 0; i < r->n_sites; i++) {
+		const struct ml_aten_site *s = &r->sites[i];
+		ml_json_object_begin(j);
+		ml_json_key(j, "function");
+		ml_json_string(j, s->frame->function);
+		ml_json_key(j, "file");
+		ml_json_string(j, s->frame->file);
+		ml_json_key(j, "line");
+		ml_json_u64(j, (uint64_t)s->frame->line);
+		ml_json_key(j, "cpu_bytes");
+		ml_json_u64(j, s->cpu_bytes);
+		ml_json_key(j, "cuda_bytes");
+		ml_json_u64(j, s->cuda_bytes);
+		ml_json_key(j, "allocs");
+		ml_json_u64(j, s->allocs);
+		ml_json_key(j, "samples");
+		ml_json_u64(j, s->samples);
+		ml_json_object_end(j);
+	}
+	ml_json_array_end(j);
 }
 
 static void row_json(const struct layout *l, const struct ml_view_opts *o, struct ml_json *j,
@@ -395,6 +431,7 @@ static void row_json(const struct layout *l, const struct ml_view_opts *o, struc
 		amount_field(j, "other_total", &ml_aten_row_of(f)->other_total[o->kind]);
 		amount_field(j, "freed_self", &f->self[ML_KIND_TORCH_CPU_FREED]);
 		amount_field(j, "freed_total", &f->total[ML_KIND_TORCH_CPU_FREED]);
+		sites_json(j, ml_aten_row_of(f));
 	}
 	if (l->cuda) {
 		struct ml_amount cs = ml_agg_cuda_mem(l->a, f->self);
@@ -475,6 +512,8 @@ static int show(struct layout *l, const struct ml_view_opts *o, FILE *out, struc
 		if (row_shown(l, f, o->kind))
 			rows[n++] = f;
 	}
+	for (size_t i = 0; l->ops && i < n && !l->sites; i++)
+		l->sites = ml_aten_row_of(rows[i])->n_sites > 0;
 	struct row_order order = { l, o->sort, o->kind };
 	qsort_r(rows, n, sizeof(*rows), cmp_row, &order);
 	if (j)

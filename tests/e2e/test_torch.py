@@ -224,6 +224,44 @@ def torch_ops_reference_model():
 	eq(regions["model_inference"]["count"], 1, "model_inference entered once")
 
 
+def fixture_line(script, marker):
+	"""The line number of the line of tests/fixtures/py/SCRIPT that holds marker."""
+	with open(os.path.join(PYFIX, script)) as f:
+		for n, line in enumerate(f, 1):
+			if marker in line:
+				return n
+	raise AssertionError("no %r in %s" % (marker, script))
+
+
+@test
+def torch_ops_training_loop():
+	"""An MNIST-style training loop written the usual way (conv, ReLU, max
+	pool, dropout, linear, nll_loss, SGD with momentum; two steps): every op
+	torch.profiler gives 1 MB or more within 2% (the same names), the big
+	ones exactly, and each op's call site is the line of the script that
+	called it: the forward's lines, `loss.backward()` for the backward ops."""
+	prof, theirs = profiled_torch("torch_train.py", "2", "32")
+	ops = compare_with_torch(prof, theirs, "torch_train.py")
+	for name in ("aten::max_pool2d_with_indices", "aten::max_pool2d_with_indices_backward",
+		     "aten::clamp_min", "aten::threshold_backward", "aten::mm", "aten::addmm"):
+		check(name in ops, "no %s row" % name)
+		eq(ops[name]["self_cpu_memory_usage"], theirs[name][0], name + " self CPU memory")
+	pool = fixture_line("torch_train.py", "# the pooling line")
+	backward = fixture_line("torch_train.py", "# the backward line")
+	for name, line in (("aten::max_pool2d_with_indices", pool),
+			   ("aten::max_pool2d_with_indices_backward", backward),
+			   ("aten::threshold_backward", backward)):
+		site = ops[name]["called_from"][0]
+		eq((os.path.basename(site["file"]), site["line"], site["function"]),
+		   ("torch_train.py", line, "Net.forward" if line == pool else "train"),
+		   name + " called from")
+		eq(site["cpu_bytes"], ops[name]["self"]["alloc_bytes"], name + " bytes at its call site")
+	out = text(run([rcli(), "report", prof, "ops", "--limit", "8"]).stdout)
+	check(re.search(r"^ +Name +CPU Mem .*Called From$", out, re.M) and
+	      re.search(r"^ +aten::max_pool2d_with_indices +.* torch_train\.py:%d$" % pool, out, re.M),
+	      "ops text with call sites: %s" % out[:1500])
+
+
 @test
 def torch_standin_op_time():
 	"""Sampled time per op (memline run --lines): the op that burns 300 ms
