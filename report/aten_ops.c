@@ -136,17 +136,20 @@ static int charge_site(struct ml_aten_ops *o, const struct ml_agg_stack *st, lon
 	const struct ml_frame *frame = n_ops ? call_site(st->frames, st->n_frames, first) : NULL;
 	if (!frame)
 		return 0;
-	struct ml_aten_site *site = site_of(&o->rows[pv->ops[0] - 1], frame);
-	if (!site)
-		return -ENOMEM;
-	if (tensor_storage(st->frames, first)) {
-		const struct ml_amount *h = ml_agg_stack_kind(st, ML_KIND_HEAP);
-		site->cpu_bytes += h->alloc_bytes;
-		site->allocs += h->allocs;
-	}
+	bool tensor = tensor_storage(st->frames, first);
+	const struct ml_amount *h = ml_agg_stack_kind(st, ML_KIND_HEAP);
 	const struct ml_amount *c = ml_agg_stack_kind(st, ML_KIND_TORCH_CUDA);
-	site->cuda_bytes += c->alloc_bytes;
-	site->allocs += c->allocs;
+	for (long i = 0; i < n_ops; i++) {
+		struct ml_aten_site *site = site_of(&o->rows[pv->ops[i] - 1], frame);
+		if (!site)
+			return -ENOMEM;
+		if (tensor) {
+			site->cpu_bytes += h->alloc_bytes;
+			site->allocs += h->allocs;
+		}
+		site->cuda_bytes += c->alloc_bytes;
+		site->allocs += c->allocs;
+	}
 	return 0;
 }
 
@@ -205,8 +208,8 @@ static int charge_sample(struct ml_aten_ops *o, const struct ml_agg_sample *sm)
 	for (long i = 0; i < n_ops; i++)
 		o->rows[pv->ops[i] - 1].f.total_samples += sm->count;
 	const struct ml_frame *frame = call_site(sm->frames, sm->n_frames, first);
-	if (frame) {
-		struct ml_aten_site *site = site_of(&o->rows[pv->ops[0] - 1], frame);
+	for (long i = 0; frame && i < n_ops; i++) {
+		struct ml_aten_site *site = site_of(&o->rows[pv->ops[i] - 1], frame);
 		if (!site)
 			return -ENOMEM;
 		site->samples += sm->count;

@@ -25,11 +25,11 @@ struct ml_aten_row {
 };
 
 /* A Python line an op was called from: the innermost Python frame of the
- * program's own files on the stacks where the op is the innermost one (a
- * frame of an installed package, torch's nn modules say, only when the
- * stack has no other), and what the op did there: tensor storage and
- * PyTorch CUDA blocks allocated (bytes and blocks, gross), and the samples
- * that caught it. */
+ * program's own files on the stacks with the op on them (a frame of an
+ * installed package, torch's nn modules say, only when the stack has no
+ * other), and what the op did there, inclusive as its total: tensor
+ * storage and PyTorch CUDA blocks allocated (bytes and blocks, gross), and
+ * the samples that caught it. */
 struct ml_aten_site {
 	const struct ml_frame *frame;	/* file, line, function */
 	uint64_t cpu_bytes, cuda_bytes, allocs, samples;

@@ -108,6 +108,10 @@ def torch_standin_blocks_v1():
 	standin_blocks("v1")
 
 
+STANDIN_OPS = {"empty": "aten::empty", "add": "aten::add", "zeros": "aten::zeros",
+	       "pool": "aten::max_pool2d_with_indices_backward", "sum": "aten::sum"}
+
+
 def standin_python(variant, api):
 	"""The stand-in's Python side: op names from torch._C's schemas (read at
 	once from the 2.x API, at exit and before a fork from the 1.x one),
@@ -133,13 +137,28 @@ def standin_python(variant, api):
 	doc = report(prof, "ops")["ops"]
 	eq(doc["op_names_exact"], True, "names from the schemas")
 	ops = ops_by_name(report(prof, "ops"))
-	check_standin_ops(ops, {"empty": "aten::empty", "add": "aten::add", "zeros": "aten::zeros",
-				"pool": "aten::max_pool2d_with_indices_backward", "sum": "aten::sum"})
+	check_standin_ops(ops, STANDIN_OPS)
 	check(not any(n.startswith(("aten::empty_memory_format", "aten::add_Tensor", "aten::sum_dim"))
 		      for n in ops), "C++ ids left among the names: %s" % sorted(ops))
 	regions = report(prof, "regions")["regions"]["children"]
 	check("standin_step" in regions, "record_function scope not a region: %s" % sorted(regions))
 	eq(regions["standin_step"]["count"], 2, "record_function scopes entered")
+	# Python lines: each op's call site, and PyTorch's CUDA blocks on the
+	# lines of the Python function that asked for them.
+	PL = lambda m: fixture_line("torch_standin.py", "# L:" + m)
+	for key, m in (("pool", "py_pool"), ("zeros", "py_zeros"), ("sum", "py_sum")):
+		site = ops[STANDIN_OPS[key]]["called_from"][0]
+		eq((os.path.basename(site["file"]), site["line"], site["function"]),
+		   ("torch_standin.py", PL(m), "step"), STANDIN_OPS[key] + " called from")
+	rows = {}
+	for f in report(prof, "lines", "--function", "step")["lines"]["functions"]:
+		rows.update({r["line"]: r for r in f["lines"]})
+	for key, m in (("empty", "py_empty"), ("zeros", "py_zeros"), ("add", "py_add"), ("pool", "py_pool"),
+		       ("sum", "py_sum")):
+		eq(row(rows, PL(m), m)["cuda_total_alloc_bytes"], BLOCKS[key], "CUDA Alloc of Python line " + m)
+	eq((rows[PL("py_add")]["cuda_net_bytes"], rows[PL("py_free")]["cuda_net_bytes"]), (3072, -3072),
+	   "CUDA Net of Python lines: the add keeps its output, the free gives it back")
+	eq(rows[PL("py_cpu_add")].get("cuda_total_alloc_bytes", 0), 0, "no CUDA on the CPU add's line")
 
 
 @test
@@ -255,7 +274,7 @@ def torch_ops_training_loop():
 		eq((os.path.basename(site["file"]), site["line"], site["function"]),
 		   ("torch_train.py", line, "Net.forward" if line == pool else "train"),
 		   name + " called from")
-		eq(site["cpu_bytes"], ops[name]["self"]["alloc_bytes"], name + " bytes at its call site")
+		eq(site["cpu_bytes"], ops[name]["total"]["alloc_bytes"], name + " bytes at its call site")
 	out = text(run([rcli(), "report", prof, "ops", "--limit", "8"]).stdout)
 	check(re.search(r"^ +Name +CPU Mem .*Called From$", out, re.M) and
 	      re.search(r"^ +aten::max_pool2d_with_indices +.* torch_train\.py:%d$" % pool, out, re.M),
