@@ -245,7 +245,8 @@ int ml_aten_ops_build(const struct ml_agg *a, struct ml_aten_ops **out)
 	for (size_t i = 0; i < o->n_rows; i++) {
 		struct ml_agg_func *f = &o->rows[i].f;
 		f->name = f->label = ml_aten_name(pv->names, (uint32_t)i + 1);
-		qsort(o->rows[i].sites, o->rows[i].n_sites, sizeof(*o->rows[i].sites), cmp_site);
+		if (o->rows[i].n_sites > 1)
+			qsort(o->rows[i].sites, o->rows[i].n_sites, sizeof(*o->rows[i].sites), cmp_site);
 	}
 	*out = o;
 	return 0;
