@@ -191,6 +191,23 @@ static const struct ml_source *source_of(struct ml_pyframes *pf, const char *fil
 
 /* ---- code objects ---- */
 
+/* "/a/./b.py" and "/a//b.py" as "/a/b.py" (Python keeps a script's path
+ * as given, joined to the working directory); ".." is left alone (it may
+ * cross a symbolic link). */
+static void drop_dot_segments(char *path)
+{
+	char *r = path, *w = path;
+	while (*r) {
+		if (r[0] == '/' && r[1] == '.' && r[2] == '/')
+			r += 2;
+		else if (r[0] == '/' && r[1] == '/')
+			r++;
+		else
+			*w++ = *r++;
+	}
+	*w = '\0';
+}
+
 static struct code_info *info_of(struct ml_pyframes *pf, const struct ml_pycode *pc)
 {
 	struct code_info *ci = &pf->codes[pc - pf->p->pycodes];
@@ -203,6 +220,7 @@ static struct code_info *info_of(struct ml_pyframes *pf, const struct ml_pycode 
 		ci->file = NULL;
 	if (!ci->file)
 		return NULL;
+	drop_dot_segments(ci->file);
 	if (pf->p->python.flags & ML_PY_QUALNAME_IS_NAME) {
 		const struct ml_source *src = source_of(pf, ci->file);
 		ci->qualname = src ? rebuild_qualname(src, pc->firstlineno, pc->name) : NULL;

@@ -268,6 +268,14 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 	struct ml_sym_source all[ML_VIEW_MAX_DEFS];
 	int got = -ENOENT;
 	memset(all, 0, sizeof(all));
+	/* The ops table's label of a name several files define ("parse
+	 * (pipeline.py)") names that one definition. */
+	const struct ml_agg_func *pick = NULL;
+	for (size_t i = 0; i < a->n_funcs && !pick; i++)
+		if (a->funcs[i].label && strcmp(a->funcs[i].label, name) == 0)
+			pick = &a->funcs[i];
+	if (pick)
+		name = pick->name;
 	if (r->function_sources)
 		got = r->function_sources(r->ctx, name, all, ML_VIEW_MAX_DEFS);
 	else if (r->function_source &&
@@ -277,13 +285,18 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 	size_t n = 0;
 	for (int i = 0; i < got && n < max; i++) {
 		const struct ml_sym_source *d = &all[i];
-		bool dup = !d->file || d->first_line <= 0 || d->last_line < d->first_line;
+		bool dup = !d->file || d->first_line <= 0 || d->last_line < d->first_line ||
+			   (pick && pick->file && !ml_view_same_file(d->file, pick->file));
 		for (size_t k = 0; k < n && !dup; k++)
 			dup = out[k].first_line == d->first_line && strcmp(out[k].file, d->file) == 0 &&
 			      (out[k].name == d->name ||
 			       (out[k].name && d->name && strcmp(out[k].name, d->name) == 0));
-		if (!dup)
-			out[n++] = *d;
+		if (!dup) {
+			out[n] = *d;
+			if (pick && !out[n].name)
+				out[n].name = pick->name;
+			n++;
+		}
 	}
 	return n;
 }

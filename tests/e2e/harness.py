@@ -152,11 +152,11 @@ def run_dir_of(out, stderr):
 class Run:
 	"""One `memline run` of a fixture in a fresh directory."""
 
-	def __init__(self, prog, args=(), opts=(), env=None, expect_rc=0, rc_ok=None, timeout=60):
+	def __init__(self, prog, args=(), opts=(), env=None, expect_rc=0, rc_ok=None):
 		self.dir = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
 		path = prog if os.path.isabs(prog) else fixture(prog)
 		cmd = [memline(), "run", "-o", self.dir] + list(opts) + ["--", path] + list(args)
-		self.proc = run(cmd, cwd=self.dir, env=env, timeout=timeout)
+		self.proc = run(cmd, cwd=self.dir, env=env)
 		rc = self.proc.returncode
 		if rc_ok is None:
 			rc_ok = (expect_rc,)

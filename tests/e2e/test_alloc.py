@@ -232,6 +232,12 @@ def same_named_statics_apart():
 	eq(got, [("dup_static.c", A("helper_a") - 2, [(A("helper_a"), 200, 2, 200)]),
 		 ("dup_static_b.inc", B("helper_b") - 2, [(B("helper_b"), 4000, 1, 4000)])],
 	   "lines --function helper: one table per file")
+	for label, want in (("helper (dup_static.c)", got[:1]), ("helper (dup_static_b.inc)", got[1:])):
+		fns = report(prof, "lines", "--function", label)["lines"]["functions"]
+		eq([(os.path.basename(f["file"]), f["first_line"],
+		     [(r["line"], r["self_alloc_bytes"], r["allocs"], r["leaked_bytes"])
+		      for r in f["lines"] if r["allocs"]]) for f in fns], want,
+		   "lines --function %r (the ops table's label): that file's table" % label)
 	p = run([rcli(), "report", prof, "lines", "--function", "helper"])
 	eq(p.returncode, 0, "lines text exit status")
 	eq([os.path.basename(f) for f in re.findall(r"^Filename: (\S+)$", text(p.stdout), re.M)],
@@ -316,7 +322,7 @@ def fast_stacks_match_libunwind():
 	"""Every stack the walker's fast path records (its node cache, reused
 	walks) is checked against a full libunwind walk from the same point
 	(MEMLINE_VERIFY_UNWIND): a large program (Debian's python3 running a
-	json/regex workload: ~100k allocations through the interpreter) and 16
+	json/regex workload, --no-pymem: ~110k allocations through the interpreter) and 16
 	threads allocating at once.  Python frames are off in python3
 	(MEMLINE_PY_FRAMES=0): stacks the Python room decorates take the
 	full walk, not the fast path."""
@@ -324,9 +330,9 @@ def fast_stacks_match_libunwind():
 	check(os.path.exists(py), "no /usr/bin/python3")
 	env = dict(os.environ, MEMLINE_VERIFY_UNWIND="1")
 	script = os.path.join(ROOT, "bench", "programs", "py_json_regex.py")
-	# Every stack walked twice, libunwind's way slow: 46 s here on a quiet
-	# machine, past run()'s 60 s under make check -j2's load.
-	r = Run(py, args=[script, "1"], env=dict(env, MEMLINE_PY_FRAMES="0"), timeout=240)
+	# --no-pymem: Python objects would multiply the checked walks thirty
+	# times (3.4 M, over a minute under load) through the same walker.
+	r = Run(py, args=[script, "1"], opts=["--no-pymem"], env=dict(env, MEMLINE_PY_FRAMES="0"))
 	n, bad = verified(r, "python3")
 	check(n > 50000, "python3: only %d stacks checked" % n)
 	eq(bad, 0, "python3: stacks that differ from libunwind's (of %d)" % n)

@@ -283,6 +283,24 @@ def python_launch_shebang_and_env():
 
 
 @test
+def python_launch_relative_path():
+	"""`python3 ./sub/./script.py`: frames name the script by its clean
+	absolute path (Python joins the path as given to the working directory)."""
+	py = interpreter("/usr/bin/python3", "3.11")
+	d = tempfile.mkdtemp(dir=OPTS.tmp)
+	p = run([memline(), "run", "-o", d, "--", py, "./py/./shebang.py"],
+		cwd=os.path.dirname(PYFIX))
+	eq(p.returncode, 0, "exit status (stderr %r)" % text(p.stderr)[-300:])
+	profs = glob.glob(os.path.join(run_dir_of(d, p.stderr), "memline.python3*.mlp"))
+	eq(len(profs), 1, "python profiles")
+	doc = report(profs[0], "leaks", "--kind", "python", "--limit", "100000")
+	files = {fr["file"] for r in doc["leaks"]["records"] for fr in r["frames"]
+		 if is_py(fr) and (fr["file"] or "").endswith("shebang.py")}
+	eq(files, {py_fixture("shebang.py")}, "the script's file in Python frames")
+	expect_bytes_on(profs[0], "shebang.py", py_line("shebang.py", "shebang"), 1234567 + 33)
+
+
+@test
 def python_launch_pyenv_shim():
 	"""pyenv's shim: a bash script that execs pyenv, which execs python."""
 	shim = "/root/.pyenv/shims/python3"
