@@ -60,7 +60,7 @@ SAN_LDFLAGS := -fsanitize=address,undefined
 LDFLAGS_PLAIN := $(if $(filter asan,$(CONFIG)),$(SAN_LDFLAGS))
 
 # The runtime: the recording core, the hook rooms and what common/ has for it.
-ROOMS := alloc cuda_hooks lineprof process python
+ROOMS := alloc cuda_hooks lineprof process python torch_hooks
 RT_SRCS := $(wildcard core/*.c $(ROOMS:%=%/*.c)) $(wildcard common/*.c)
 # The recording core and the rooms' insides, without the exported hooks,
 # the rooms' registrations and the runtime's constructor: what unit tests link.

@@ -15,7 +15,7 @@ struct report_args {
 	size_t n_files;
 	enum ml_report_view view;
 	bool json;
-	bool limit_set, sort_set, unit_set, value_set, fraction_set;
+	bool limit_set, sort_set, unit_set, value_set, fraction_set, by_set;
 	const char **functions;
 	const char *output;		/* -o FILE */
 	struct ml_view_opts vo;
@@ -94,6 +94,14 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 						  v ? v : "", ml_ops_key_list());
 		ra->vo.sort = (enum ml_ops_key)key;
 		ra->sort_set = true;
+	} else if ((v = opt_value(argc, argv, i, "--by", &m)), m) {
+		if (v && strcmp(v, "op") == 0)
+			ra->vo.by = ML_OPS_BY_OP;
+		else if (v && strcmp(v, "function") == 0)
+			ra->vo.by = ML_OPS_BY_FUNCTION;
+		else
+			return ml_cli_usage_error("report: --by takes op (ATen operators) or function");
+		ra->by_set = true;
 	} else if ((v = opt_value(argc, argv, i, "--kind", &m)), m) {
 		int k = v ? ml_kind_parse(v) : -1;
 		if (k < 0)
@@ -212,6 +220,8 @@ static int check_args(const struct report_args *ra)
 		return err;
 	if (ra->sort_set && ra->view != ML_VIEW_OPS)
 		return ml_cli_usage_error("report: --sort only applies to the ops view");
+	if (ra->by_set && ra->view != ML_VIEW_OPS)
+		return ml_cli_usage_error("report: --by only applies to the ops view");
 	if (ra->vo.n_functions && ra->view != ML_VIEW_LINES)
 		return ml_cli_usage_error("report: --function only applies to the lines view");
 	if (ra->vo.layout && ra->view != ML_VIEW_LINES)

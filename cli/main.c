@@ -37,8 +37,10 @@ void ml_cli_usage(FILE *out)
 "show the main program; several processes are reported one after another.\n"
 "  leaks [--limit N]           blocks never freed, by stack, largest first\n"
 "  peak [--limit N]            what was live at the heap's peak, by stack and line\n"
-"  ops [--sort KEY] [--limit N]\n"
-"                              one row per function (PyTorch key_averages layout)\n"
+"  ops [--sort KEY] [--limit N] [--by op|function]\n"
+"                              PyTorch key_averages layout: one row per ATen op\n"
+"                              for a program that used PyTorch (--by op), else\n"
+"                              one row per function (--by function)\n"
 "  lines [--layout L]          every Python function decorated with @profile, as\n"
 "                              kernprof -l -v (L: line_profiler, the default) or\n"
 "                              python -m memory_profiler (L: memory_profiler) shows it\n"
@@ -80,7 +82,8 @@ void ml_cli_usage(FILE *out)
 "  sort keys: self_cpu_memory_usage (default), cpu_memory_usage, count,\n"
 "             peak_cpu_memory, leaked_cpu_memory, self_peak_cpu_memory, allocs,\n"
 "             self_cuda_memory_usage, cuda_memory_usage,\n"
-"             self_cpu_time_total, cpu_time_total\n"
+"             self_cpu_time_total, cpu_time_total, self_other_memory_usage,\n"
+"             other_memory_usage, self_cuda_reserved\n"
 "\n"
 "See docs/cli.md for details.\n", out);
 }

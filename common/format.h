@@ -7,6 +7,7 @@
 #include "common/kinds.h"
 #include "common/pyformat.h"	/* Python frames, PYTHON and PYCODE records */
 #include "common/pyprof.h"	/* @profile: PYFUNCS and PYLINES records */
+#include "common/torchformat.h"
 
 /*
  * A profile is little-endian:

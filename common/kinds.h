@@ -39,7 +39,19 @@
 	X(PY_ARENA, 11, "pyarena", 0, 0, 11, 0) \
 	/* Derived by the report: heap + python, all CPU memory the program \
 	 * asked for (at the CPU peak, exactly). */ \
-	X(CPU, 12, "cpu", 0, 0, 0, 1)
+	X(CPU, 12, "cpu", 0, 0, 0, 1) \
+	/* PyTorch's CUDA blocks: what its caching allocator hands out (one per \
+	 * tensor storage, rounded as PyTorch rounds), from its own reports \
+	 * (torch_hooks/).  They live inside cuda_device / cuda_vmm segments, \
+	 * so they are never added to those (docs/torch.md). */ \
+	X(TORCH_CUDA, 13, "torch_cuda", 0, 1, 13, 0) \
+	/* Events, not memory: each free of a CPU tensor's storage (c10::free_cpu) \
+	 * and of a PyTorch CUDA block, counted as an "allocation" of the bytes \
+	 * freed at the stack that freed them, and released at once.  The report \
+	 * subtracts them to get what an op or line allocated net, as \
+	 * torch.profiler counts it; no view lists them as memory. */ \
+	X(TORCH_CPU_FREED, 14, "torch_cpu_freed", 0, 0, 14, 0) \
+	X(TORCH_CUDA_FREED, 15, "torch_cuda_freed", 0, 1, 15, 0)
 
 #define ML_KIND_ENUM_(id, value, name, gpu, cuda, peak, derived) ML_KIND_##id = value,
 enum ml_kind {
@@ -89,6 +101,14 @@ static inline int ml_kind_parse(const char *name)
 static inline bool ml_kind_is_gpu(enum ml_kind kind)
 {
 	return (unsigned)kind < ML_KIND_COUNT && (ML_KIND_GPU_MASK >> kind) & 1u;
+}
+
+/* True for the kinds that count events at the stack that freed memory
+ * (torch_cpu_freed, torch_cuda_freed), not memory held: views of memory
+ * leave them out. */
+static inline bool ml_kind_is_event(enum ml_kind kind)
+{
+	return kind == ML_KIND_TORCH_CPU_FREED || kind == ML_KIND_TORCH_CUDA_FREED;
 }
 
 /* True for the CUDA kinds (the CUDA_GPU total included). */

@@ -193,6 +193,10 @@ uint64_t ml_core_live_block_size(const void *ptr, enum ml_kind kind);
 uint32_t ml_core_decorate_stack(uint64_t *frames, uint32_t depth, uint32_t cap,
 				uint32_t *flags);
 
+/* The Python room calls this once its interpreter runs the program: every
+ * room's python_ready (struct ml_room), GIL and guard held. */
+void ml_core_python_ready(void);
+
 /* ======================================================== configuration */
 
 #define ML_DEPTH_DEFAULT 64u
@@ -396,6 +400,14 @@ struct ml_room {
 	 * (NULL: yes).  While no room does, captures take the core's fast
 	 * unwinder (e.g. the Python room: only in a Python interpreter). */
 	bool (*decorates)(void);
+	/* In a Python process whose interpreter the Python room follows: once
+	 * the interpreter runs the program (its first cpython.run_* audit
+	 * event), on that thread, GIL and guard held.  A room may call the
+	 * Python C API here, e.g. add an audit hook of its own: added now, the
+	 * interpreter allocates its entry with the allocators it frees it with
+	 * (-X dev, PYTHONMALLOC=debug), which a hook added before it started
+	 * would not be.  Keeps no Python error pending. */
+	void (*python_ready)(void);
 	/* Appends the room's sections to the profile being written (after the
 	 * core's own), with w's ml_writer_begin/put/record/end.  Runs at exit,
 	 * before exec and in fatal-signal handlers: async-signal-safe. */

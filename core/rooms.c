@@ -53,6 +53,13 @@ void ml_rooms_thread_end(void)
 			rooms[i]->thread_end();
 }
 
+void ml_core_python_ready(void)
+{
+	for (uint32_t i = 0; i < n_rooms; i++)
+		if (rooms[i]->python_ready)
+			rooms[i]->python_ready();
+}
+
 void ml_rooms_write_sections(struct ml_writer *w)
 {
 	for (uint32_t i = 0; i < n_rooms; i++)

@@ -33,7 +33,10 @@ if [ -x "$PY" ]; then
 	show "$ML" run --lines -o "$OUT" -- "$PY" "$(dirname "$0")/pipeline.py"
 	PYPROFILE=$(ls -td "$OUT"/memline.python3* | head -n 1)
 	show "$ML" report "$PYPROFILE" ops --limit 8
-	show "$ML" report "$PYPROFILE" lines --function parse_lines
+	# @profile's functions: kernprof's table (exact hits and time) with
+	# memory columns, then memory_profiler's
+	show "$ML" report "$PYPROFILE" lines
+	show "$ML" report "$PYPROFILE" lines --layout memory_profiler
 	show "$ML" report "$PYPROFILE" html -o "$OUT/pipeline.html"
 fi
 echo

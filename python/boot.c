@@ -256,6 +256,7 @@ static void boot(void)
 	run_source(hide_environ_src, "<memline>", "cannot hide memline's variables from os.environ",
 		   false);
 	run_boot_scripts();
+	ml_core_python_ready();	/* other rooms' turn (e.g. PyTorch's audit hook) */
 	api->err_restore(type, value, tb);
 }
 

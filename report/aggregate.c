@@ -64,6 +64,17 @@ struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind)
 	return sum;
 }
 
+bool ml_agg_has_torch_blocks(const struct ml_agg *a)
+{
+	return a->totals[ML_KIND_TORCH_CUDA].allocs ||
+	       (a->profile->kinds_present & (1u << ML_KIND_TORCH_CUDA));
+}
+
+struct ml_amount ml_agg_cuda_mem(const struct ml_agg *a, const struct ml_amount *per_kind)
+{
+	return ml_agg_has_torch_blocks(a) ? per_kind[ML_KIND_TORCH_CUDA] : ml_amount_gpu(per_kind);
+}
+
 bool ml_kind_in_cpu(enum ml_kind kind)
 {
 	return !ml_kind_is_derived(kind) && ml_kind_peak_of(kind) == ML_KIND_HEAP;
@@ -360,13 +371,33 @@ static bool stack_has_cuda(const struct ml_agg_stack *st)
 	return false;
 }
 
+/* True when the stack holds PyTorch's CUDA blocks (or their frees). */
+static bool stack_has_torch_blocks(const struct ml_agg_stack *st)
+{
+	const struct ml_amount *b = ml_agg_stack_kind(st, ML_KIND_TORCH_CUDA);
+	const struct ml_amount *f = ml_agg_stack_kind(st, ML_KIND_TORCH_CUDA_FREED);
+	return b->allocs || b->live_blocks || f->allocs;
+}
+
+/* True for a frame of PyTorch's CUDA caching allocator (libc10_cuda): the
+ * entry point of a block it reports, as malloc is a heap block's.  Its
+ * innermost frames are dropped, so a block's self is the code that asked
+ * for the memory (docs/torch.md). */
+static bool torch_allocator_frame(const struct ml_frame *fr)
+{
+	const char *base = fr->module ? strrchr(fr->module, '/') : NULL;
+	base = base ? base + 1 : fr->module;
+	return base && strncmp(base, "libc10_cuda", 11) == 0;
+}
+
 /* Appends the frames of recorded frame i (address addr) of ps to st:
  * memline's own removed, the allocation entry point removed, inlined
  * calls expanded.  For a CUDA allocation, the CUDA runtime's innermost
  * frames are the entry point too (cuda_runtime_frame); host mallocs the
- * runtime makes keep them.  0 or -ENOMEM. */
+ * runtime makes keep them.  For a PyTorch CUDA block, its caching
+ * allocator's frames are (torch_allocator_frame).  0 or -ENOMEM. */
 static int push_resolved(struct ml_agg *a, const struct ml_stack *ps, uint32_t i, uint64_t addr,
-			 struct ml_agg_stack *st, size_t *cap, bool strip_cudart)
+			 struct ml_agg_stack *st, size_t *cap, bool strip_cudart, bool strip_torch)
 {
 	if (!ml_pyframe_is(addr) && addr_in_runtime(a->profile, addr))
 		return 0;
@@ -384,6 +415,8 @@ static int push_resolved(struct ml_agg *a, const struct ml_stack *ps, uint32_t i
 			continue;	/* the program's own copy of operator new */
 		if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
 			continue;	/* the CUDA runtime: the entry point */
+		if (st->n_frames == 0 && strip_torch && torch_allocator_frame(&frames[k]))
+			continue;	/* PyTorch's allocator: the entry point */
 		if (push_frame(st, cap, &frames[k]) < 0)
 			return -ENOMEM;
 	}
@@ -418,7 +451,7 @@ static bool env_in_interpreter(void *ctx, uint64_t addr, uint32_t i)
 /* A stack with Python frames: in program order (report/pystack.h), the
  * frames the default view leaves out left out. */
 static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
-			   bool strip_cudart)
+			   bool strip_cudart, bool strip_torch)
 {
 	struct ml_pystack_item *items = malloc((ps->depth + 1) * sizeof(*items));
 	if (!items)
@@ -431,7 +464,8 @@ static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct m
 		if (items[k].show == ML_PYSTACK_NEVER ||
 		    (items[k].show == ML_PYSTACK_NATIVE_ONLY && !a->opts.native))
 			continue;
-		err = push_resolved(a, ps, items[k].index, items[k].addr, st, &cap, strip_cudart);
+		err = push_resolved(a, ps, items[k].index, items[k].addr, st, &cap, strip_cudart,
+				    strip_torch);
 	}
 	free(items);
 	return err;
@@ -442,11 +476,12 @@ static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct m
 {
 	size_t cap = 0;
 	bool strip_cudart = stack_has_cuda(st);
+	bool strip_torch = stack_has_torch_blocks(st);
 	if (ps->depth && ml_pyframe_is(ps->frames[ps->depth - 1]) && a->resolver->py_is_eval &&
 	    a->resolver->py_in_interpreter)
-		return symbolize_mixed(a, ps, st, strip_cudart);
+		return symbolize_mixed(a, ps, st, strip_cudart, strip_torch);
 	for (uint32_t i = 0; i < ps->depth; i++)
-		if (push_resolved(a, ps, i, ps->frames[i], st, &cap, strip_cudart) < 0)
+		if (push_resolved(a, ps, i, ps->frames[i], st, &cap, strip_cudart, strip_torch) < 0)
 			return -ENOMEM;
 	return 0;
 }
@@ -745,6 +780,7 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 		free(st.frames);
 		return f < 0 ? -ENOMEM : 0;
 	}
+	a->samples[si] = (struct ml_agg_sample){ st.frames, st.n_frames, sm->count };
 	for (size_t i = 0; i < st.n_frames && err == 0; i++) {
 		long f, l;
 		if (frame_target(a, st.frames[i], &f, &l) < 0) {
@@ -768,8 +804,7 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 			a->lines[l].gil_samples += gil ? sm->count : 0;
 		}
 	}
-	free(st.frames);
-	return err;
+	return err;	/* st.frames is a->samples[si]'s now */
 }
 
 int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *out)
@@ -891,6 +926,11 @@ int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
 		if (err < 0)
 			goto fail;
 	}
+	a->samples = calloc(p->n_samples + 1, sizeof(*a->samples));
+	if (!a->samples) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	for (size_t i = 0; i < p->n_samples; i++) {
 		err = attribute_sample(a, i);
 		if (err < 0)
@@ -924,6 +964,9 @@ void ml_agg_free(struct ml_agg *a)
 	for (size_t i = 0; i < a->n_stacks; i++)
 		free(a->stacks[i].frames);
 	free(a->stacks);
+	for (size_t i = 0; a->samples && i < a->profile->n_samples; i++)
+		free(a->samples[i].frames);
+	free(a->samples);
 	free(a->funcs);
 	free(a->lines);
 	free(a);

@@ -107,6 +107,14 @@ struct ml_agg_line {
 	size_t seen_sample;
 };
 
+/* A sample record's stack as symbolized (the ops view by ATen op charges
+ * time from it): samples[i] is profile->samples[i]. */
+struct ml_agg_sample {
+	const struct ml_frame **frames;	/* innermost first */
+	size_t n_frames;
+	uint64_t count;
+};
+
 struct ml_agg {
 	const struct ml_profile *profile;
 	const struct ml_resolver *resolver;
@@ -119,6 +127,7 @@ struct ml_agg {
 	size_t n_lines;
 	struct ml_amount totals[ML_KIND_COUNT];	/* sum of every counter */
 	uint64_t total_samples;		/* every sample of the profile */
+	struct ml_agg_sample *samples;	/* profile->n_samples of them */
 	uint64_t gil_samples;		/* of them: a Python thread waiting for the GIL */
 	void *priv;
 };
@@ -159,6 +168,13 @@ const char *ml_kind_list(void);
  * blocks live at the combined GPU peak (ML_KIND_CUDA_GPU) when the profile
  * has it, else the sum of each kind's own peak. */
 struct ml_amount ml_amount_gpu(const struct ml_amount *per_kind);
+/* True when the profile has PyTorch's own CUDA blocks (torch_cuda: one
+ * per tensor storage, reported by its caching allocator). */
+bool ml_agg_has_torch_blocks(const struct ml_agg *a);
+/* What the views call "CUDA Mem" of per_kind: PyTorch's blocks when the
+ * profile has them (its segments, the GPU kinds, are then the memory
+ * reserved), else the GPU kinds (ml_amount_gpu). */
+struct ml_amount ml_agg_cuda_mem(const struct ml_agg *a, const struct ml_amount *per_kind);
 /* True for the kinds the derived kind cpu sums: those that share the
  * heap's peak (heap and python), so their bytes at it add up exactly. */
 bool ml_kind_in_cpu(enum ml_kind kind);

@@ -195,7 +195,8 @@ static void pick_groups(struct ml_flame *t, const struct ml_agg *a, const struct
 		t->groups[t->n_groups++] = (struct ml_flame_group){ ml_kind_name(ML_KIND_CPU),
 								    ML_KIND_CPU };
 	for (int k = 0; k < ML_KIND_COUNT; k++) {
-		if (k == ML_KIND_CUDA_GPU || ml_kind_is_derived((enum ml_kind)k) ||
+		if (k == ML_KIND_CUDA_GPU || ml_kind_is_event((enum ml_kind)k) ||
+		    ml_kind_is_derived((enum ml_kind)k) ||
 		    (k != ML_KIND_HEAP && !kind_seen(a, k) && !kind_seen(b, k)))
 			continue;
 		if (!ml_kind_is_gpu((enum ml_kind)k))

@@ -41,6 +41,17 @@ struct ml_region {
 	uint64_t count, total_ns, alloc_bytes, allocs;
 };
 
+/* The TORCH section (common/torchformat.h): a process that used PyTorch. */
+struct ml_profile_torch {
+	bool present;
+	uint32_t flags;			/* ML_TORCH_* */
+	uint64_t block_allocs, block_frees, other_reports, tensor_frees;
+	uint32_t n_schemas;
+	/* n_schemas (name, overload) pairs: schemas[2 i] the ATen name without
+	 * "aten::", schemas[2 i + 1] the overload ("" for none). */
+	const char **schemas;
+};
+
 /* The PROCESS section: where the process stood in its run and its job. */
 struct ml_process_info {
 	bool present;			/* the profile has the section */
@@ -103,6 +114,7 @@ struct ml_profile {
 	uint64_t spans_dropped;		/* spans the runtime had no room for */
 	const char **notes;		/* the runtime's notes (NOTES): warnings to show */
 	size_t n_notes;
+	struct ml_profile_torch torch;
 	struct ml_process_info process;
 	struct ml_warning *warnings;
 	size_t n_warnings;

@@ -27,6 +27,7 @@ _Static_assert(sizeof(struct ml_fmt_timepoint) == 24, "timepoint layout");
 _Static_assert(sizeof(struct ml_fmt_sampling) == 48, "sampling layout");
 _Static_assert(sizeof(struct ml_fmt_sample) == 24, "sample layout");
 _Static_assert(sizeof(struct ml_fmt_region) == 48, "region layout");
+_Static_assert(sizeof(struct ml_fmt_torch) == 48, "torch layout");
 _Static_assert(sizeof(struct ml_fmt_runtime) == 64, "runtime layout");
 _Static_assert(sizeof(struct ml_fmt_sampled) == 48, "sampled layout");
 _Static_assert(sizeof(struct ml_fmt_header) == 64, "header layout");
@@ -42,6 +43,7 @@ const char *const ml_reader_section_names[N_KNOWN_SECTIONS] = {
 	[ML_SEC_SPANS] = "SPANS",
 	[ML_SEC_NOTES] = "NOTES",
 	[ML_SEC_PROCESS] = "PROCESS", [ML_SEC_WARNINGS] = "WARNINGS",
+	[ML_SEC_TORCH] = "TORCH",
 	[ML_SEC_PYTHON] = "PYTHON", [ML_SEC_PYCODE] = "PYCODE",
 	[ML_SEC_PYFUNCS] = "PYFUNCS", [ML_SEC_PYLINES] = "PYLINES",
 };
@@ -345,6 +347,8 @@ static int parse_owned(unsigned char *data, size_t len, const char *path, bool l
 		rc = ml_reader_parse_notes(&ps);
 	if (!rc)
 		rc = ml_reader_parse_runtime(&ps);
+	if (!rc)
+		rc = ml_reader_parse_torch(&ps);
 	free(ps.node_depth);
 	free(ps.leaf_at);
 	free(ps.nodes);
@@ -456,6 +460,7 @@ void ml_profile_free(struct ml_profile *p)
 	free(p->stacks);
 	free(p->samples);
 	free(p->regions);
+	free(p->torch.schemas);
 	free(p->warnings);
 	free(p->merged);
 	free(p->pycodes);

@@ -5,6 +5,7 @@
 #define ML_REPORT_READER_INTERNAL_H
 
 #include "report/profile.h"
+#include "common/torchformat.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -106,6 +107,8 @@ int ml_reader_parse_notes(struct parse *ps);
 /* reader_process.c */
 int ml_reader_parse_process(struct parse *ps);
 int ml_reader_parse_warnings(struct parse *ps);
+/* TORCH (reader_torch.c). */
+int ml_reader_parse_torch(struct parse *ps);
 /* PYTHON and PYCODE (reader_python.c). */
 int ml_reader_parse_python(struct parse *ps);
 /* PYFUNCS and PYLINES (@profile), after PYTHON and PYCODE. */

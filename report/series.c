@@ -50,7 +50,9 @@ int ml_series_build(const struct ml_profile *p, struct ml_series **out, size_t *
 {
 	size_t count[ML_KIND_COUNT] = { 0 }, kinds = 0;
 	for (size_t i = 0; i < p->n_timeline; i++)
-		if (p->timeline[i].kind < ML_KIND_COUNT && count[p->timeline[i].kind]++ == 0)
+		if (p->timeline[i].kind < ML_KIND_COUNT &&
+		    !ml_kind_is_event((enum ml_kind)p->timeline[i].kind) &&
+		    count[p->timeline[i].kind]++ == 0)
 			kinds++;
 	struct ml_series *s = calloc(kinds + 1, sizeof(*s));
 	if (!s)

@@ -23,6 +23,15 @@ char *ml_units_bytes(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
+char *ml_units_bytes_signed(int64_t bytes, char *buf, size_t len)
+{
+	if (bytes >= 0 || len < 2)
+		return ml_units_bytes((uint64_t)bytes, buf, len);
+	buf[0] = '-';
+	ml_units_bytes((uint64_t)0 - (uint64_t)bytes, buf + 1, len - 1);
+	return buf;
+}
+
 char *ml_units_seconds(uint64_t ns, char *buf, size_t len)
 {
 	snprintf(buf, len, "%llu.%03llu s", (unsigned long long)(ns / 1000000000ull),

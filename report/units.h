@@ -13,6 +13,10 @@
  * most len bytes, NUL included; returns buf.  Does not allocate. */
 char *ml_units_bytes(uint64_t bytes, char *buf, size_t len);
 
+/* ml_units_bytes for a signed count: "-1.50 KiB" below zero (what an op
+ * freed more than it allocated, as torch.profiler shows it). */
+char *ml_units_bytes_signed(int64_t bytes, char *buf, size_t len);
+
 /* The standard deviation (rounded bytes) of a variance in bytes^2. */
 uint64_t ml_stddev(uint64_t var);
 

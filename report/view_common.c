@@ -128,10 +128,16 @@ bool ml_view_is_torch(const struct ml_agg *a)
 	return false;
 }
 
-const char ml_view_torch_note[] =
-	"PyTorch: unless it ran with PYTORCH_NO_CUDA_MEMORY_CACHING=1, the CUDA blocks\n"
-	"here are its caching allocator's segments (what the driver sees), not tensors.\n"
-	"For one block per tensor: `memline run --no-torch-cache` (sets it; slower).\n";
+const char *ml_view_torch_note(const struct ml_agg *a)
+{
+	if (ml_agg_has_torch_blocks(a))
+		return "PyTorch: its blocks, one per tensor as its caching allocator hands them out,\n"
+		       "are kind torch_cuda (what torch.cuda.memory_allocated() counts); the\n"
+		       "cuda_device, cuda_vmm or cuda_pool blocks are its segments (memory reserved).\n";
+	return "PyTorch: unless it ran with PYTORCH_NO_CUDA_MEMORY_CACHING=1, the CUDA blocks\n"
+	       "here are its caching allocator's segments (what the driver sees), not tensors.\n"
+	       "For one block per tensor: `memline run --no-torch-cache` (sets it; slower).\n";
+}
 
 const char *ml_view_base_name(const char *path)
 {
@@ -144,8 +150,8 @@ bool ml_view_same_file(const char *a, const char *b)
 	return strcmp(a, b) == 0 || strcmp(ml_view_base_name(a), ml_view_base_name(b)) == 0;
 }
 
-bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg_line *l,
-			  enum ml_kind kind)
+bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg *a,
+			  const struct ml_agg_line *l, enum ml_kind kind)
 {
 	m->self_bytes += l->self[kind].alloc_bytes;
 	m->total_bytes += l->total[kind].alloc_bytes;
@@ -157,12 +163,45 @@ bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg_line *
 	m->var_total += l->total[kind].var_alloc_bytes;
 	m->var_peak += l->total[kind].var_peak_bytes;
 	m->var_leaked += l->total[kind].var_live_bytes;
-	struct ml_amount gs = ml_amount_gpu(l->self), gt = ml_amount_gpu(l->total);
+	struct ml_amount gs = ml_agg_cuda_mem(a, l->self), gt = ml_agg_cuda_mem(a, l->total);
 	m->cuda_self += gs.alloc_bytes;
 	m->cuda_total += gt.alloc_bytes;
 	m->cuda_peak += gt.peak_bytes;
 	m->cuda_leaked += gt.live_bytes;
-	return l->total[kind].allocs || l->total[kind].alloc_bytes || gt.allocs;
+	m->torch = ml_agg_has_torch_blocks(a);
+	const struct ml_amount *freed = &l->total[ML_KIND_TORCH_CUDA_FREED];
+	struct ml_amount rsvd = m->torch ? ml_amount_gpu(l->total) : (struct ml_amount){ 0 };
+	if (m->torch) {
+		m->cuda_net += (int64_t)(gt.alloc_bytes - freed->alloc_bytes);
+		m->cuda_reserved += rsvd.alloc_bytes;
+	}
+	return l->total[kind].allocs || l->total[kind].alloc_bytes || gt.allocs ||
+	       (m->torch && (freed->allocs || rsvd.allocs));
+}
+
+int ml_view_line_cuda_header(FILE *out, bool torch)
+{
+	if (torch)
+		return fprintf(out, " %12s %12s %12s %12s %12s", "CUDA Alloc", "CUDA Net", "CUDA Peak",
+			       "CUDA Leaked", "CUDA Rsvd");
+	return fprintf(out, " %12s %12s %12s", "CUDA Alloc", "CUDA Peak", "CUDA Leaked");
+}
+
+void ml_view_line_cuda_cells(FILE *out, const struct ml_view_line_mem *m, bool any, bool torch)
+{
+	char ca[ML_UNITS_LEN] = "", cn[ML_UNITS_LEN] = "", cp[ML_UNITS_LEN] = "";
+	char cl[ML_UNITS_LEN] = "", cr[ML_UNITS_LEN] = "";
+	if (any) {
+		ml_units_bytes(m->cuda_total, ca, sizeof(ca));
+		ml_units_bytes_signed(m->cuda_net, cn, sizeof(cn));
+		ml_units_bytes(m->cuda_peak, cp, sizeof(cp));
+		ml_units_bytes(m->cuda_leaked, cl, sizeof(cl));
+		ml_units_bytes(m->cuda_reserved, cr, sizeof(cr));
+	}
+	if (torch)
+		fprintf(out, " %12s %12s %12s %12s %12s", ca, cn, cp, cl, cr);
+	else
+		fprintf(out, " %12s %12s %12s", ca, cp, cl);
 }
 
 void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, bool cuda)
@@ -199,6 +238,12 @@ void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, 
 	ml_json_u64(j, m->cuda_peak);
 	ml_json_key(j, "cuda_leaked_bytes");
 	ml_json_u64(j, m->cuda_leaked);
+	if (!m->torch)
+		return;
+	ml_json_key(j, "cuda_net_bytes");
+	ml_json_i64(j, m->cuda_net);
+	ml_json_key(j, "cuda_reserved_bytes");
+	ml_json_u64(j, m->cuda_reserved);
 }
 
 void ml_view_record_json(struct ml_json *j, const struct ml_agg_stack *st, uint64_t bytes,

@@ -30,8 +30,9 @@ const struct ml_agg_stack **ml_view_stacks(const struct ml_agg *a, enum ml_kind 
 /* True when the profiled process had PyTorch's CUDA library loaded
  * (libc10_cuda): its CUDA blocks are then caching-allocator segments. */
 bool ml_view_is_torch(const struct ml_agg *a);
-/* The sentence the CUDA sections print for such a profile. */
-extern const char ml_view_torch_note[];
+/* The sentences the CUDA sections print for such a profile (whether it
+has PyTorch's own blocks or only its segments). */
+const char *ml_view_torch_note(const struct ml_agg *a);
 
 /* Prints "N bytes", with " (1.50 KiB)" added from 1 KiB up. */
 void ml_view_bytes(FILE *out, uint64_t bytes);
@@ -48,22 +49,35 @@ const char *ml_view_base_name(const char *path);
 bool ml_view_same_file(const char *a, const char *b);
 
 /* A source line's memory as the lines views show it: the kind's bytes, and
- * the GPU kinds summed (ml_kind_is_gpu), each at its own kind's peak. */
+ * CUDA Mem (ml_agg_cuda_mem: PyTorch's blocks, else the GPU kinds summed),
+ * each at its own kind's peak.  With PyTorch's blocks (torch), also their
+ * net bytes (allocated less freed while the line ran, inclusive: the
+ * change of torch.cuda.memory_allocated() across the line) and the
+ * segment bytes the caching allocator reserved on the line. */
 struct ml_view_line_mem {
 	uint64_t self_bytes, total_bytes, peak_bytes, leaked_bytes, allocs;
 	uint64_t cuda_self, cuda_total, cuda_peak, cuda_leaked;
+	bool torch;
+	int64_t cuda_net;
+	uint64_t cuda_reserved;
 	bool estimated;			/* memline run --sample: estimates, with */
 	uint64_t var_self, var_total, var_peak, var_leaked;	/* their variances */
 };
 
-/* Adds line l's numbers of kind (and the GPU kinds) into m.  Returns true
- * when l allocated anything (a row worth printing). */
-bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg_line *l,
-			  enum ml_kind kind);
+/* Adds line l's numbers of kind (and CUDA Mem) into m.  Returns true when
+ * l allocated or freed anything (a row worth printing). */
+bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg *a,
+			  const struct ml_agg_line *l, enum ml_kind kind);
 
 /* Writes m's fields into the open JSON object: self_alloc_bytes ...
  * allocs, and the cuda_* ones when cuda is true. */
 void ml_view_line_mem_json(struct ml_json *j, const struct ml_view_line_mem *m, bool cuda);
+
+/* The CUDA columns of the lines views: their header (returns the width
+ * printed) and one row's cells (blank when any is false).  torch: the
+ * profile has PyTorch's blocks (ml_agg_has_torch_blocks). */
+int ml_view_line_cuda_header(FILE *out, bool torch);
+void ml_view_line_cuda_cells(FILE *out, const struct ml_view_line_mem *m, bool any, bool torch);
 
 /* Writes a stack record's fields into the open JSON object: bytes, blocks,
  * stack_id, truncated, frames. */

@@ -607,7 +607,8 @@ static void meta_json(FILE *out, const struct ml_agg *a, const struct ml_view_op
 	bool first = true;
 	for (int k = 0; k < ML_KIND_COUNT; k++) {
 		struct ml_amount m = ml_view_totals(a, (enum ml_kind)k);
-		if (!m.allocs && !m.live_blocks && !(p->kinds_present & (1u << k)))
+		if (ml_kind_is_event((enum ml_kind)k) ||
+		    (!m.allocs && !m.live_blocks && !(p->kinds_present & (1u << k))))
 			continue;
 		put_key(out, ml_kind_name((enum ml_kind)k), first);
 		fprintf(out, "{\"allocs\":%llu,\"alloc_bytes\":%llu,\"frees\":%llu,"

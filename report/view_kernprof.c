@@ -107,7 +107,7 @@ static int load(const struct ml_agg *a, const struct ml_view_opts *o,
 		    strcmp(l->function, kf->name) != 0 || !ml_view_same_file(l->file, kf->file))
 			continue;
 		struct krow *r = &kf->rows[l->line - kf->first];
-		if (ml_view_line_mem_add(&r->m, l, o->kind))
+		if (ml_view_line_mem_add(&r->m, a, l, o->kind))
 			r->mem = true;
 	}
 	kf->cuda = ml_agg_has_cuda(a) && ml_view_main_kind(o->kind);

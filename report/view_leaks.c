@@ -143,8 +143,10 @@ static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, str
 
 static bool cuda_kind_used(const struct ml_agg *a, int k)
 {
-	if (k == ML_KIND_CUDA_GPU || !ml_kind_is_cuda((enum ml_kind)k))
-		return false;	/* the combined total: its blocks are listed per kind */
+	if (k == ML_KIND_CUDA_GPU || !ml_kind_is_cuda((enum ml_kind)k) ||
+	    ml_kind_is_event((enum ml_kind)k))
+		return false;	/* the combined total: its blocks are listed per kind;
+				 * free events hold no memory */
 	struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
 	return t.allocs || t.live_blocks;
 }
@@ -187,7 +189,7 @@ static void cuda_leaks_text(const struct ml_agg *a, const struct ml_view_opts *o
 		"(device, managed, pool, VMM physical, arrays)\n",
 		(unsigned long long)bytes, (unsigned long long)blocks);
 	if (ml_view_is_torch(a))
-		fprintf(out, "\n%s", ml_view_torch_note);
+		fprintf(out, "\n%s", ml_view_torch_note(a));
 }
 
 static void cuda_leaks_json(const struct ml_agg *a, const struct ml_view_opts *o,

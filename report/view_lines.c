@@ -20,6 +20,7 @@ struct func_lines {
 	struct ml_source src;
 	bool have_source, source_modified;	/* modified after the run started */
 	bool cuda;		/* the profile has CUDA kinds: CUDA columns */
+	bool torch;		/* ... and PyTorch's blocks: its columns */
 };
 
 static void fill_rows(const struct ml_agg *a, enum ml_kind kind, struct func_lines *fl)
@@ -30,7 +31,7 @@ static void fill_rows(const struct ml_agg *a, enum ml_kind kind, struct func_lin
 		    !ml_sym_name_matches(l->function, fl->name) || !ml_view_same_file(l->file, fl->file))
 			continue;
 		struct line_row *r = &fl->rows[l->line - fl->first];
-		if (ml_view_line_mem_add(&r->m, l, kind))
+		if (ml_view_line_mem_add(&r->m, a, l, kind))
 			r->any = true;
 	}
 }
@@ -48,6 +49,7 @@ static int load_function(const struct ml_agg *a, enum ml_kind kind, const char *
 	if (!fl->rows)
 		return -ENOMEM;
 	fl->cuda = ml_agg_has_cuda(a) && ml_view_main_kind(kind);	/* --kind X: plain layout */
+	fl->torch = ml_agg_has_torch_blocks(a);
 	fill_rows(a, kind, fl);
 	fl->have_source = ml_view_load_source(a, fl->file, name, false, &fl->src,
 					      &fl->source_modified);
@@ -61,7 +63,7 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 	int len = fprintf(out, "%6s %12s %12s %12s %12s  %10s", "Line #", "Self Alloc",
 			  "Total Alloc", "Peak", "Leaked", "Allocs");
 	if (fl->cuda)
-		len += fprintf(out, " %12s %12s %12s", "CUDA Alloc", "CUDA Peak", "CUDA Leaked");
+		len += ml_view_line_cuda_header(out, fl->torch);
 	if (fl->have_source)
 		len += fprintf(out, "   %s", "Line Contents");
 	fputc('\n', out);
@@ -85,15 +87,8 @@ static void lines_text(FILE *out, const struct func_lines *fl)
 				 (unsigned long long)r->m.allocs);
 		}
 		fprintf(out, "%6d %12s %12s %12s %12s  %10s", line, self, total, peak, leaked, allocs);
-		if (fl->cuda) {
-			char ca[ML_UNITS_LEN] = "", cp[ML_UNITS_LEN] = "", cl[ML_UNITS_LEN] = "";
-			if (r->any) {
-				ml_units_bytes(r->m.cuda_total, ca, sizeof(ca));
-				ml_units_bytes(r->m.cuda_peak, cp, sizeof(cp));
-				ml_units_bytes(r->m.cuda_leaked, cl, sizeof(cl));
-			}
-			fprintf(out, " %12s %12s %12s", ca, cp, cl);
-		}
+		if (fl->cuda)
+			ml_view_line_cuda_cells(out, &r->m, r->any, fl->torch);
 		if (fl->have_source) {
 			const char *text = ml_source_line(&fl->src, line);
 			fprintf(out, "   %s", text ? text : "");

@@ -149,7 +149,7 @@ static int cuda_peaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 		if (!ml_kind_is_cuda((enum ml_kind)k))
 			continue;
 		struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
-		if (!t.allocs || k == ML_KIND_CUDA_GPU)
+		if (!t.allocs || k == ML_KIND_CUDA_GPU || ml_kind_is_event((enum ml_kind)k))
 			continue;
 		size_t n;
 		const struct ml_agg_line **lines = peak_lines(a, (enum ml_kind)k, &n);
@@ -195,7 +195,7 @@ static int cuda_peaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 	if (j)
 		ml_json_array_end(j);
 	else if (ml_view_is_torch(a))
-		fprintf(out, "\n%s", ml_view_torch_note);
+		fprintf(out, "\n%s", ml_view_torch_note(a));
 	return 0;
 }
 

@@ -45,7 +45,7 @@ static void fill(const struct ml_agg *a, const struct ml_view_opts *o, struct tf
 		r->samples += l->total_samples;
 		r->self_samples += l->self_samples;
 		r->gil += l->gil_samples;
-		if (ml_view_line_mem_add(&r->m, l, kind))
+		if (ml_view_line_mem_add(&r->m, a, l, kind))
 			r->mem = true;
 	}
 	tf->cuda = ml_agg_has_cuda(a) && ml_view_main_kind(o->kind);	/* --kind X: plain layout */
@@ -119,7 +119,7 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 	len += fprintf(out, " %12s %12s %12s %12s  %10s", "Self Alloc", "Total Alloc", "Peak",
 		       "Leaked", "Allocs");
 	if (tf->cuda)
-		len += fprintf(out, " %12s %12s %12s", "CUDA Alloc", "CUDA Peak", "CUDA Leaked");
+		len += ml_view_line_cuda_header(out, ml_agg_has_torch_blocks(a));
 	if (tf->have_source)
 		len += fprintf(out, "  %s", "Line Contents");
 	fputc('\n', out);
@@ -160,15 +160,8 @@ static void text(FILE *out, const struct ml_agg *a, const struct ml_view_opts *o
 		if (tf->gil)
 			fprintf(out, " %12s", gil);
 		fprintf(out, " %12s %12s %12s %12s  %10s", self, total, peak, leaked, allocs);
-		if (tf->cuda) {
-			char ca[ML_UNITS_LEN] = "", cp[ML_UNITS_LEN] = "", cl[ML_UNITS_LEN] = "";
-			if (r->mem) {
-				ml_units_bytes(r->m.cuda_total, ca, sizeof(ca));
-				ml_units_bytes(r->m.cuda_peak, cp, sizeof(cp));
-				ml_units_bytes(r->m.cuda_leaked, cl, sizeof(cl));
-			}
-			fprintf(out, " %12s %12s %12s", ca, cp, cl);
-		}
+		if (tf->cuda)
+			ml_view_line_cuda_cells(out, &r->m, r->mem, ml_agg_has_torch_blocks(a));
 		if (tf->have_source) {
 			const char *t = ml_source_line(&tf->src, line);
 			fprintf(out, "  %s", t ? t : "");

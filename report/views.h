@@ -25,6 +25,10 @@ enum ml_ops_key {
 	ML_OPS_CUDA_MEMORY_USAGE,	/* inclusive GPU bytes allocated */
 	ML_OPS_SELF_CPU_TIME_TOTAL,	/* line timer: self samples */
 	ML_OPS_CPU_TIME_TOTAL,		/* line timer: inclusive samples */
+	/* By ATen op (--by op), beside the tensor storage of the CPU keys: */
+	ML_OPS_SELF_OTHER_MEMORY,	/* self CPU bytes that are not tensor storage */
+	ML_OPS_OTHER_MEMORY,		/* the same, inclusive */
+	ML_OPS_SELF_CUDA_RESERVED,	/* self segment bytes (GPU kinds) with PyTorch's blocks */
 	ML_OPS_KEY_COUNT,
 };
 
@@ -48,6 +52,13 @@ enum ml_lines_layout {
 	ML_LINES_MEMORY_PROFILER = 2,	/* python -m memory_profiler's table */
 };
 
+/* What the ops view's rows are. */
+enum ml_ops_by {
+	ML_OPS_BY_AUTO,			/* ATen ops when the profile has them, else functions */
+	ML_OPS_BY_OP,			/* ATen ops, as torch.profiler's key_averages() */
+	ML_OPS_BY_FUNCTION,		/* functions (native and Python) */
+};
+
 struct ml_view_opts {
 	enum ml_kind kind;		/* the memory kind shown */
 	bool kind_set;			/* kind was asked for; else the profile's default
@@ -55,6 +66,7 @@ struct ml_view_opts {
 	bool native;			/* stacks with Python frames keep every native frame */
 	long limit;			/* rows or records at most; < 0: all */
 	enum ml_ops_key sort;		/* ops only */
+	enum ml_ops_by by;		/* ops only */
 	const char *const *functions;	/* lines only */
 	size_t n_functions;
 	long top;			/* lines: the N functions with most time (0: off) */

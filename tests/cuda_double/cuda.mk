@@ -12,10 +12,15 @@ CUDA_DRV_FIXTURES := $(patsubst tests/cuda_double/%.c,$(CUDA_DIR)/%,\
 	tests/cuda_double/fake_c10_cuda.c tests/cuda_double/drv_user_lib.c \
 	tests/cuda_double/fake_cudart.c,\
 	$(wildcard tests/cuda_double/*.c)))
+# Stand-ins for PyTorch's libraries (fake_c10.cc, fake_caching.cc,
+# fake_aten.cc), with each signature of c10::reportMemoryUsageToProfiler:
+# torch_v1/ and torch_v2/, each library finding its neighbours by $ORIGIN.
+CUDA_TORCH := $(foreach v,v1 v2,$(CUDA_DIR)/torch_$(v)/libc10.so \
+	$(CUDA_DIR)/torch_$(v)/libc10_cuda.so $(CUDA_DIR)/torch_$(v)/libtorch_fake.so)
 CUDA_PROBE := $(CUDA_DIR)/libprobe_preload.so $(CUDA_DIR)/libc10_cuda.so \
 	$(CUDA_DIR)/libdrv_user.so
 CUDA_NVCC_FIXTURES := $(if $(NVCC),$(CUDA_DIR)/rt_static $(CUDA_DIR)/rt_shared)
-FIXTURES += $(CUDA_DOUBLE) $(CUDA_DRV_FIXTURES) $(CUDA_PROBE) $(CUDA_NVCC_FIXTURES)
+FIXTURES += $(CUDA_DOUBLE) $(CUDA_DRV_FIXTURES) $(CUDA_PROBE) $(CUDA_NVCC_FIXTURES) $(CUDA_TORCH)
 
 $(CUDA_DOUBLE): tests/cuda_double/libcuda.c
 	@mkdir -p $(dir $@)
@@ -33,6 +38,26 @@ $(CUDA_DIR)/libc10_cuda.so: tests/cuda_double/fake_c10_cuda.c
 	@mkdir -p $(dir $@)
 	@echo "  FAKE    $@"
 	$(Q)$(CC) -g -O1 -fPIC -shared -o $@ $<
+
+TORCH_SOFLAGS = -g -O0 -fno-omit-frame-pointer -fPIC -shared -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
+	$(if $(filter torch_v1,$(notdir $(@D))),-DFAKE_C10_V1)
+
+$(CUDA_DIR)/torch_%/libc10.so: tests/cuda_double/fake_c10.cc
+	@mkdir -p $(dir $@)
+	@echo "  FAKE    $@"
+	$(Q)$(CXX) $(TORCH_SOFLAGS) -Wl,-soname,libc10.so -o $@ $<
+
+$(CUDA_DIR)/torch_%/libc10_cuda.so: tests/cuda_double/fake_caching.cc tests/cuda_double/drv_common.h \
+		$(CUDA_DIR)/torch_%/libc10.so
+	@mkdir -p $(dir $@)
+	@echo "  FAKE    $@"
+	$(Q)$(CXX) $(TORCH_SOFLAGS) -Itests/cuda_double -Wl,-soname,libc10_cuda.so -o $@ $< \
+		-L$(@D) -lc10 -ldl
+
+$(CUDA_DIR)/torch_%/libtorch_fake.so: tests/cuda_double/fake_aten.cc $(CUDA_DIR)/torch_%/libc10_cuda.so
+	@mkdir -p $(dir $@)
+	@echo "  FAKE    $@"
+	$(Q)$(CXX) $(TORCH_SOFLAGS) -Wl,-soname,libtorch_fake.so -o $@ $< -L$(@D) -lc10_cuda -lc10
 
 # A library linked with the double, loaded by drv_local with RTLD_LOCAL.
 $(CUDA_DIR)/libdrv_user.so: tests/cuda_double/drv_user_lib.c $(CUDA_DOUBLE)

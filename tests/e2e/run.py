@@ -25,7 +25,8 @@ import harness  # noqa: E402
 from harness import Fail, Skip, OPTS, TESTS  # noqa: E402
 
 # The areas, in the order their tests run.
-AREAS = ["alloc", "process", "runs", "cli", "report", "cuda", "lineprof", "regions", "pictures", "python", "kernprof"]
+AREAS = ["alloc", "process", "runs", "cli", "report", "cuda", "lineprof", "regions", "pictures", "python",
+         "kernprof", "torch"]
 
 
 def run_one(fn):
