@@ -16,8 +16,7 @@
 struct ml_real ml_real;
 static volatile int resolving;
 
-#define BOOTSTRAP_SIZE (256u * 1024u)
-static unsigned char bootstrap[BOOTSTRAP_SIZE] __attribute__((aligned(64)));
+unsigned char ml_bootstrap[ML_BOOTSTRAP_SIZE] __attribute__((aligned(64)));
 static size_t bootstrap_used;
 
 void *ml_real_lookup(const char *sym)
@@ -52,20 +51,14 @@ void *ml_bootstrap_alloc(size_t size, size_t align)
 		size_t used = __atomic_load_n(&bootstrap_used, __ATOMIC_RELAXED);
 		size_t start = (used + 16 + align - 1) & ~(align - 1);
 		size_t end = start + size;
-		if (size > BOOTSTRAP_SIZE || end > BOOTSTRAP_SIZE)
+		if (size > ML_BOOTSTRAP_SIZE || end > ML_BOOTSTRAP_SIZE)
 			return NULL;
 		if (__atomic_compare_exchange_n(&bootstrap_used, &used, end, false,
 						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-			memcpy(bootstrap + start - 16, &size, sizeof(size));
-			return bootstrap + start;	/* static storage: already zero */
+			memcpy(ml_bootstrap + start - 16, &size, sizeof(size));
+			return ml_bootstrap + start;	/* static storage: already zero */
 		}
 	}
-}
-
-bool ml_bootstrap_owns(const void *p)
-{
-	return (const unsigned char *)p >= bootstrap &&
-		(const unsigned char *)p < bootstrap + BOOTSTRAP_SIZE;
 }
 
 size_t ml_bootstrap_size(const void *p)

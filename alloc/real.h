@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define ML_REAL_SYMBOLS(X) \
 	X(malloc, "malloc", void *, (size_t)) \
@@ -69,7 +70,12 @@ void *ml_real_lookup(const char *sym);
 /* The bootstrap buffer: a static heap for allocations made before the real
  * allocator is known (dlsym's calloc).  Never freed. */
 void *ml_bootstrap_alloc(size_t size, size_t align);
-bool ml_bootstrap_owns(const void *p);
+#define ML_BOOTSTRAP_SIZE (256u << 10)
+extern unsigned char ml_bootstrap[ML_BOOTSTRAP_SIZE];
+static inline bool ml_bootstrap_owns(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)ml_bootstrap < ML_BOOTSTRAP_SIZE;
+}
 /* The size a bootstrap block was allocated with. */
 size_t ml_bootstrap_size(const void *p);
 

@@ -103,6 +103,17 @@ def make_tools(args):
     else:
         print(f"note: no {lib}: memline is not measured (run `make` first)")
 
+    if args.baseline:
+        bcli = os.path.join(args.baseline, "memline")
+        if os.access(bcli, os.X_OK):
+            tools.append(Tool(
+                "ml-base",
+                lambda argv, d: ([bcli, "run", "-o", d, "--"] + argv, base_env),
+                lambda d: os.path.join(d, "memline.*", "memline.*.mlp"),
+                f"{bcli} run -o DIR -- (another build, for a before/after in one run)"))
+        else:
+            print(f"note: no {bcli}: the baseline is not measured")
+
     if shutil.which("heaptrack") and not args.no_heaptrack:
         tools.append(Tool(
             "heaptrack",
@@ -247,6 +258,11 @@ def print_ratios(added, cpu_added, sizes, threads_list):
             print(f"threads={n}: memline added time / heaptrack added time = "
                   f"{ml:.1f} / {ht:.1f} ns = {ml / ht:.3f}  "
                   f"(target <= 0.15: {ok})")
+        base = added.get(("ml-base", n))
+        if base is not None:
+            rel = f", / heaptrack's = {base / ht:.3f}" if ht else ""
+            print(f"threads={n}: baseline build (ml-base) added time per allocation = "
+                  f"{base:.1f} ns{rel}")
         sm = added.get(("ml-sample", n))
         if sm is not None:
             print(f"threads={n}: memline --sample added time per allocation = {sm:.1f} ns")
@@ -271,6 +287,8 @@ def main():
     ap.add_argument("--vg-reps", type=int, default=3)
     ap.add_argument("--no-valgrind", action="store_true")
     ap.add_argument("--no-heaptrack", action="store_true")
+    ap.add_argument("--baseline", help="another memline build directory, run the same way "
+                    "(\"ml-base\"), interleaved with the others")
     ap.add_argument("--sample", type=int, default=524288,
                     help="also run memline --sample BYTES (0: not)")
     args = ap.parse_args()

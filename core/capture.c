@@ -117,6 +117,8 @@ void ml_stacktab_verify_report(void)
 	ml_warn(line);
 }
 
+static uint32_t here_slow(struct ml_intern_cache *cache);
+
 uint32_t ml_stacktab_here(struct ml_intern_cache *cache)
 {
 	uint32_t stack;
@@ -126,6 +128,13 @@ uint32_t ml_stacktab_here(struct ml_intern_cache *cache)
 			verify(stack);
 		return stack;
 	}
+	return here_slow(cache);
+}
+
+/* The full capture (libunwind, decorators) into a buffer on the side
+ * stack: apart, so that the fast path above sets up no large frame. */
+static uint32_t __attribute__((noinline)) here_slow(struct ml_intern_cache *cache)
+{
 	uint64_t buf[ML_CAPTURE_BUF];
 	uint32_t flags, skip;
 	uint32_t depth = capture(buf, ml_config.max_depth, &flags, &skip);

@@ -39,13 +39,33 @@ __attribute__((noreturn, cold)) void ml_assert_fail(const char *what, const char
  * already inside memline (the runtime's own work, or a hook called from a
  * hook), or recording is off: then the caller just passes the call through.
  * Async-signal-safe. */
-bool ml_guard_enter(void);
-void ml_guard_exit(void);
+extern __thread int ml_tl_guard __attribute__((tls_model("initial-exec")));
+extern volatile int ml_core_active;
+static inline bool ml_guard_enter(void)
+{
+	if (ml_tl_guard || !ml_core_active)
+		return false;
+	ml_tl_guard = 1;
+	return true;
+}
+static inline void ml_guard_exit(void)
+{
+	ml_tl_guard = 0;
+}
 /* Takes the guard whether or not recording is on (for the runtime's own
  * work: writing the profile, start-up).  False if already held. */
-bool ml_guard_enter_always(void);
+static inline bool ml_guard_enter_always(void)
+{
+	if (ml_tl_guard)
+		return false;
+	ml_tl_guard = 1;
+	return true;
+}
 /* True while this thread holds the guard. */
-bool ml_guard_held(void);
+static inline bool ml_guard_held(void)
+{
+	return ml_tl_guard != 0;
+}
 
 /* ============================================================ recording */
 
@@ -109,20 +129,23 @@ static inline void ml_track_count_thread(uint64_t size)
 	ml_tl_allocs++;
 }
 
-/* The hook's own frame, where the next stack walk on this thread may start
- * instead of walking the runtime's frames.  ML_UNWIND_MARK() goes in the
- * hook itself (so inlined into it), just before ml_track_alloc/moved;
- * ml_unwind_unmark() right after, so that the mark never outlives the
- * hook's frame (core/unwind.c). */
-struct ml_unwind_mark { uint64_t pc, sp, bp; };
+/* The hook's own frame, whose caller is where the next stack walk on this
+ * thread starts instead of walking the runtime's frames.  ML_UNWIND_MARK()
+ * goes in the hook itself (so inlined into it), just before
+ * ml_track_alloc/moved; ml_unwind_unmark() right after, so that the mark
+ * never outlives the hook's frame (core/unwind.c).  It notes the caller's
+ * state as the hook's frame record gives it: the runtime is built with
+ * frame pointers, so rbp (the frame address) points at the caller's saved
+ * rbp, the return address above it, and the caller's rsp is 16 bytes
+ * above (MEMLINE_VERIFY_UNWIND checks every such stack against
+ * libunwind's). */
+struct ml_unwind_mark { uint64_t ra, sp, bp; };
 extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
 #define ML_UNWIND_MARK() do { \
-	uint64_t pc_, sp_, bp_; \
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" \
-			 : "=&r"(pc_), "=&r"(sp_), "=&r"(bp_)); \
-	ml_tl_mark.pc = pc_; \
-	ml_tl_mark.bp = bp_; \
-	ml_tl_mark.sp = sp_; \
+	const uint64_t *fp_ = (const uint64_t *)__builtin_frame_address(0); \
+	ml_tl_mark.ra = fp_[1]; \
+	ml_tl_mark.bp = fp_[0]; \
+	ml_tl_mark.sp = (uint64_t)(uintptr_t)(fp_ + 2); \
 } while (0)
 static inline void ml_unwind_unmark(void) { ml_tl_mark.sp = 0; }
 

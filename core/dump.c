@@ -168,8 +168,8 @@ static void put_totals(struct ml_fmt_total *totals)
 			t->frees = allocs - live;
 		}
 		t->peak_bytes = kt.peak_bytes;
-		t->peak_time_ns = kt.peak_tsc > ml_clock_start_tsc() ?
-			ml_clock_tsc_to_ns(kt.peak_tsc - ml_clock_start_tsc()) : 0;
+		t->peak_time_ns = kt.peak_ns > ml_clock_start_mono_ns() ?
+			kt.peak_ns - ml_clock_start_mono_ns() : 0;
 		ml_writer_put(&writer, t, sizeof(*t));
 		ml_writer_record(&writer);
 		t->reserved = 1;

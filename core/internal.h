@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <time.h>
 #include <bits/types/sigset_t.h>	/* sigset_t, without all of signal.h */
+#include <emmintrin.h>		/* SSE2: the live table compares four keys at once */
 #include "core/core.h"
 
 /* ---- config.c: the environment, read once at start-up (struct ml_config:
@@ -53,10 +54,14 @@ void ml_arena_after_fork(void);
 #define ML_NODES_MAX (1u << 30)
 
 /* Per thread: the path interned last, outermost frame first, so the next
- * stack looks up only the frames in which it differs; and a direct-mapped
- * copy of the (parent, address) -> node lookups it made last (node ids
- * never change, so entries never go stale). */
-#define ML_CHILD_CACHE 512u
+ * stack looks up only the frames in which it differs; and copies of the
+ * (parent, address) -> node lookups it made: a direct-mapped one of 4 Ki
+ * entries (64 KiB: one probe, inline, holds the call paths of a loop
+ * nest; 256 entries missed 89% of the time on bench/alloc_bench's ~1,400
+ * hot paths), in front of a two-way set associative one (node ids never
+ * change, so entries never go stale). */
+#define ML_CHILD_L0 4096u
+#define ML_CHILD_SETS 2048u
 struct ml_child_slot {
 	uint64_t address;
 	uint32_t parent, node;
@@ -66,7 +71,8 @@ struct ml_intern_cache {
 	uint32_t root;			/* ML_NODE_ROOT* they hang below; 0: none */
 	uint64_t frames[ML_DEPTH_MAX];
 	uint32_t nodes[ML_DEPTH_MAX];
-	struct ml_child_slot child[ML_CHILD_CACHE];
+	struct ml_child_slot l0[ML_CHILD_L0];
+	struct ml_child_slot child[ML_CHILD_SETS][2];	/* [0]: the newer */
 };
 
 /* Creates the trie (idempotent).  Returns 0 or -ENOMEM. */
@@ -81,21 +87,19 @@ uint32_t ml_stacktab_intern(struct ml_intern_cache *cache, const uint64_t *frame
 /* The node (parent, address), made if new; 0 when there is no room.
  * Thread-safe; lock-free unless new. */
 uint32_t ml_stacktab_child(uint32_t parent, uint64_t address);
-/* The same through the thread's cache c. */
+uint32_t ml_stacktab_child_l1(struct ml_intern_cache *c, uint32_t parent, uint64_t address);
+/* The same through the thread's caches c. */
 static inline uint32_t ml_stacktab_child_cached(struct ml_intern_cache *c, uint32_t parent,
 						uint64_t address)
 {
 	uint64_t h = (address ^ parent) * 0x9e3779b97f4a7c15ull;
-	struct ml_child_slot *cs = &c->child[h >> (64 - 9)];
-	_Static_assert(ML_CHILD_CACHE == 1u << 9, "9 bits");
-	if (__builtin_expect(cs->address == address && cs->parent == parent, 1))
-		return cs->node;
-	uint32_t node = ml_stacktab_child(parent, address);
-	if (node) {
-		cs->address = address;
-		cs->parent = parent;
-		cs->node = node;
-	}
+	struct ml_child_slot *s = &c->l0[h >> (64 - 12)];
+	_Static_assert(ML_CHILD_L0 == 1u << 12, "12 bits");
+	if (__builtin_expect(s->address == address && s->parent == parent, 1))
+		return s->node;
+	uint32_t node = ml_stacktab_child_l1(c, parent, address);
+	if (node)
+		*s = (struct ml_child_slot){ address, parent, node };
 	return node;
 }
 /* The stack id of the calling thread's stack, captured and interned with
@@ -160,14 +164,27 @@ struct ml_counter_sum {
 struct ml_kind_totals {
 	uint64_t live_bytes;
 	uint64_t peak_bytes;
-	uint64_t peak_tsc;		/* when peak_bytes was set (raw TSC), 0 if never */
+	uint64_t peak_ns;		/* when peak_bytes was set (the coarse monotonic
+					 * clock, ml_clock_coarse_ns), 0 if never */
 };
 
-/* Applies one allocation (+size) to c, the calling thread's counter.
- * Exact under any interleaving of threads (see the file comment). */
-void ml_counters_alloc(struct ml_counter *c, uint64_t size);
-/* Applies one free of size bytes to c (the calling thread's). */
-void ml_counters_free(struct ml_counter *c, uint64_t size);
+/* Each kind's running {live, peak}, one 16-byte word moved together (the
+ * peak value is the epoch of the lazy snapshot), and {peak, its time}. */
+union ml_kind_word {
+	unsigned __int128 word;
+	struct {
+		uint64_t live;
+		uint64_t peak;
+	};
+};
+struct ml_kind_state {
+	union ml_kind_word total __attribute__((aligned(16)));
+	union ml_kind_word peak_time __attribute__((aligned(16)));	/* .live = peak, .peak = its time */
+} __attribute__((aligned(64)));
+extern struct ml_kind_state ml_kinds[ML_KIND_COUNT];
+/* The kind's total reached the new peak: keep its time. */
+void ml_counters_note_peak_time(uint32_t kind, uint64_t peak);
+
 /* A move (realloc): the free of old_size from from and the allocation of
  * new_size to to, as one event for the kind's peak.  Both are the calling
  * thread's, of the same kind; they may be the same counter. */
@@ -195,7 +212,7 @@ void ml_counters_reset_totals(void);
 
 /* ---- thread.c: the per-thread state, and the side stack ---- */
 struct ml_counter_chunk;
-#define ML_COUNTER_CACHE 1024u
+#define ML_COUNTER_CACHE 4096u
 struct ml_thread {
 	struct ml_thread *next;		/* every state ever made */
 	struct ml_thread *next_free;	/* free list, or the ended threads' list */
@@ -232,8 +249,8 @@ struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, u
 static inline struct ml_counter *ml_thread_counter(struct ml_thread *t, uint32_t stack,
 						  uint32_t kind)
 {
-	uint32_t i = (uint32_t)(((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull >> 54);
-	_Static_assert(ML_COUNTER_CACHE == 1024u, "10 bits");
+	uint32_t i = (uint32_t)(((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull >> 52);
+	_Static_assert(ML_COUNTER_CACHE == 4096u, "12 bits");
 	struct ml_counter *c = t->counter_cache[i];
 	if (__builtin_expect(c && c->stack == stack && c->kind == kind, 1))
 		return c;
@@ -270,9 +287,15 @@ extern __thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
 extern __thread int ml_tl_owner __attribute__((tls_model("initial-exec")));
 struct ml_thread *ml_thread_owner_state(void);
 /* Around one recording event of the calling thread: plain mode when it is
- * the owner and the process has one recording thread. */
+ * the owner and the process has one recording thread.  A thread's first
+ * event makes its state first: that is what switches the process to
+ * atomics when another thread recorded before, and it must happen before
+ * this event touches a shared table (a first event may be a free, which
+ * takes the block out of the live table before it looks for a counter). */
 static inline void ml_event_begin(void)
 {
+	if (__builtin_expect(!ml_tl_thread, 0))
+		(void)ml_thread_make();
 	if (__builtin_expect(ml_tl_owner, 1)) {
 		struct ml_thread *t = ml_tl_thread;
 		t->in_event = 1;
@@ -335,7 +358,8 @@ bool ml_sampling_maybe(uint64_t addr);
 /* In a fork child: the live table is empty, so is the filter. */
 void ml_sampling_after_fork(void);
 
-/* ---- livetab.c: live blocks, (address, kind) -> (size, stack). ---- */
+/* ---- livetab.c: live blocks, (address, kind) -> (size, stack).  The
+ * common paths are inline here; see livetab.c for the design. ---- */
 struct ml_live_block {
 	uint64_t addr;		/* 0: none */
 	uint64_t size;
@@ -343,14 +367,133 @@ struct ml_live_block {
 	uint32_t kind;
 };
 
-/* No set-up: each shard maps its table on its first insert. */
+#define ML_LIVE_SHARDS 256u
+#define ML_LIVE_REGION_SHIFT 20u	/* a shard per 1 MiB region (hashed) */
+#define ML_LIVE_WAYS 4u
+#define ML_LIVE_BIG 0xffffffffu		/* size escape: in the shard's side list */
+struct ml_live_bucket {
+	uint64_t key[ML_LIVE_WAYS];	/* address | kind << 60; 0: empty */
+	uint32_t stack[ML_LIVE_WAYS];
+	uint32_t size[ML_LIVE_WAYS];
+} __attribute__((aligned(64)));
+struct ml_live_big;
+struct ml_live_shard {
+	ml_spin_t lock;
+	uint32_t count;
+	uint32_t shift;		/* 64 - log2(buckets); 0 before the first insert */
+	uint32_t grow_at;	/* 0 before the first insert */
+	uint32_t rng;		/* picks the slot a kick evicts */
+	struct ml_live_bucket *b;
+	struct ml_live_big *big;
+	uint32_t n_big, big_cap;
+} __attribute__((aligned(64)));
+extern struct ml_live_shard ml_live_shards[ML_LIVE_SHARDS];
+
+static inline uint64_t ml_live_key(uint64_t addr, uint32_t kind)
+{
+	return addr | (uint64_t)kind << 60;
+}
+static inline struct ml_live_shard *ml_live_shard_of(uint64_t addr)
+{
+	return &ml_live_shards[((addr >> ML_LIVE_REGION_SHIFT) * 0x9e3779b97f4a7c15ull) >> 56];
+}
+/* A key's first bucket, and the mask to its other one (never 0). */
+static inline uint32_t ml_live_b1(uint32_t shift, uint64_t key)
+{
+	return (uint32_t)((key * 0xd6e8feb86659fd93ull) >> shift);
+}
+static inline uint32_t ml_live_alt(uint32_t shift, uint64_t key)
+{
+	return (uint32_t)((key * 0x9fb21c651e98df25ull) >> shift) | 1u;
+}
+/* The ways of b whose key is k's (k: the key in both halves), as bits
+ * 0, 2, 4, 6; no branch (which way holds a key is random). */
+static inline uint32_t ml_live_match(const struct ml_live_bucket *b, __m128i k)
+{
+	__m128i lo = _mm_load_si128((const __m128i *)(const void *)&b->key[0]);
+	__m128i hi = _mm_load_si128((const __m128i *)(const void *)&b->key[2]);
+	uint32_t m = (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, k))) |
+		(uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, k))) << 4;
+	return m & (m >> 1) & 0x55u;
+}
+#define ML_LIVE_WAY(m) ((unsigned)__builtin_ctz(m) >> 1)
+
+/* The whole of insert and remove (growth, evictions, missed frees, big
+ * sizes); the inline versions below call them when they must. */
+int ml_livetab_insert_slow(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
+			   struct ml_live_block *old);
+bool ml_livetab_remove_slow(uint64_t addr, uint32_t kind, struct ml_live_block *out);
+
 /* Adds (addr, kind) -> (size, stack).  Returns 0, or -ENOMEM (not added).
  * An existing entry for the same (addr, kind) is removed first and
  * returned in *old (old->addr = 0 if none).  Thread-safe. */
-int ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
-		      struct ml_live_block *old);
-/* Removes (addr, kind) and returns it in *out.  Returns false if unknown. */
-bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out);
+static inline __attribute__((always_inline)) int
+ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size,
+				    uint32_t stack, struct ml_live_block *old)
+{
+	uint64_t key = ml_live_key(addr, kind);
+	struct ml_live_shard *s = ml_live_shard_of(addr);
+	bool plain = ml_tl_plain;
+	if (!plain)
+		ml_spin_lock(&s->lock);
+	/* The key in neither bucket (else the allocator reused an address
+	 * whose free we missed) and a free way in the first.  A table not
+	 * made yet has count = grow_at = 0. */
+	if (__builtin_expect(s->count < s->grow_at && size < ML_LIVE_BIG, 1)) {
+		uint32_t i = ml_live_b1(s->shift, key);
+		struct ml_live_bucket *b1 = &s->b[i], *b2 = &s->b[i ^ ml_live_alt(s->shift, key)];
+		__builtin_prefetch(b2);
+		__m128i k = _mm_set1_epi64x((long long)key);
+		uint32_t empty = ml_live_match(b1, _mm_setzero_si128());
+		if (__builtin_expect(empty && !(ml_live_match(b1, k) | ml_live_match(b2, k)), 1)) {
+			unsigned w = ML_LIVE_WAY(empty);
+			b1->key[w] = key;
+			b1->stack[w] = stack;
+			b1->size[w] = (uint32_t)size;
+			s->count++;
+			if (!plain)
+				ml_spin_unlock(&s->lock);
+			old->addr = 0;
+			return 0;
+		}
+	}
+	if (!plain)
+		ml_spin_unlock(&s->lock);
+	return ml_livetab_insert_slow(addr, kind, size, stack, old);
+}
+
+/* Removes (addr, kind) and returns it in *out.  Returns false if unknown.
+ * Thread-safe. */
+static inline __attribute__((always_inline)) bool
+ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
+{
+	uint64_t key = ml_live_key(addr, kind);
+	struct ml_live_shard *s = ml_live_shard_of(addr);
+	bool plain = ml_tl_plain;
+	if (!plain)
+		ml_spin_lock(&s->lock);
+	if (__builtin_expect(s->shift != 0, 1)) {
+		struct ml_live_bucket *b = &s->b[ml_live_b1(s->shift, key)];
+		uint32_t m = ml_live_match(b, _mm_set1_epi64x((long long)key));
+		if (__builtin_expect(m != 0, 1)) {
+			unsigned w = ML_LIVE_WAY(m);
+			if (__builtin_expect(b->size[w] != ML_LIVE_BIG, 1)) {
+				out->addr = addr;
+				out->kind = kind;
+				out->stack = b->stack[w];
+				out->size = b->size[w];
+				b->key[w] = 0;
+				s->count--;
+				if (!plain)
+					ml_spin_unlock(&s->lock);
+				return true;
+			}
+		}
+	}
+	if (!plain)
+		ml_spin_unlock(&s->lock);
+	return ml_livetab_remove_slow(addr, kind, out);
+}
 /* The size of (addr, kind) if live, else 0. */
 uint64_t ml_livetab_size(uint64_t addr, uint32_t kind);
 /* Live entries now (all kinds). */
@@ -360,10 +503,42 @@ uint64_t ml_livetab_bytes(void);
 /* Forgets every entry and resets locks (fork child). */
 void ml_livetab_reset(void);
 
-/* ---- unwind.c: a cached .eh_frame walker for x86-64, libunwind's fast
- * path (see the file comment for when it declines). ---- */
-/* Creates the rule cache (idempotent).  Returns 0 or -ENOMEM. */
+/* ---- unwind_rules.c: the unwind rule of a code address, from .eh_frame
+ * (see the file comment for the forms it represents). ---- */
+/* A rule packed in 64 bits, laid out as struct ml_unwind_rule on this
+ * little-endian target: the CFA's offset from rsp or rbp, the caller's rbp
+ * slot's and the return address's offsets from the CFA, flags.  Never 0
+ * (ML_RULE_VALID is always set). */
+struct ml_unwind_rule {
+	int32_t cfa_off;
+	int16_t bp_off;
+	int8_t ra_off;
+	uint8_t flags;
+};
+#define ML_RULE_CFA_RBP 0x01u	/* CFA is rbp-based (else rsp-based) */
+#define ML_RULE_RBP_SAVED 0x02u	/* caller's rbp is at CFA + bp_off */
+#define ML_RULE_RBP_UNDEF 0x04u	/* caller's rbp is unknown */
+#define ML_RULE_RA_UNDEF 0x08u	/* no caller: the outermost frame */
+#define ML_RULE_BAD 0x10u	/* not representable: use libunwind */
+#define ML_RULE_VALID 0x80u
+/* Creates the shared rule cache (idempotent).  Returns 0 or -ENOMEM. */
 int ml_unwind_init(void);
+/* The packed rule of code address target (the instruction's, or for a
+ * return address ra, of ra - 1), cached.  ml_unwind_init must have
+ * succeeded.  Thread-safe, lock-free when cached; never allocates through
+ * malloc. */
+uint64_t ml_unwind_rule(uint64_t target);
+/* 0 before ml_unwind_init; bumped by every flush, so that copies of
+ * rules (the threads' first-level caches, their previous walks) made
+ * under an older value are dropped. */
+extern volatile uint32_t ml_unwind_gen;
+/* Forgets every cached rule (after dlclose: the address may be reused). */
+void ml_unwind_flush(void);
+/* In a fork child: release the insert lock. */
+void ml_unwind_after_fork(void);
+
+/* ---- unwind.c: the walker for x86-64 with those rules, reusing the
+ * thread's previous walk; libunwind is its fallback. ---- */
 /* Stores the calling thread's return addresses, innermost first, into
  * buf[0..limit) (limit <= ML_CAPTURE_BUF), as unw_backtrace() would:
  * buf[0] is a return address into the caller of ml_unwind_fast, the last
@@ -381,10 +556,6 @@ int ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo, uint64_t skip_hi, uint
 /* Forgets the previous walk kept in walk (a thread state's, handed to a
  * new thread). */
 void ml_unwind_thread_reset(void *walk);
-/* Forgets every cached rule (after dlclose: the address may be reused). */
-void ml_unwind_flush(void);
-/* In a fork child: release the insert lock. */
-void ml_unwind_after_fork(void);
 
 /* ---- libunwind.c: libunwind without descriptors or pthread keys ---- */
 /* Sets libunwind up: its memory accessor replaced, the pipe it opened
@@ -402,10 +573,36 @@ uint32_t ml_libunwind_capture(uint64_t *frames, uint32_t max);
 /* Notes that kind's total is now live_bytes at now_ns (ml_clock_coarse_ns).
  * Thread-safe, lock-free except while buckets merge. */
 void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes);
-/* The same for the hot path: kind's total is now live_bytes.  Reads the
- * clock only every few events per thread and touches the shared bucket
- * only when the value may raise it (see timeline.c). */
-void ml_timeline_event(uint32_t kind, uint64_t live_bytes);
+/* What a thread knows of kind's timeline (see timeline.c). */
+#define ML_TIMELINE_EVERY 16u
+struct ml_timeline_thread {
+	uint32_t countdown;	/* events to the next clock read */
+	uint32_t gen;		/* the timeline reset it belongs to (0: never used) */
+	uint64_t known;		/* the bucket at idx holds at least this (max live + 1) */
+	uint64_t now_ns;	/* the clock at the last read */
+	uint64_t idx;		/* the bucket now_ns fell in, at shift */
+	uint32_t shift;
+};
+extern __thread struct ml_timeline_thread ml_tl_timeline[ML_KIND_COUNT]
+	__attribute__((tls_model("initial-exec")));
+void ml_timeline_slow(uint32_t kind, uint64_t live_bytes);
+/* The hot path's note: kind's total is now live_bytes.  Reads the clock
+ * only when the value may raise the bucket the thread last saw, or every
+ * ML_TIMELINE_EVERY events (timeline.c).  Thread-safe. */
+static inline void ml_timeline_event(uint32_t kind, uint64_t live_bytes)
+{
+	struct ml_timeline_thread *t = &ml_tl_timeline[kind];
+	if (__builtin_expect(--t->countdown != 0 && live_bytes < t->known, 1))
+		return;
+	ml_timeline_slow(kind, live_bytes);
+}
+/* The coarse clock (ns) this thread's last ml_timeline_event for kind
+ * read: right after an event that raised the kind's peak, that event's
+ * time. */
+static inline uint64_t ml_timeline_last_ns(uint32_t kind)
+{
+	return ml_tl_timeline[kind].now_ns;
+}
 /* Calls fn(kind, ns_since_start, max_live_in_bucket) for every non-empty
  * bucket in time order, per kind. */
 void ml_timeline_foreach(void (*fn)(uint32_t kind, uint64_t ns, uint64_t live, void *arg),
@@ -413,12 +610,9 @@ void ml_timeline_foreach(void (*fn)(uint32_t kind, uint64_t ns, uint64_t live, v
 /* Clears everything; times are measured from now_ns. */
 void ml_timeline_reset(uint64_t now_ns);
 
-/* ---- clock.c: timestamps (TSC for the peak's time, the coarse clock for
- * the timeline). ---- */
-static inline uint64_t ml_tsc(void) { return __builtin_ia32_rdtsc(); }
+/* ---- clock.c: timestamps (the coarse clock on the hot path). ---- */
 /* Start-up clocks (set by ml_clock_start). */
 void ml_clock_start(void);
-uint64_t ml_clock_start_tsc(void);
 /* CLOCK_MONOTONIC_COARSE in ns (a few ns to read; resolution ~4 ms). */
 static inline uint64_t ml_clock_coarse_ns(void)
 {
@@ -429,9 +623,6 @@ static inline uint64_t ml_clock_coarse_ns(void)
 uint64_t ml_clock_start_realtime_ns(void);
 /* Monotonic nanoseconds since start. */
 uint64_t ml_clock_elapsed_ns(void);
-/* Converts a TSC delta (since start) to nanoseconds, calibrated against
- * CLOCK_MONOTONIC over the run so far. */
-uint64_t ml_clock_tsc_to_ns(uint64_t tsc_delta);
 
 /* ---- modules.c: the module map. ---- */
 /* Refreshes the map from dl_iterate_phdr, keeping modules seen before and
@@ -566,5 +757,89 @@ void ml_core_after_fork(void);
  * refreshing the module map; serialised: a second concurrent call returns
  * -EBUSY. */
 int ml_dump_write(uint32_t reason, int32_t status);
+
+/* ---- counters.c's hot paths, inline (here: they use the thread and
+ * timeline declarations above) ---- */
+/* Adds delta to the kind's live total, its peak group's (ml_kind_peak_of:
+ * python shares the heap's) (plain stores while one thread records, else
+ * cmpxchg16b); returns the peak after it, the peak before it
+ * in *before. */
+static inline uint64_t ml_counters_apply(uint32_t kind, int64_t delta, uint64_t *before)
+{
+	union ml_kind_word old, new;
+	kind = ml_kind_peak_of((enum ml_kind)kind);	/* python: the heap's total */
+	if (__builtin_expect(ml_tl_plain, 1)) {	/* the one recording thread */
+		old.live = ml_kinds[kind].total.live;
+		old.peak = ml_kinds[kind].total.peak;
+		new.live = old.live + (uint64_t)delta;
+		new.peak = new.live > old.peak ? new.live : old.peak;
+		ml_kinds[kind].total.live = new.live;
+		ml_kinds[kind].total.peak = new.peak;
+	} else {
+		old.word = ml_kinds[kind].total.word;	/* may tear; the CAS corrects it */
+		for (;;) {
+			new.live = old.live + (uint64_t)delta;
+			new.peak = new.live > old.peak ? new.live : old.peak;
+			unsigned __int128 seen = __sync_val_compare_and_swap(
+				&ml_kinds[kind].total.word, old.word, new.word);
+			if (__builtin_expect(seen == old.word, 1))
+				break;
+			old.word = seen;
+		}
+	}
+	ML_ASSERT(delta >= 0 || old.live >= (uint64_t)-delta);	/* never below 0 */
+	ML_ASSERT(new.peak >= new.live && new.peak >= old.peak);
+	*before = old.peak;
+	ml_timeline_event(kind, new.live);
+	if (__builtin_expect(new.peak > old.peak, 0))
+		ml_counters_note_peak_time(kind, new.peak);
+	return new.peak;
+}
+
+/* Before c changes: if the kind reached a peak since c last changed, c's
+ * live values now are its values at that peak.  epoch is peak + 1 (0:
+ * never taken; a peak of 0 bytes is a value too). */
+static inline void ml_counters_before(struct ml_counter *c, uint64_t peak_before)
+{
+	if (c->epoch <= peak_before) {
+		c->at_peak_bytes = c->live_bytes;
+		c->at_peak_blocks = c->live_blocks;
+		c->epoch = peak_before + 1;
+	}
+}
+
+/* After c changed: if this very event set a new peak, c's live is at it. */
+static inline void ml_counters_after(struct ml_counter *c, uint64_t peak_before,
+				     uint64_t peak_after)
+{
+	if (peak_after > peak_before) {
+		c->at_peak_bytes = c->live_bytes;
+		c->at_peak_blocks = c->live_blocks;
+		c->epoch = peak_after + 1;
+	}
+}
+
+/* Applies one allocation (+size) to c, the calling thread's counter.
+ * Exact under any interleaving of threads (see counters.c). */
+static inline void ml_counters_alloc(struct ml_counter *c, uint64_t size)
+{
+	uint64_t before, after = ml_counters_apply(c->kind, (int64_t)size, &before);
+	ml_counters_before(c, before);
+	c->allocs++;
+	c->alloc_bytes += size;
+	c->live_blocks++;
+	c->live_bytes += (int64_t)size;
+	ml_counters_after(c, before, after);
+}
+
+/* Applies one free of size bytes to c (the calling thread's). */
+static inline void ml_counters_free(struct ml_counter *c, uint64_t size)
+{
+	uint64_t before, after = ml_counters_apply(c->kind, -(int64_t)size, &before);
+	ml_counters_before(c, before);
+	c->live_blocks--;
+	c->live_bytes -= (int64_t)size;
+	ml_counters_after(c, before, after);
+}
 
 #endif

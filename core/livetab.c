@@ -5,12 +5,17 @@
  * (glibc's arenas, jemalloc's and tcmalloc's caches), so threads mostly
  * touch shards no other thread touches, and a shard's lock and lines stay
  * in one core's cache.  In a shard, a key has two candidate buckets of four
- * 16-byte slots (one cache line each): a lookup reads at most two lines
- * (the second is prefetched with the first), never a chain, and a delete
- * just clears a slot.  Tables double at 92% load, so a block costs 17-35
- * bytes (about 24 on average; shards grow at different moments).
- * Sizes of 4 GiB and more are kept in a small side list.  Memory comes
- * from mmap, never from the hooked malloc.
+ * slots (one 64-byte cache line each: the four keys, then their stacks and
+ * sizes), b and b ^ alt(key).  An insert goes to the first bucket when it
+ * has room, so a remove finds most keys there: one line, compared four
+ * keys at a time (SSE2).  An insert reads both lines (the second
+ * prefetched) to see that the key is new: the allocator may have reused
+ * an address whose free we missed.  The common paths are inline
+ * (internal.h); growth, evictions and missed frees are here.  Tables
+ * double at 80% load, so a block costs 20-40 bytes (about 28 on average;
+ * shards grow at different moments).  Sizes of 4 GiB and more are kept in
+ * a small side list.  Memory comes from mmap, never from the hooked
+ * malloc.
  *
  * Why not the old table (1024 shards of linear probing by a hash of the
  * address): its 1024 sparse tables and lock lines spread a few thousand
@@ -21,116 +26,81 @@
 #include <sys/mman.h>
 #include "core/internal.h"
 
-#define SHARD_BITS 8u
-#define SHARDS (1u << SHARD_BITS)
-#define REGION_SHIFT 20u
-#define WAYS 4u
+#define WAYS ML_LIVE_WAYS
 #define MIN_BITS 4u		/* 16 buckets, 1 KiB */
 #define MAX_KICKS 500u
-#define BIG_SIZE 0xffffffffu	/* slot.size escape: the size is in the side list */
-#define K1 0xd6e8feb86659fd93ull
-#define K2 0x9fb21c651e98df25ull
+#define LOAD_PERCENT 80u
+#define BIG_SIZE ML_LIVE_BIG
 
-struct slot {
-	uint64_t key;		/* address | kind << 60; 0 = empty */
-	uint32_t stack;
-	uint32_t size;		/* BIG_SIZE: the size is in the side list */
-};
-
-struct bucket {
-	struct slot s[WAYS];
-} __attribute__((aligned(64)));
-
-struct big {
+struct ml_live_big {
 	uint64_t key, size;
 };
 
-struct shard {
-	ml_spin_t lock;
-	uint32_t count;
-	uint32_t shift;		/* 64 - log2(buckets); 0 before the first insert */
-	uint32_t grow_at;
-	uint32_t rng;		/* picks the slot a kick evicts */
-	struct bucket *b;
-	struct big *big;
-	uint32_t n_big, big_cap;
-} __attribute__((aligned(64)));
+struct ml_live_shard ml_live_shards[ML_LIVE_SHARDS];
 
-_Static_assert(sizeof(struct slot) == 16, "four slots per cache line");
+/* One entry on its way between buckets. */
+struct entry {
+	uint64_t key;
+	uint32_t stack, size;
+};
 
-static struct shard shards[SHARDS];
-
-static inline uint64_t key_of(uint64_t addr, uint32_t kind)
+static inline uint32_t empty_way(const struct ml_live_bucket *b)
 {
-	return addr | (uint64_t)kind << 60;
+	return ml_live_match(b, _mm_setzero_si128());
 }
 
-static inline struct shard *shard_of(uint64_t addr)
+static inline void set_way(struct ml_live_bucket *b, unsigned w, const struct entry *e)
 {
-	return &shards[((addr >> REGION_SHIFT) * 0x9e3779b97f4a7c15ull) >> (64 - SHARD_BITS)];
+	b->key[w] = e->key;
+	b->stack[w] = e->stack;
+	b->size[w] = e->size;
 }
 
-static inline uint32_t b1_of(uint32_t shift, uint64_t key)
+static inline struct entry way_of(const struct ml_live_bucket *b, unsigned w)
 {
-	return (uint32_t)((key * K1) >> shift);
-}
-
-static inline uint32_t b2_of(uint32_t shift, uint64_t key)
-{
-	uint32_t a = b1_of(shift, key), b = (uint32_t)((key * K2) >> shift);
-	return a == b ? a ^ 1 : b;
-}
-
-static inline size_t table_bytes(uint32_t shift)
-{
-	return sizeof(struct bucket) << (64 - shift);
-}
-
-/* Which ways of b hold key, as a bit mask.  No branches: which way holds a
- * key is random, and a mispredicted branch would cost more than the four
- * compares. */
-static inline unsigned match(const struct bucket *b, uint64_t key)
-{
-	return (unsigned)(b->s[0].key == key) | (unsigned)(b->s[1].key == key) << 1 |
-		(unsigned)(b->s[2].key == key) << 2 | (unsigned)(b->s[3].key == key) << 3;
+	return (struct entry){ b->key[w], b->stack[w], b->size[w] };
 }
 
 /* Puts *in (absent) into the table b of 2^(64 - shift) buckets.  Returns
  * true, or false when the eviction walk gives up: *in then holds the
  * entry left without a slot (the caller grows the table). */
-static bool put(struct bucket *b, uint32_t shift, struct slot *in, uint32_t *rng)
+static bool put(struct ml_live_bucket *b, uint32_t shift, struct entry *in, uint32_t *rng)
 {
-	uint32_t i = b1_of(shift, in->key);
-	unsigned m = match(&b[i], 0);
+	uint32_t i = ml_live_b1(shift, in->key);
+	uint32_t m = empty_way(&b[i]);
 	if (__builtin_expect(m != 0, 1)) {
-		b[i].s[__builtin_ctz(m)] = *in;
+		set_way(&b[i], ML_LIVE_WAY(m), in);
 		return true;
 	}
-	uint32_t j = b2_of(shift, in->key);
-	if ((m = match(&b[j], 0))) {
-		b[j].s[__builtin_ctz(m)] = *in;
+	i ^= ml_live_alt(shift, in->key);
+	if ((m = empty_way(&b[i]))) {
+		set_way(&b[i], ML_LIVE_WAY(m), in);
 		return true;
 	}
 	for (unsigned k = 0; k < MAX_KICKS; k++) {
 		*rng = *rng * 1103515245u + 12345u;
 		unsigned w = (*rng >> 16) % WAYS;
-		struct slot victim = b[i].s[w];
-		b[i].s[w] = *in;
+		struct entry victim = way_of(&b[i], w);
+		set_way(&b[i], w, in);
 		*in = victim;
-		uint32_t a = b1_of(shift, in->key);
-		i = a == i ? b2_of(shift, in->key) : a;
-		if ((m = match(&b[i], 0))) {
-			b[i].s[__builtin_ctz(m)] = *in;
+		i ^= ml_live_alt(shift, in->key);	/* the victim's other bucket */
+		if ((m = empty_way(&b[i]))) {
+			set_way(&b[i], ML_LIVE_WAY(m), in);
 			return true;
 		}
 	}
 	return false;
 }
 
+static inline size_t table_bytes(uint32_t shift)
+{
+	return sizeof(struct ml_live_bucket) << (64 - shift);
+}
+
 /* Moves s into a table twice as big (more if unlucky), with *pending (if
  * not NULL) as one more entry.  Returns 0, or -ENOMEM with s and *pending
  * unchanged. */
-static int grow(struct shard *s, const struct slot *pending)
+static int grow(struct ml_live_shard *s, const struct entry *pending)
 {
 	uint32_t shift = s->shift ? s->shift - 1 : 64 - MIN_BITS;
 	uint32_t n = s->shift ? 1u << (64 - s->shift) : 0;
@@ -139,16 +109,16 @@ static int grow(struct shard *s, const struct slot *pending)
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			return -ENOMEM;
-		struct bucket *fresh = p;
+		struct ml_live_bucket *fresh = p;
 		bool ok = true;
 		for (uint32_t i = 0; ok && i < n; i++)
 			for (unsigned w = 0; ok && w < WAYS; w++)
-				if (s->b[i].s[w].key) {
-					struct slot e = s->b[i].s[w];
+				if (s->b[i].key[w]) {
+					struct entry e = way_of(&s->b[i], w);
 					ok = put(fresh, shift, &e, &s->rng);
 				}
 		if (ok && pending) {
-			struct slot e = *pending;
+			struct entry e = *pending;
 			ok = put(fresh, shift, &e, &s->rng);
 		}
 		if (ok) {
@@ -156,27 +126,31 @@ static int grow(struct shard *s, const struct slot *pending)
 				munmap(s->b, table_bytes(s->shift));
 			s->b = fresh;
 			s->shift = shift;
-			s->grow_at = (uint32_t)(((uint64_t)WAYS << (64 - shift)) * 92 / 100);
+			s->grow_at = (uint32_t)(((uint64_t)WAYS << (64 - shift)) * LOAD_PERCENT / 100);
 			return 0;
 		}
 		munmap(p, table_bytes(shift));	/* an unlucky walk: twice as big again */
 	}
 }
 
-/* The slot holding key, or NULL.  Lock held. */
-static inline struct slot *lookup(struct shard *s, uint64_t key)
+/* The bucket and way holding key, or NULL.  Lock held. */
+static struct ml_live_bucket *lookup(struct ml_live_shard *s, uint64_t key, unsigned *way)
 {
-	struct bucket *b1 = &s->b[b1_of(s->shift, key)];
-	struct bucket *b2 = &s->b[b2_of(s->shift, key)];
-	__builtin_prefetch(b2);
-	unsigned m = match(b1, key);
-	if (__builtin_expect(m != 0, 1))
-		return &b1->s[__builtin_ctz(m)];
-	m = match(b2, key);
-	return m ? &b2->s[__builtin_ctz(m)] : NULL;
+	if (!s->shift)
+		return NULL;
+	__m128i k = _mm_set1_epi64x((long long)key);
+	uint32_t i = ml_live_b1(s->shift, key);
+	for (int round = 0; round < 2; round++, i ^= ml_live_alt(s->shift, key)) {
+		uint32_t m = ml_live_match(&s->b[i], k);
+		if (m) {
+			*way = ML_LIVE_WAY(m);
+			return &s->b[i];
+		}
+	}
+	return NULL;
 }
 
-static uint64_t big_take(struct shard *s, uint64_t key)
+static uint64_t big_take(struct ml_live_shard *s, uint64_t key)
 {
 	for (uint32_t i = 0; i < s->n_big; i++)
 		if (s->big[i].key == key) {
@@ -187,71 +161,61 @@ static uint64_t big_take(struct shard *s, uint64_t key)
 	return BIG_SIZE;	/* not reached: every BIG_SIZE slot has its entry */
 }
 
-static int big_add(struct shard *s, uint64_t key, uint64_t size)
+static int big_add(struct ml_live_shard *s, uint64_t key, uint64_t size)
 {
 	if (s->n_big == s->big_cap) {
 		uint32_t cap = s->big_cap ? s->big_cap * 2 : 256;
-		void *p = mmap(NULL, cap * sizeof(struct big), PROT_READ | PROT_WRITE,
+		void *p = mmap(NULL, cap * sizeof(struct ml_live_big), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			return -ENOMEM;
 		if (s->big) {
-			memcpy(p, s->big, s->n_big * sizeof(struct big));
-			munmap(s->big, s->big_cap * sizeof(struct big));
+			memcpy(p, s->big, s->n_big * sizeof(struct ml_live_big));
+			munmap(s->big, s->big_cap * sizeof(struct ml_live_big));
 		}
 		s->big = p;
 		s->big_cap = cap;
 	}
-	s->big[s->n_big++] = (struct big){ key, size };
+	s->big[s->n_big++] = (struct ml_live_big){ key, size };
 	return 0;
 }
 
-/* Fills *out from sl and empties it.  Lock held. */
-static inline void take(struct shard *s, struct slot *sl, uint64_t addr, uint32_t kind,
-			struct ml_live_block *out)
+/* Fills *out from way w of b and empties it.  Lock held. */
+static void take(struct ml_live_shard *s, struct ml_live_bucket *b, unsigned w, uint64_t addr,
+		 uint32_t kind, struct ml_live_block *out)
 {
 	out->addr = addr;
 	out->kind = kind;
-	out->stack = sl->stack;
-	out->size = sl->size == BIG_SIZE ? big_take(s, sl->key) : sl->size;
-	sl->key = 0;
+	out->stack = b->stack[w];
+	out->size = b->size[w] == BIG_SIZE ? big_take(s, b->key[w]) : b->size[w];
+	b->key[w] = 0;
 	s->count--;
 }
 
-int ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
-		      struct ml_live_block *old)
+int ml_livetab_insert_slow(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
+			   struct ml_live_block *old)
 {
-	uint64_t key = key_of(addr, kind);
-	struct shard *s = shard_of(addr);
-	struct slot in = { key, stack, size >= BIG_SIZE ? BIG_SIZE : (uint32_t)size };
+	uint64_t key = ml_live_key(addr, kind);
+	struct ml_live_shard *s = ml_live_shard_of(addr);
+	struct entry in = { key, stack, size >= BIG_SIZE ? BIG_SIZE : (uint32_t)size };
+	unsigned w;
 	int rc = 0;
 	old->addr = 0;
 	if (!ml_tl_plain)
 		ml_spin_lock(&s->lock);
-	if (__builtin_expect(s->count >= s->grow_at, 0) && (rc = grow(s, NULL)) < 0)
+	if (s->count >= s->grow_at && (rc = grow(s, NULL)) < 0)
 		goto out;
-	/* The common case in one pass over the key's two buckets: the key in
-	 * neither (else the allocator reused an address whose free we missed)
-	 * and a free way in the first. */
-	struct bucket *b1 = &s->b[b1_of(s->shift, key)], *b2 = &s->b[b2_of(s->shift, key)];
-	__builtin_prefetch(b2);
-	unsigned empty = match(b1, 0);
-	if (__builtin_expect(!match(b1, key) && !match(b2, key) && empty && size < BIG_SIZE, 1)) {
-		b1->s[__builtin_ctz(empty)] = in;
-		s->count++;
-		goto out;
-	}
-	struct slot *sl = lookup(s, key);
-	if (__builtin_expect(sl != NULL, 0))
-		take(s, sl, addr, kind, old);	/* the allocator reused it: we missed its free */
+	struct ml_live_bucket *b = lookup(s, key, &w);
+	if (__builtin_expect(b != NULL, 0))
+		take(s, b, w, addr, kind, old);	/* the allocator reused it: we missed its free */
 	if (__builtin_expect(size >= BIG_SIZE, 0) && (rc = big_add(s, key, size)) < 0)
 		goto out;
-	struct slot left = in;
+	struct entry left = in;
 	if (!put(s->b, s->shift, &left, &s->rng) && (rc = grow(s, &left)) < 0) {
 		/* left is an entry evicted on the way, now without a slot: it
 		 * takes the place of ours, which is not recorded. */
-		if (left.key != key && (sl = lookup(s, key)))
-			*sl = left;
+		if (left.key != key && (b = lookup(s, key, &w)))
+			set_way(b, w, &left);
 		goto out;
 	}
 	s->count++;
@@ -261,40 +225,35 @@ out:
 	return rc;
 }
 
-bool ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
+bool ml_livetab_remove_slow(uint64_t addr, uint32_t kind, struct ml_live_block *out)
 {
-	uint64_t key = key_of(addr, kind);
-	struct shard *s = shard_of(addr);
-	bool found = false;
+	uint64_t key = ml_live_key(addr, kind);
+	struct ml_live_shard *s = ml_live_shard_of(addr);
+	unsigned w;
 	if (!ml_tl_plain)
 		ml_spin_lock(&s->lock);
-	if (__builtin_expect(s->shift != 0, 1)) {
-		struct slot *sl = lookup(s, key);
-		if (sl) {
-			take(s, sl, addr, kind, out);
-			found = true;
-		}
-	}
+	struct ml_live_bucket *b = lookup(s, key, &w);
+	if (b)
+		take(s, b, w, addr, kind, out);
 	if (!ml_tl_plain)
 		ml_spin_unlock(&s->lock);
-	return found;
+	return b != NULL;
 }
 
 uint64_t ml_livetab_size(uint64_t addr, uint32_t kind)
 {
-	uint64_t key = key_of(addr, kind), size = 0;
-	struct shard *s = shard_of(addr);
+	uint64_t key = ml_live_key(addr, kind), size = 0;
+	struct ml_live_shard *s = ml_live_shard_of(addr);
+	unsigned w;
 	if (!ml_tl_plain)
 		ml_spin_lock(&s->lock);
-	if (s->shift) {
-		struct slot *sl = lookup(s, key);
-		if (sl && sl->size != BIG_SIZE)
-			size = sl->size;
-		else if (sl)
-			for (uint32_t i = 0; i < s->n_big; i++)
-				if (s->big[i].key == key)
-					size = s->big[i].size;
-	}
+	struct ml_live_bucket *b = lookup(s, key, &w);
+	if (b && b->size[w] != BIG_SIZE)
+		size = b->size[w];
+	else if (b)
+		for (uint32_t i = 0; i < s->n_big; i++)
+			if (s->big[i].key == key)
+				size = s->big[i].size;
 	if (!ml_tl_plain)
 		ml_spin_unlock(&s->lock);
 	return size;
@@ -308,31 +267,31 @@ uint64_t ml_core_live_block_size(const void *ptr, enum ml_kind kind)
 uint64_t ml_livetab_count(void)
 {
 	uint64_t n = 0;
-	for (uint32_t k = 0; k < SHARDS; k++)
-		n += __atomic_load_n(&shards[k].count, __ATOMIC_RELAXED);
+	for (uint32_t k = 0; k < ML_LIVE_SHARDS; k++)
+		n += __atomic_load_n(&ml_live_shards[k].count, __ATOMIC_RELAXED);
 	return n;
 }
 
 uint64_t ml_livetab_bytes(void)
 {
 	uint64_t n = 0;
-	for (uint32_t k = 0; k < SHARDS; k++) {
-		const struct shard *s = &shards[k];
+	for (uint32_t k = 0; k < ML_LIVE_SHARDS; k++) {
+		const struct ml_live_shard *s = &ml_live_shards[k];
 		if (s->shift)
 			n += table_bytes(s->shift);
-		n += s->big_cap * sizeof(struct big);
+		n += s->big_cap * sizeof(struct ml_live_big);
 	}
 	return n;
 }
 
 void ml_livetab_reset(void)
 {
-	for (uint32_t k = 0; k < SHARDS; k++) {
-		struct shard *s = &shards[k];
+	for (uint32_t k = 0; k < ML_LIVE_SHARDS; k++) {
+		struct ml_live_shard *s = &ml_live_shards[k];
 		if (s->b)
 			munmap(s->b, table_bytes(s->shift));
 		if (s->big)
-			munmap(s->big, s->big_cap * sizeof(struct big));
+			munmap(s->big, s->big_cap * sizeof(struct ml_live_big));
 		memset(s, 0, sizeof(*s));
 	}
 }

@@ -160,6 +160,23 @@ uint32_t ml_stacktab_child(uint32_t parent, uint64_t address)
 	return id;
 }
 
+uint32_t ml_stacktab_child_l1(struct ml_intern_cache *c, uint32_t parent, uint64_t address)
+{
+	uint64_t h = (address ^ parent) * 0x9e3779b97f4a7c15ull;
+	struct ml_child_slot *set = c->child[h >> (64 - 11)];
+	_Static_assert(ML_CHILD_SETS == 1u << 11, "11 bits");
+	if (set[0].address == address && set[0].parent == parent)
+		return set[0].node;
+	if (set[1].address == address && set[1].parent == parent)
+		return set[1].node;
+	uint32_t node = ml_stacktab_child(parent, address);
+	if (node) {
+		set[1] = set[0];
+		set[0] = (struct ml_child_slot){ address, parent, node };
+	}
+	return node;
+}
+
 uint32_t ml_stacktab_intern(struct ml_intern_cache *cache, const uint64_t *frames,
 			    uint32_t depth, uint32_t flags)
 {

@@ -326,8 +326,12 @@ struct ml_thread *ml_thread_make(void)
 		free_threads = t->next_free;
 	ml_spin_unlock(&list_lock);
 	if (!t) {
-		if (!(t = ml_arena_alloc(sizeof(*t))))
+		if (!(t = ml_arena_alloc(sizeof(*t)))) {
+			/* Recording goes on without a state: never beside a
+			 * plain-mode owner, now or later. */
+			go_multithreaded();
 			return NULL;
+		}
 		side_stack_map(t);
 		ml_spin_lock(&list_lock);
 		t->next = all_threads;

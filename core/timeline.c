@@ -2,7 +2,17 @@
  * resolution: ML_TIMELINE_POINTS buckets per kind, each holding the highest
  * total seen in it.  When time runs past the last bucket, pairs of buckets
  * merge and each bucket covers twice as long: memory stays constant
- * whatever the run length. */
+ * whatever the run length.
+ *
+ * Reading a clock costs 8-20 ns here (the coarse clock, the TSC): more
+ * than the rest of an event's bookkeeping.  So a thread reads the coarse
+ * clock only on an event that may raise the maximum of the bucket it last
+ * saw (its value above what the thread knows the bucket holds: the peak's
+ * event always is one), and on every ML_TIMELINE_EVERY-th event; any
+ * other event changes nothing in that bucket and is skipped.  An event
+ * that would have been the first of a new bucket can so be missed, by at
+ * most ML_TIMELINE_EVERY - 1 events of its thread; every maximum a thread
+ * sees is placed at its time. */
 #include <string.h>
 #include "core/internal.h"
 
@@ -20,23 +30,10 @@ static struct kind_line lines[ML_KIND_COUNT];
 static uint64_t start_ns;
 static volatile uint32_t reset_gen = 1;
 
-/* Per thread and kind: what this thread knows of the bucket it last wrote,
- * so that most events cost no clock read and no shared access.  The clock
- * is read again once the TSC has moved on by CLOCK_TSC_SPAN cycles (about
- * a third of a millisecond at 3 GHz; a bucket is at least 4 ms), so an
- * event is never placed much earlier than it happened, however slowly the
- * thread allocates. */
-#define CLOCK_TSC_SPAN (1ull << 20)
-struct thread_line {
-	uint32_t gen;		/* reset_gen it belongs to (0: never used) */
-	uint32_t pad;
-	uint64_t tsc;		/* the TSC at the last clock read */
-	uint64_t now_ns;	/* the clock at the last read */
-	uint64_t idx;		/* the bucket now_ns fell in, at shift */
-	uint32_t shift;
-	uint64_t known;		/* that bucket holds at least this (max live + 1) */
-};
-static __thread struct thread_line tl_lines[ML_KIND_COUNT]
+/* Per thread and kind (internal.h, struct ml_timeline_thread): what the
+ * thread knows of the bucket it last wrote, so that most events cost no
+ * clock read and no shared access (ml_timeline_event). */
+__thread struct ml_timeline_thread ml_tl_timeline[ML_KIND_COUNT]
 	__attribute__((tls_model("initial-exec")));
 
 void ml_timeline_reset(uint64_t now_ns)
@@ -46,6 +43,8 @@ void ml_timeline_reset(uint64_t now_ns)
 		lines[k].shift = START_SHIFT;
 	start_ns = now_ns;
 	__atomic_add_fetch(&reset_gen, 1, __ATOMIC_RELEASE);
+	/* The calling thread's view (a fork child's only thread) starts over. */
+	memset(ml_tl_timeline, 0, sizeof(ml_tl_timeline));
 }
 
 /* Halves the resolution until index idx of the old width fits. */
@@ -96,33 +95,23 @@ void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes)
 	raise_bucket(kind, now_ns, live_bytes + 1);
 }
 
-/* The clock is read when CLOCK_TSC_SPAN cycles have passed since the
- * thread's last read (an event is placed at most that late).  Between
- * reads, an event whose value does not
- * exceed what the thread already saw in its bucket changes nothing and is
- * skipped.  A bucket only grows (merges take maxima), so "known" stays a
- * lower bound of the bucket holding now_ns; every value is still applied
- * whenever it could raise a bucket. */
-void ml_timeline_event(uint32_t kind, uint64_t live_bytes)
+void ml_timeline_slow(uint32_t kind, uint64_t live_bytes)
 {
-	struct thread_line *t = &tl_lines[kind];
+	struct ml_timeline_thread *t = &ml_tl_timeline[kind];
 	uint64_t value = live_bytes + 1;
 	uint32_t gen = __atomic_load_n(&reset_gen, __ATOMIC_ACQUIRE);
-	uint64_t tsc = ml_tsc();
-	if (__builtin_expect(t->gen != gen || tsc - t->tsc > CLOCK_TSC_SPAN, 0)) {
-		uint64_t now = ml_clock_coarse_ns();
-		uint32_t shift = __atomic_load_n(&lines[kind].shift, __ATOMIC_ACQUIRE);
-		uint64_t idx = (now > start_ns ? now - start_ns : 0) >> (shift ? shift : 1);
-		if (t->gen != gen || idx != t->idx || shift != t->shift)
-			t->known = 0;
-		t->gen = gen;
-		t->now_ns = now;
-		t->idx = idx;
-		t->shift = shift;
-		t->tsc = tsc;
-	}
+	uint64_t now = ml_clock_coarse_ns();
+	uint32_t shift = __atomic_load_n(&lines[kind].shift, __ATOMIC_ACQUIRE);
+	uint64_t idx = (now > start_ns ? now - start_ns : 0) >> (shift ? shift : 1);
+	if (t->gen != gen || idx != t->idx || shift != t->shift)
+		t->known = 0;
+	t->gen = gen;
+	t->idx = idx;
+	t->shift = shift;
+	t->now_ns = now;
+	t->countdown = ML_TIMELINE_EVERY;
 	if (value > t->known)
-		t->known = raise_bucket(kind, t->now_ns, value);
+		t->known = raise_bucket(kind, now, value);
 }
 
 void ml_timeline_foreach(void (*fn)(uint32_t kind, uint64_t ns, uint64_t live, void *arg),

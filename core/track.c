@@ -55,7 +55,7 @@ static struct ml_counter *counter_or_lost(struct ml_thread *t, uint32_t *stack, 
 }
 
 /* Adds (ptr, kind) -> (size, stack) to the live table and counts it. */
-static void add_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t stack,
+static inline __attribute__((always_inline)) void add_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t stack,
 		      uint32_t kind)
 {
 	struct ml_live_block old;
@@ -131,11 +131,15 @@ static long record_alloc(void *arg)
 		return 0;
 	}
 	uint32_t stack = ml_stacktab_here(&t->intern);
-	void (*add)(struct ml_thread *, uint64_t, uint64_t, uint32_t, uint32_t) =
-		ml_config.sample_bytes ? add_sampled : add_block;
-	add(t, e->ptr, e->size, stack, e->kind);
+	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
+		add_sampled(t, e->ptr, e->size, stack, e->kind);
+		if (e->also != ML_KIND_COUNT)
+			add_sampled(t, e->ptr, e->size, stack, e->also);
+		return 0;
+	}
+	add_block(t, e->ptr, e->size, stack, e->kind);	/* inline: the common case */
 	if (e->also != ML_KIND_COUNT)
-		add(t, e->ptr, e->size, stack, e->also);
+		add_block(t, e->ptr, e->size, stack, e->also);
 	return 0;
 }
 
@@ -205,9 +209,23 @@ size_t ml_track_free(void *ptr, enum ml_kind kind)
 	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
 	ml_event_begin();
-	bool known = take_block(ptr, kind, &b);
-	if (known)
-		count_free(b.stack, b.kind, b.size);
+	bool known;
+	if (__builtin_expect(!ml_config.sample_bytes && ptr, 1)) {
+		/* Exact mode, inline: the live table, then the counter. */
+		known = ml_livetab_remove((uint64_t)ptr, kind, &b);
+		if (known) {
+			struct ml_thread *t = ml_thread_self();
+			struct ml_counter *c = t ? ml_thread_counter(t, b.stack, b.kind) : NULL;
+			if (__builtin_expect(c != NULL, 1))
+				ml_counters_free(c, b.size);
+			else
+				no_room();
+		}
+	} else {
+		known = take_block(ptr, kind, &b);
+		if (known)
+			count_free(b.stack, b.kind, b.size);
+	}
 	ml_event_end();
 	return known ? b.size : 0;
 }
