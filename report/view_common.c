@@ -301,6 +301,17 @@ size_t ml_view_function_sources(const struct ml_agg *a, const char *name,
 	return n;
 }
 
+void ml_view_no_function(const struct ml_agg *a, const char *name)
+{
+	if (a->profile->n_pycodes)
+		fprintf(stderr, "memline: no Python function '%s' ran in this profile, and the "
+			"debug info of %s has no function of that name; check the name (see "
+			"`memline report ops --by function`)\n", name, a->profile->exe);
+	else
+		fprintf(stderr, "memline: function '%s' not found in the debug info of %s; "
+			"check the name (see `memline report ops`)\n", name, a->profile->exe);
+}
+
 bool ml_view_load_source(const struct ml_agg *a, const char *file, const char *name, bool quiet,
 			 struct ml_source *src, bool *modified)
 {

@@ -47,6 +47,8 @@ const char *ml_view_base_name(const char *path);
 /* True when two source paths name the same file: equal, or equal base names
  * (DWARF may hold a relative path where the user gave an absolute one). */
 bool ml_view_same_file(const char *a, const char *b);
+/* The one line for a --function NAME that no definition matches. */
+void ml_view_no_function(const struct ml_agg *a, const char *name);
 
 /* A source line's memory as the lines views show it: the kind's bytes, and
  * CUDA Mem (ml_agg_cuda_mem: PyTorch's blocks, else the GPU kinds summed),

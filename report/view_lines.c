@@ -201,9 +201,7 @@ int ml_view_lines(const struct ml_agg *a, const struct ml_view_opts *o, FILE *ou
 		struct ml_sym_source defs[ML_VIEW_MAX_DEFS];
 		size_t nd = ml_view_function_sources(a, o->functions[i], defs, ML_VIEW_MAX_DEFS);
 		if (nd == 0) {
-			fprintf(stderr, "memline: function '%s' not found in the debug info of %s; "
-				"check the name (see `memline report ops`)\n", o->functions[i],
-				a->profile->exe);
+			ml_view_no_function(a, o->functions[i]);
 			err = -ENOENT;
 			goto out;
 		}

@@ -265,9 +265,7 @@ static long pick(const struct ml_agg *a, const struct ml_view_opts *o, struct tf
 			size_t nd = ml_view_function_sources(a, o->functions[i], defs,
 							     ML_VIEW_MAX_DEFS);
 			if (nd == 0) {
-				fprintf(stderr, "memline: function '%s' not found in the debug info "
-					"of %s; check the name (see `memline report ops`)\n",
-					o->functions[i], a->profile->exe);
+				ml_view_no_function(a, o->functions[i]);
 				return -ENOENT;
 			}
 			for (size_t d = 0; d < nd && n < cap; d++) {

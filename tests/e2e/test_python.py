@@ -469,6 +469,11 @@ def python_views(py):
 		check(forward <= row["self_alloc_bytes"] < forward + 1024 and row["allocs"] >= 6,
 		      "the forward line: %d bytes in %d blocks" % (row["self_alloc_bytes"], row["allocs"]))
 		check("bytearray(n)" in (row["text"] or ""), "line text %r" % row["text"])
+	p = run([rcli(), "report", prof, "lines", "--function", "no_such_function"])
+	eq(p.returncode, 1, "lines --function of an unknown name: exit status")
+	check(re.match(r"memline: no Python function 'no_such_function' ran in this profile",
+		       text(p.stderr)) and text(p.stderr).count("\n") == 1,
+	      "one line for an unknown Python function: %r" % text(p.stderr))
 	step = view_doc(prof, "lines", "--function", "step")["lines"]["functions"][0]
 	row = {x["line"]: x for x in step["lines"]}[py_line("views.py", "step")]
 	# Self: nothing but 3.10's frame objects of the calls made from it.
