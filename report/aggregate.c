@@ -448,6 +448,15 @@ static bool env_in_interpreter(void *ctx, uint64_t addr, uint32_t i)
 	return e->a->resolver->py_in_interpreter(e->a->resolver->ctx, addr);
 }
 
+/* Whether Python frame addr is memline's own boot code. */
+static bool py_own(struct ml_agg *a, uint64_t addr)
+{
+	const struct ml_frame *frames = NULL;
+	size_t n = 0;
+	return a->resolver->resolve(a->resolver->ctx, addr, true, &frames, &n) == 0 && n > 0 &&
+	       frames[0].own;
+}
+
 /* A stack with Python frames: in program order (report/pystack.h), the
  * frames the default view leaves out left out. */
 static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
@@ -460,9 +469,17 @@ static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct m
 	struct ml_pystack_env env = { &e, env_is_eval, env_in_interpreter };
 	size_t n = ml_pystack_order(ps->frames, ps->depth, ps->flags, &env, items), cap = 0;
 	int err = 0;
+	/* memline's own Python code (@profile's wrappers) between the
+	 * program's frames is left out like the interpreter's internals; a
+	 * stack of nothing but memline's boot code keeps it, to say so. */
+	bool user = false;
+	for (size_t k = 0; k < n && !user; k++)
+		user = items[k].python && items[k].show == ML_PYSTACK_SHOW &&
+		       !py_own(a, items[k].addr);
 	for (size_t k = 0; k < n && err == 0; k++) {
 		if (items[k].show == ML_PYSTACK_NEVER ||
-		    (items[k].show == ML_PYSTACK_NATIVE_ONLY && !a->opts.native))
+		    (items[k].show == ML_PYSTACK_NATIVE_ONLY && !a->opts.native) ||
+		    (user && items[k].python && !a->opts.native && py_own(a, items[k].addr)))
 			continue;
 		err = push_resolved(a, ps, items[k].index, items[k].addr, st, &cap, strip_cudart,
 				    strip_torch);

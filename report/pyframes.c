@@ -15,6 +15,7 @@ struct code_info {
 	char *file;		/* absolute where it can be */
 	int lo, hi;		/* its lines (ml_pyline_range), once range_done */
 	bool range_done;
+	bool own;		/* memline's own boot code (@profile's wrappers) */
 };
 
 struct slot {
@@ -37,7 +38,10 @@ struct ml_pyframes {
 	const struct ml_module *interp;	/* the module of the eval loop */
 	struct ml_frame unknown;
 	struct source_memo *sources;
+	char *own_dir;		/* "<libmemline's dir>/python/", or NULL */
 };
+
+static void drop_dot_segments(char *path);
 
 int ml_pyframes_open(const struct ml_profile *p, struct ml_pyframes **out)
 {
@@ -57,6 +61,14 @@ int ml_pyframes_open(const struct ml_profile *p, struct ml_pyframes **out)
 	}
 	if (p->python.eval_lo)
 		pf->interp = ml_profile_module(p, p->python.eval_lo);
+	for (size_t i = 0; i < p->n_modules && !pf->own_dir; i++) {
+		const char *path = p->modules[i].path, *slash = path ? strrchr(path, '/') : NULL;
+		if ((p->modules[i].flags & ML_MOD_RUNTIME) && slash &&
+		    asprintf(&pf->own_dir, "%.*s/python/", (int)(slash - path), path) < 0)
+			pf->own_dir = NULL;
+	}
+	if (pf->own_dir)
+		drop_dot_segments(pf->own_dir);
 	pf->unknown = (struct ml_frame){ .function = "[unknown Python code]", .module = ML_PY_MODULE,
 					 .python = true };
 	*out = pf;
@@ -81,6 +93,7 @@ void ml_pyframes_close(struct ml_pyframes *pf)
 	}
 	free(pf->codes);
 	free(pf->slots);
+	free(pf->own_dir);
 	free(pf);
 }
 
@@ -221,6 +234,7 @@ static struct code_info *info_of(struct ml_pyframes *pf, const struct ml_pycode 
 	if (!ci->file)
 		return NULL;
 	drop_dot_segments(ci->file);
+	ci->own = pf->own_dir && strncmp(ci->file, pf->own_dir, strlen(pf->own_dir)) == 0;
 	if (pf->p->python.flags & ML_PY_QUALNAME_IS_NAME) {
 		const struct ml_source *src = source_of(pf, ci->file);
 		ci->qualname = src ? rebuild_qualname(src, pc->firstlineno, pc->name) : NULL;
@@ -270,7 +284,7 @@ static struct ml_frame *make_frame(struct ml_pyframes *pf, uint64_t key)
 	*fr = (struct ml_frame){
 		.function = ci->qualname, .file = ci->file, .line = line > 0 ? line : 0,
 		.module = ML_PY_MODULE, .module_offset = (uint32_t)ml_pyframe_lasti(key),
-		.python = true,
+		.python = true, .own = ci->own,
 	};
 	return fr;
 }

@@ -22,28 +22,28 @@ static char src_path[sizeof(src_dir) + 32];
 #define SRC src_path
 
 /* Address -> frames; 0x300 is inlined code (h inlined into g). */
-static const struct ml_frame F_MAIN = { "main", SRC, 10, "/bin/prog", 0x100, false, false, false };
-static const struct ml_frame F_F20 = { "f", SRC, 20, "/bin/prog", 0x200, false, false, false };
-static const struct ml_frame F_F21 = { "f", SRC, 21, "/bin/prog", 0x250, false, false, false };
+static const struct ml_frame F_MAIN = { "main", SRC, 10, "/bin/prog", 0x100, false, false, false, false };
+static const struct ml_frame F_F20 = { "f", SRC, 20, "/bin/prog", 0x200, false, false, false, false };
+static const struct ml_frame F_F21 = { "f", SRC, 21, "/bin/prog", 0x250, false, false, false, false };
 static const struct ml_frame F_INL[2] = {
-	{ "h", SRC, 40, "/bin/prog", 0x300, true, false, false },
-	{ "g", SRC, 31, "/bin/prog", 0x300, false, false, false },
+	{ "h", SRC, 40, "/bin/prog", 0x300, true, false, false, false },
+	{ "g", SRC, 31, "/bin/prog", 0x300, false, false, false, false },
 };
-static const struct ml_frame F_LIBC = { "strdup", NULL, 0, "/lib/libc.so.6", 0x400, false, false, false };
+static const struct ml_frame F_LIBC = { "strdup", NULL, 0, "/lib/libc.so.6", 0x400, false, false, false, false };
 /* In no runtime module, but the symbolizer says it is memline's own. */
-static const struct ml_frame F_RTFLAG = { "ml_hook", NULL, 0, "/x/libmemline.so", 0x500, false, true, false };
-static const struct ml_frame F_SYM1 = { "libfn+0x10", NULL, 0, "/lib/libx.so", 0x610, false, false, false };
-static const struct ml_frame F_SYM2 = { "libfn+0x2a", NULL, 0, "/lib/libx.so", 0x62a, false, false, false };
-static const struct ml_frame F_OPPLUS = { "operator+", NULL, 0, "/lib/libx.so", 0x700, false, false, false };
-static const struct ml_frame F_RT = { "malloc", NULL, 0, "/x/libmemline.so", 0x900, false, true, false };
+static const struct ml_frame F_RTFLAG = { "ml_hook", NULL, 0, "/x/libmemline.so", 0x500, false, true, false, false };
+static const struct ml_frame F_SYM1 = { "libfn+0x10", NULL, 0, "/lib/libx.so", 0x610, false, false, false, false };
+static const struct ml_frame F_SYM2 = { "libfn+0x2a", NULL, 0, "/lib/libx.so", 0x62a, false, false, false, false };
+static const struct ml_frame F_OPPLUS = { "operator+", NULL, 0, "/lib/libx.so", 0x700, false, false, false, false };
+static const struct ml_frame F_RT = { "malloc", NULL, 0, "/x/libmemline.so", 0x900, false, true, false, false };
 
 /* Two static helpers of one name in two files, one of them at two
  * addresses; two symbols of one name in two modules, without debug info. */
-static const struct ml_frame F_HA5 = { "helper", "/src/a.c", 5, "/bin/prog", 0x800, false, false, false };
-static const struct ml_frame F_HB7 = { "helper", "/src/b.c", 7, "/bin/prog", 0x810, false, false, false };
-static const struct ml_frame F_HA6 = { "helper", "/src/a.c", 6, "/bin/prog", 0x820, false, false, false };
-static const struct ml_frame F_DUPX = { "dup", NULL, 0, "/lib/libx.so", 0x830, false, false, false };
-static const struct ml_frame F_DUPY = { "dup", NULL, 0, "/lib/liby.so", 0x840, false, false, false };
+static const struct ml_frame F_HA5 = { "helper", "/src/a.c", 5, "/bin/prog", 0x800, false, false, false, false };
+static const struct ml_frame F_HB7 = { "helper", "/src/b.c", 7, "/bin/prog", 0x810, false, false, false, false };
+static const struct ml_frame F_HA6 = { "helper", "/src/a.c", 6, "/bin/prog", 0x820, false, false, false, false };
+static const struct ml_frame F_DUPX = { "dup", NULL, 0, "/lib/libx.so", 0x830, false, false, false, false };
+static const struct ml_frame F_DUPY = { "dup", NULL, 0, "/lib/liby.so", 0x840, false, false, false, false };
 
 static int fake_calls_runtime;	/* resolves of addresses in the runtime module */
 

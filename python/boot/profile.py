@@ -88,9 +88,9 @@ class _Tracer:
 
 
 def _int32s(values):
-    import array
-    a = array.array("i", values)
-    return a.tobytes()
+    # native-endian C ints, without importing array (an extension module
+    # on some builds: its import would be charged to the decorated line)
+    return b"".join(int(v).to_bytes(4, sys.byteorder, signed=True) for v in values)
 
 
 def _steps(it, enable, disable):
@@ -155,8 +155,16 @@ def _legacy_wrapper(func, code, enable, disable):
                 return func(*args, **kwargs)
             finally:
                 disable()
-    import functools
-    return functools.wraps(func)(wrapper)
+    # functools.wraps's work without importing functools (and what it
+    # imports) into the program at its first @profile
+    for name in ("__module__", "__name__", "__qualname__", "__doc__", "__annotations__"):
+        try:
+            setattr(wrapper, name, getattr(func, name))
+        except AttributeError:
+            pass
+    wrapper.__dict__.update(getattr(func, "__dict__", {}))
+    wrapper.__wrapped__ = func
+    return wrapper
 
 
 class _Profile:

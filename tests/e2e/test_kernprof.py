@@ -131,6 +131,18 @@ def kernprof_increment_exact(py):
 	eq(use["bytes"] - use["del"], 1000057, "usage after bytes - after del")
 	# The loop line's most is with its range iterator alive, as the big line's.
 	eq(use["big"] - use["loop"], 8388665, "usage after the 8 MiB bytearray - before")
+	# memline's own @profile code (3.10, 3.11's wrappers) is in no stack,
+	# and decorating costs the decorated line no import of its own.
+	leaks = report(python_profile(r), "leaks", "--limit", "100000")["leaks"]["records"]
+	own = os.path.join(os.path.dirname(memline()), "python")
+	files = {f["file"] for x in leaks for f in x["frames"] if f.get("python") and f["file"]}
+	eq(sorted(f for f in files if f.startswith(own + "/")), [], "memline's own Python files in stacks")
+	deco = py_line("kp_memory.py", "deco")
+	lines = report(python_profile(r), "lines", "--function", "<module>")["lines"]["functions"]
+	row = [l for f in lines if f["file"].endswith("kp_memory.py") for l in f["lines"]
+	       if l["line"] == deco]
+	check(row and row[0]["total_alloc_bytes"] < 16384,
+	      "the @profile line's allocations: %s" % (row and row[0]))
 
 
 @test
