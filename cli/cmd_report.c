@@ -305,34 +305,42 @@ static bool is_run_dir(const char *name)
 	return found;
 }
 
-/* The newest run directory (memline.*) or profile (memline.*.mlp) in the
- * current directory, in a malloc'd string. */
-static char *newest_profile(void)
+/* The newest run directory (memline.*) or profile (memline.*.mlp) in
+ * directory dir ("." gives a bare name), in a malloc'd string, or NULL. */
+static char *newest_profile(const char *dir)
 {
-	DIR *d = opendir(".");
+	DIR *d = opendir(dir);
 	if (!d)
 		return NULL;
-	char *best = NULL;
+	char *best = NULL, *path = NULL;
 	struct timespec best_t = { 0, 0 };
 	struct dirent *de;
+	bool here = strcmp(dir, ".") == 0;
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		struct stat st;
-		if (strncmp(de->d_name, "memline.", 8) != 0 || stat(de->d_name, &st) < 0)
+		free(path);
+		path = NULL;
+		if (strncmp(de->d_name, "memline.", 8) != 0 ||
+		    (here ? !(path = strdup(de->d_name))
+			  : asprintf(&path, "%s/%s", dir, de->d_name) < 0 && !(path = NULL)) ||
+		    stat(path, &st) < 0)
 			continue;
 		bool file = S_ISREG(st.st_mode) && len > 12 && strcmp(de->d_name + len - 4, ".mlp") == 0;
-		if (!file && !(S_ISDIR(st.st_mode) && is_run_dir(de->d_name)))
+		if (!file && !(S_ISDIR(st.st_mode) && is_run_dir(path)))
 			continue;
 		bool newer = !best || st.st_mtim.tv_sec > best_t.tv_sec ||
 			     (st.st_mtim.tv_sec == best_t.tv_sec &&
 			      (st.st_mtim.tv_nsec > best_t.tv_nsec ||
-			       (st.st_mtim.tv_nsec == best_t.tv_nsec && strcmp(de->d_name, best) > 0)));
+			       (st.st_mtim.tv_nsec == best_t.tv_nsec && strcmp(path, best) > 0)));
 		if (newer) {
 			free(best);
-			best = strdup(de->d_name);
+			best = path;
+			path = NULL;
 			best_t = st.st_mtim;
 		}
 	}
+	free(path);
 	closedir(d);
 	return best;
 }
@@ -513,8 +521,16 @@ int ml_cli_report(int argc, char **argv)
 	int rc = parse_args(argc, argv, &ra);
 	if (rc)
 		goto out;
+	/* A directory that holds runs (memline run -o DIR) stands for the
+	 * newest of them, as the current directory does. */
+	for (size_t i = 0; i < ra.n_files && !newest; i++) {
+		struct stat st;
+		if (stat(ra.files[i], &st) == 0 && S_ISDIR(st.st_mode) && !is_run_dir(ra.files[i]) &&
+		    (newest = newest_profile(ra.files[i])))
+			ra.files[i] = newest;
+	}
 	if (ra.n_files == 0) {
-		newest = newest_profile();
+		newest = newest_profile(".");
 		if (!newest) {
 			fprintf(stderr, "memline: no memline.* run or profile in the current directory; "
 				"run `memline run -- PROG` first or name a profile file or run directory\n");

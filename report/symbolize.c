@@ -107,8 +107,8 @@ static void check_build_id(const struct ml_symbolizer *s, const struct sym_modul
 	GElf_Addr vaddr;
 	int n;
 
-	if (pm->build_id_len == 0)
-		return;		/* nothing recorded, nothing to compare */
+	if (pm->build_id_len == 0 || (pm->flags & ML_MOD_RUNTIME))
+		return;		/* nothing recorded; memline's own frames are not shown */
 	n = dwfl_module_build_id(m->mod, &bits, &vaddr);
 	if (n == (int)pm->build_id_len && memcmp(bits, pm->build_id, (size_t)n) == 0)
 		return;

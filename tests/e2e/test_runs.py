@@ -54,6 +54,11 @@ def run_directory_per_run():
 		eq(sorted(p["pid"] for p in procs["processes"] if p["main"]), [int(m[0][2])],
 		   "main program of %s" % said[-1])
 	eq(sorted(said), dirs, "each run names its own directory")
+	# The output directory itself stands for its newest run.
+	newest = max(dirs, key=lambda x: (os.stat(os.path.join(out, x)).st_mtime_ns, x))
+	whole, _ = report_json([out, "processes"])
+	one, _ = report_json([os.path.join(out, newest), "processes"])
+	eq(whole, one, "report OUT_DIR: the newest run in it")
 
 
 @test
