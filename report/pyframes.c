@@ -15,7 +15,9 @@ struct code_info {
 	char *file;		/* absolute where it can be */
 	int lo, hi;		/* its lines (ml_pyline_range), once range_done */
 	bool range_done;
-	bool own;		/* memline's own boot code (@profile's wrappers) */
+	bool own;		/* memline's own boot code (@profile's wrappers), or
+				 * python -m's launcher (runpy): left out around
+				 * the program's frames */
 };
 
 struct slot {
@@ -234,7 +236,10 @@ static struct code_info *info_of(struct ml_pyframes *pf, const struct ml_pycode 
 	if (!ci->file)
 		return NULL;
 	drop_dot_segments(ci->file);
-	ci->own = pf->own_dir && strncmp(ci->file, pf->own_dir, strlen(pf->own_dir)) == 0;
+	size_t len = strlen(ci->file);
+	ci->own = (pf->own_dir && strncmp(ci->file, pf->own_dir, strlen(pf->own_dir)) == 0) ||
+		  strcmp(ci->file, "<frozen runpy>") == 0 ||	/* python -m's launcher */
+		  (len >= 9 && strcmp(ci->file + len - 9, "/runpy.py") == 0);
 	if (pf->p->python.flags & ML_PY_QUALNAME_IS_NAME) {
 		const struct ml_source *src = source_of(pf, ci->file);
 		ci->qualname = src ? rebuild_qualname(src, pc->firstlineno, pc->name) : NULL;

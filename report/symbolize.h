@@ -19,7 +19,7 @@ struct ml_frame {
 	bool inlined;		/* an inlined call, not a real frame */
 	bool runtime;		/* in libmemline itself */
 	bool python;		/* a Python frame (report/pyframes.h) */
-	bool own;		/* a Python frame of memline's own boot code */
+	bool own;		/* a Python frame of memline's boot code or of runpy */
 };
 
 struct ml_symbolizer;

@@ -268,6 +268,15 @@ def python_launch_module():
 	profs = glob.glob(os.path.join(run_dir_of(d, p.stderr), "memline.python3*.mlp"))
 	eq(len(profs), 1, "python profiles")
 	expect_bytes_on(profs[0], "__main__.py", py_line("mlpkg/__main__.py", "module"), 2345678 + 33)
+	doc = report(profs[0], "leaks", "--kind", "python", "--limit", "100000")
+	# (a stack of runpy's own work keeps them: nothing else explains it)
+	runpy = [r["frames"] for r in doc["leaks"]["records"]
+		 if any(is_py(fr) and "runpy" in (fr["file"] or "") for fr in r["frames"]) and
+		 any(is_py(fr) and (fr["file"] or "").endswith("__main__.py") for fr in r["frames"])]
+	eq(runpy[:1], [], "runpy's frames (python -m's launcher) around the program's")
+	doc = report(profs[0], "leaks", "--kind", "python", "--limit", "100000", "--native")
+	check(any(is_py(fr) and "runpy" in (fr["file"] or "") for r in doc["leaks"]["records"]
+		  for fr in r["frames"]), "--native keeps runpy's frames")
 
 
 @test
