@@ -63,8 +63,12 @@ bool ml_view_is_decorated(const struct ml_agg *a, const char *name)
 
 /* Fills kf for decorated function f.  Returns 0, -ENOENT (no name: left
  * out) or -ENOMEM. */
+static bool wanted(const struct ml_view_opts *o, const struct kfunc *kf);
+
+/* kfs[0..n) are the functions kept so far: a source file they share is
+ * warned about once, and only for functions shown. */
 static int load(const struct ml_agg *a, const struct ml_view_opts *o,
-		const struct ml_fmt_pyfunc *f, struct kfunc *kf)
+		const struct ml_fmt_pyfunc *f, struct kfunc *kf, const struct kfunc *kfs, size_t n)
 {
 	const struct ml_profile *p = a->profile;
 	const struct ml_pycode *pc = ml_profile_pycode(p, f->code_id);
@@ -111,7 +115,10 @@ static int load(const struct ml_agg *a, const struct ml_view_opts *o,
 			r->mem = true;
 	}
 	kf->cuda = ml_agg_has_cuda(a) && ml_view_main_kind(o->kind);
-	kf->have_source = ml_view_load_source(a, kf->file, kf->name, false, &kf->src,
+	bool quiet = !wanted(o, kf);
+	for (size_t i = 0; i < n && !quiet; i++)
+		quiet = strcmp(kfs[i].file, kf->file) == 0;
+	kf->have_source = ml_view_load_source(a, kf->file, kf->name, quiet, &kf->src,
 					      &kf->source_modified);
 	return 0;
 }
@@ -354,7 +361,7 @@ int ml_view_lines_decorated(const struct ml_agg *a, const struct ml_view_opts *o
 	size_t n = 0;
 	int err = 0;
 	for (size_t i = 0; i < p->n_pyfuncs; i++) {
-		int rc = load(a, o, &p->pyfuncs[i], &kfs[n]);
+		int rc = load(a, o, &p->pyfuncs[i], &kfs[n], kfs, n);
 		if (rc == -ENOMEM) {
 			err = rc;
 			n++;

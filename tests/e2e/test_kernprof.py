@@ -355,3 +355,25 @@ def kernprof_off_switch():
 	r = Run(debian_python(), [py_fixture("kp_time.py")], env=env)
 	p = run([rcli(), "report", python_profile(r), "lines"])
 	check(p.returncode != 0 and "@profile" in text(p.stderr), "lines: %s" % text(p.stderr))
+
+
+@test
+def kernprof_missing_source_one_warning():
+	"""A source file gone since the run: one warning for the file, for a
+	function shown (not one per decorated function of the file, nor for
+	functions --function left out); the tables keep their numbers."""
+	import shutil
+	import tempfile
+	py = debian_python()
+	d = tempfile.mkdtemp(dir=OPTS.tmp)
+	script = os.path.join(d, "kp_cases.py")
+	shutil.copy(py_fixture("kp_cases.py"), script)
+	prof = python_profile(Run(py, [script]))
+	os.unlink(script)
+	for extra in ([], ["--function", "collatz"]):
+		p = run([rcli(), "report", prof, "lines"] + extra)
+		eq(p.returncode, 0, "lines %s: exit status" % extra)
+		warns = [l for l in text(p.stderr).splitlines() if "warning: source file" in l]
+		eq(len(warns), 1, "warnings for lines %s: %r" % (extra, warns))
+		check(re.search(r"^Function: collatz at line", text(p.stdout), re.M),
+		      "lines %s: no table of collatz" % extra)
