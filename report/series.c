@@ -46,12 +46,16 @@ static int fill(const struct ml_profile *p, enum ml_kind k, size_t count, struct
 	s->kind = k;
 	/* The points of a kind others share the peak of are their sum: the
 	 * heap's, with Python objects, are the cpu kind's. */
-	if (k == ML_KIND_HEAP && ml_series_peak_shared(p, k))
+	int has = -1, kinds = 0;	/* the kinds of this total in the file */
+	for (int m = 0; m < ML_KIND_COUNT; m++)
+		if (ml_kind_peak_of((enum ml_kind)m) == k && ((p->kinds_present >> m) & 1)) {
+			has = has < 0 ? m : has;
+			kinds++;
+		}
+	if (kinds > 1 && k == ML_KIND_HEAP)
 		s->kind = ML_KIND_CPU;
-	int has = -1;	/* a kind of this total with the file's exact peak */
-	for (int m = 0; m < ML_KIND_COUNT && has < 0; m++)
-		if (ml_kind_peak_of((enum ml_kind)m) == k && ((p->kinds_present >> m) & 1))
-			has = m;
+	else if (kinds == 1)
+		s->kind = (enum ml_kind)has;	/* python alone: its own */
 	if (has >= 0) {
 		s->peak_bytes = p->totals[has].peak_bytes;
 		s->peak_time_ns = p->totals[has].peak_time_ns;
