@@ -12,6 +12,18 @@ static int cmp_point(const void *x, const void *y)
 	return (a->live_bytes > b->live_bytes) - (a->live_bytes < b->live_bytes);
 }
 
+bool ml_series_peak_shared(const struct ml_profile *p, enum ml_kind kind)
+{
+	enum ml_kind top = ml_kind_peak_of(kind);
+	if (ml_kind_is_derived(kind))
+		return false;	/* cpu: the shared total itself */
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		if (k != (int)kind && ml_kind_peak_of((enum ml_kind)k) == top &&
+		    ((p->kinds_present >> k) & 1))
+			return true;
+	return false;
+}
+
 static int fill(const struct ml_profile *p, enum ml_kind k, size_t count, struct ml_series *s)
 {
 	struct ml_fmt_timepoint *pts = calloc(count, sizeof(*pts));
@@ -32,9 +44,21 @@ static int fill(const struct ml_profile *p, enum ml_kind k, size_t count, struct
 	}
 	s->n = n;
 	s->kind = k;
-	if (p->kinds_present & (1u << k)) {
-		s->peak_bytes = p->totals[k].peak_bytes;
-		s->peak_time_ns = p->totals[k].peak_time_ns;
+	/* The points of a kind others share the peak of are their sum: the
+	 * heap's, with Python objects, are the cpu kind's. */
+	int has = -1, kinds = 0;	/* the kinds of this total in the file */
+	for (int m = 0; m < ML_KIND_COUNT; m++)
+		if (ml_kind_peak_of((enum ml_kind)m) == k && ((p->kinds_present >> m) & 1)) {
+			has = has < 0 ? m : has;
+			kinds++;
+		}
+	if (kinds > 1 && k == ML_KIND_HEAP)
+		s->kind = ML_KIND_CPU;
+	else if (kinds == 1)
+		s->kind = (enum ml_kind)has;	/* python alone: its own */
+	if (has >= 0) {
+		s->peak_bytes = p->totals[has].peak_bytes;
+		s->peak_time_ns = p->totals[has].peak_time_ns;
 	} else {
 		for (size_t i = 0; i < n; i++)
 			if (s->bytes[i] > s->peak_bytes) {

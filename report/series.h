@@ -3,18 +3,25 @@
 #ifndef ML_REPORT_SERIES_H
 #define ML_REPORT_SERIES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "report/profile.h"
 
 struct ml_series {
-	enum ml_kind kind;
+	enum ml_kind kind;	/* ML_KIND_CPU for the heap's series when Python
+				 * objects share its total (heap + python) */
 	size_t n;
 	uint64_t *time_ns;	/* since start-up, ascending */
 	uint64_t *bytes;	/* live bytes: the highest in that stretch of time */
 	uint64_t peak_bytes;	/* the kind's exact peak (from its totals) */
 	uint64_t peak_time_ns;
 };
+
+/* True when kind keeps its peak in one total with another kind that p
+ * has (heap and python: the CPU peak, common/kinds.h): kind's own bytes
+ * over time are then not recorded, only the shared total's. */
+bool ml_series_peak_shared(const struct ml_profile *p, enum ml_kind kind);
 
 /* One series per kind with timeline points, in the kinds table's order.
  * Returns 0, *out (ml_series_free) and *n, or -ENOMEM. */

@@ -6,6 +6,7 @@
 #include "report/view_common.h"
 #include "report/units.h"
 #include "report/regfile.h"
+#include "report/series.h"
 
 struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind)
 {
@@ -37,7 +38,11 @@ struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind)
 		t.freed_bytes = ft->freed_bytes;
 		t.live_blocks = ft->live_blocks;
 		t.live_bytes = ft->live_bytes;
-		t.peak_bytes = ft->peak_bytes;
+		/* A kind sharing its peak with another (heap and python: the
+		 * CPU peak) has in the file the shared total's peak; its own
+		 * peak is its part of that moment: its counters' sum. */
+		if (!ml_series_peak_shared(p, kind))
+			t.peak_bytes = ft->peak_bytes;
 	}
 	return t;
 }

@@ -8,7 +8,8 @@
 #include "report/source.h"
 
 /* The kind's totals: the file's own totals where it has them, else the sum
- * of the counters. */
+ * of the counters.  The peak of a kind that shares its peak with another
+ * (heap, python) is its bytes live at that shared (CPU) peak. */
 struct ml_amount ml_view_totals(const struct ml_agg *a, enum ml_kind kind);
 
 /* True when kind is the CPU memory the program asked for (heap, or cpu for

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/view_common.h"
+#include "report/series.h"
 #include "report/units.h"
 
 /* Largest at the peak of the kind *ctx first, then by file and line. */
@@ -64,13 +65,21 @@ static void peak_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 {
 	struct ml_amount t = ml_view_totals(a, o->kind);
 	char u[ML_UNITS_LEN], s[ML_UNITS_LEN];
+	bool shared = ml_series_peak_shared(a->profile, o->kind);
 	if (o->kind == ML_KIND_CUDA_GPU)
 		fputs("GPU peak", out);
+	else if (shared)	/* heap or python: its part of the one CPU peak */
+		fprintf(out, "%s at the CPU peak", ml_kind_name(o->kind));
 	else
 		fprintf(out, "peak %s", ml_kind_name(o->kind));
-	fprintf(out, ": %s%s (%llu bytes) at %s%s\n\n", t.estimated ? "~" : "",
-		ml_units_bytes(t.peak_bytes, u, sizeof(u)), (unsigned long long)t.peak_bytes,
-		ml_units_seconds(ml_view_peak_time(a, o->kind), s, sizeof(s)),
+	fprintf(out, ": %s%s (%llu bytes)", t.estimated ? "~" : "",
+		ml_units_bytes(t.peak_bytes, u, sizeof(u)), (unsigned long long)t.peak_bytes);
+	if (shared) {
+		struct ml_amount c = ml_view_totals(a, ML_KIND_CPU);
+		fprintf(out, " of %s%s (cpu: heap + Python objects)", c.estimated ? "~" : "",
+			ml_units_bytes(c.peak_bytes, u, sizeof(u)));
+	}
+	fprintf(out, " at %s%s\n\n", ml_units_seconds(ml_view_peak_time(a, o->kind), s, sizeof(s)),
 		t.estimated ? " (the highest total of the estimates: an estimate that leans high)" : "");
 	size_t shown = ml_view_limit(o->limit, n);
 	for (size_t i = 0; i < shown; i++) {
@@ -94,6 +103,11 @@ static void peak_json(const struct ml_agg *a, const struct ml_view_opts *o, stru
 	struct ml_amount t = ml_view_totals(a, o->kind);
 	ml_json_key(j, "peak_bytes");
 	ml_json_u64(j, t.peak_bytes);
+	if (ml_series_peak_shared(a->profile, o->kind)) {
+		/* heap or python: peak_bytes is its part of the CPU peak */
+		ml_json_key(j, "cpu_peak_bytes");
+		ml_json_u64(j, ml_view_totals(a, ML_KIND_CPU).peak_bytes);
+	}
 	ml_json_key(j, "peak_time_ns");
 	ml_json_u64(j, ml_view_peak_time(a, o->kind));
 	ml_json_key(j, "total_records");

@@ -64,6 +64,7 @@ static uint64_t gpu_peak(const struct ml_profile *p)
 
 struct columns {
 	bool rank, host, gpu;
+	bool python;		/* a Python program among them: the CPU columns are cpu's */
 	uint64_t t0;		/* earliest start of the run shown */
 };
 
@@ -74,7 +75,7 @@ static void header_line(FILE *out, const struct columns *c)
 		fprintf(out, " %5s", "Rank");
 	if (c->host)
 		fprintf(out, " %-16s", "Host");
-	fprintf(out, " %9s %9s %-12s %11s %11s %11s", "Start", "Time", "End", "Heap Peak",
+	fprintf(out, " %9s %9s %-12s %11s %11s %11s", "Start", "Time", "End", c->python ? "CPU Peak" : "Heap Peak",
 		"Allocated", "Leaked");
 	if (c->gpu)
 		fprintf(out, " %11s", "GPU Peak");
@@ -144,12 +145,13 @@ static void text_view(FILE *out, const struct ml_runset *rs)
 	size_t lo = 0;
 	for (size_t r = 0; r < rs->n_runs; lo += rs->runs[r++].n_procs) {
 		const struct ml_run *run = &rs->runs[r];
-		struct columns c = { false, false, false, UINT64_MAX };
+		struct columns c = { false, false, false, false, UINT64_MAX };
 		const char *host0 = NULL;
 		for (size_t i = lo; i < lo + run->n_procs; i++) {
 			const struct ml_profile *p = rs->procs[i].p;
 			c.rank |= p->process.rank >= 0;
 			c.gpu |= gpu_peak(p) > 0;
+			c.python |= (p->kinds_present >> ML_KIND_PYTHON) & 1;
 			if (!host0)
 				host0 = p->process.host;
 			c.host |= strcmp(host0, p->process.host) != 0;
@@ -231,6 +233,8 @@ static void proc_json(struct ml_json *j, const struct ml_runset *rs, size_t i)
 	ml_json_string(j, end);
 	ml_json_key(j, "heap");
 	ml_json_object_begin(j);
+	ml_json_key(j, "kind");	/* cpu: heap + Python objects, one peak */
+	ml_json_string(j, ml_kind_name(ml_report_default_kind(p)));
 	ml_json_key(j, "peak_bytes");
 	ml_json_u64(j, h->peak_bytes);
 	ml_json_key(j, "alloc_bytes");

@@ -95,6 +95,8 @@ static int chart(FILE *out, const struct ml_series *s, int width, uint64_t end_n
 		ml_units_seconds(s->peak_time_ns, t, sizeof(t)));
 	if (s->kind == ML_KIND_CUDA_GPU)
 		fputs(" (the GPU kinds together)", out);
+	else if (s->kind == ML_KIND_CPU)
+		fputs(" (heap + Python objects, one total in the runtime)", out);
 	fputc('\n', out);
 	chart_rows(out, col, width, top);
 	time_axis(out, width, end_ns);
@@ -143,10 +145,36 @@ int ml_view_timeline(const struct ml_agg *a, const struct ml_view_opts *o, FILE 
 	const struct ml_profile *p = a->profile;
 	struct ml_series *s;
 	size_t n;
-	(void)o;
+	if (o->kind_set && o->kind != ML_KIND_CPU && ml_series_peak_shared(p, o->kind)) {
+		fprintf(stderr, "memline: timeline --kind %s: the runtime keeps heap and Python "
+			"objects over time as one total; --kind cpu shows it (`peak --kind %s` "
+			"gives %s's part of the CPU peak)\n", ml_kind_name(o->kind),
+			ml_kind_name(o->kind), ml_kind_name(o->kind));
+		return -ENOENT;
+	}
 	if (ml_series_build(p, &s, &n) < 0)
 		return -ENOMEM;
 	uint64_t end = end_time(p, s, n);
+	if (o->kind_set) {	/* that kind's series alone (cpu: the heap's without Python) */
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++) {
+			bool want = s[i].kind == o->kind ||
+				    (o->kind == ML_KIND_CPU && s[i].kind == ML_KIND_HEAP);
+			if (!want) {
+				free(s[i].time_ns);
+				free(s[i].bytes);
+				continue;
+			}
+			s[m++] = s[i];
+		}
+		n = m;
+		if (n == 0 && !j) {
+			fprintf(out, "%s: no memory over time (the profile has no timeline points "
+				"of this kind).\n", ml_kind_name(o->kind));
+			ml_series_free(s, n);
+			return 0;
+		}
+	}
 	int err = 0;
 	if (j) {
 		ml_json_key(j, "duration_ns");

@@ -126,6 +126,13 @@
     return niceTicks(end / unit, 8).map(function (v) { return [v * unit, (+v.toPrecision(6)) + ' ' + name]; });
   }
 
+  /* A memory-over-time series by what it holds: a Python program's CPU
+   * curve is heap and Python objects together (one total in the runtime). */
+  function seriesName(kind) {
+    return kind + (kind === 'cuda_gpu' ? ' (GPU kinds together)' :
+                   kind === 'cpu' ? ' (heap + Python objects)' : '');
+  }
+
   function timeline() {
     var box = $('timeline');
     box.innerHTML = '';
@@ -175,7 +182,7 @@
       lab.textContent = 'peak ' + fmtBytes(s.peak_bytes) + ' at ' + fmtSec(s.peak_time_ns);
       svg.appendChild(lab);
       var title = svgEl('text', { x: L, y: 16, class: 'label' });
-      title.textContent = s.kind + (s.kind === 'cuda_gpu' ? ' (GPU kinds together)' : '') + ': live bytes';
+      title.textContent = seriesName(s.kind) + ': live bytes';
       svg.appendChild(title);
       var cursor = svgEl('line', { y1: T, y2: H - B, stroke: '#555', 'stroke-width': 0.7, visibility: 'hidden' });
       svg.appendChild(cursor);
@@ -188,7 +195,7 @@
         var v = k >= 0 ? s.b[k] : 0;
         cursor.setAttribute('x1', mx); cursor.setAttribute('x2', mx);
         cursor.setAttribute('visibility', 'visible');
-        showTip('<b>' + esc(s.kind) + '</b> at ' + fmtSec(t) + '<br>' + fmtBytes(v) + ' (' + fmtInt(v) +
+        showTip('<b>' + esc(seriesName(s.kind)) + '</b> at ' + fmtSec(t) + '<br>' + fmtBytes(v) + ' (' + fmtInt(v) +
           ' bytes) live<br><span class="muted">each point is the highest level of its stretch of time</span>', ev);
       });
       svg.addEventListener('mouseleave', function () { hideTip(); cursor.setAttribute('visibility', 'hidden'); });

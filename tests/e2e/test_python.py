@@ -526,6 +526,92 @@ def report_python_views_text():
 	check("Model.forward" in out["ops--limit 10"], out["ops--limit 10"][:800])
 
 
+@test
+def python_kind_peaks_and_timeline():
+	"""heap and python share the runtime's one CPU peak: each kind's peak
+	(peak's header and JSON) is its part of that moment, the sum of its
+	records, and the parts add up to cpu's; the memory over time of a Python
+	program is cpu (heap + Python objects) in timeline, trace, html and
+	processes, and timeline refuses --kind heap/python in one line."""
+	py = interpreter("/usr/bin/python3.11", "3.11")
+	r = Run(py, [py_fixture("views.py")])
+	prof = python_profile(r)
+	peaks = {}
+	for kind in ("heap", "python", "cpu"):
+		pk = view_doc(prof, "peak", "--kind", kind, "--limit", "1000000")["peak"]
+		eq(len(pk["stacks"]), pk["total_records"], "every %s record listed" % kind)
+		eq(pk["peak_bytes"], sum(s["bytes"] for s in pk["stacks"]),
+		   "%s's peak is the sum of its records at the peak" % kind)
+		peaks[kind] = pk
+		p = run([rcli(), "report", prof, "peak", "--kind", kind, "--limit", "1"])
+		eq(p.returncode, 0, "peak --kind %s: %s" % (kind, text(p.stderr)))
+		head = text(p.stdout).splitlines()[0]
+		if kind == "cpu":
+			want = r"peak cpu: \S+ \S+ \(%d bytes\) at " % pk["peak_bytes"]
+		else:
+			want = (r"%s at the CPU peak: \S+ \S+ \(%d bytes\) of \S+ \S+ "
+				r"\(cpu: heap \+ Python objects\) at " % (kind, pk["peak_bytes"]))
+		check(re.match(want, head), "peak --kind %s header: %r" % (kind, head))
+	cpu = peaks["cpu"]["peak_bytes"]
+	check(peaks["python"]["peak_bytes"] >= 3 * (200001 + 200000 * 8),
+	      "the fixture's Python objects at the peak: %d" % peaks["python"]["peak_bytes"])
+	check(peaks["heap"]["peak_bytes"] > 0, "heap's part of the peak")
+	eq(peaks["heap"]["peak_bytes"] + peaks["python"]["peak_bytes"], cpu,
+	   "heap's and python's parts add up to the CPU peak")
+	for kind in ("heap", "python"):
+		eq(peaks[kind]["cpu_peak_bytes"], cpu, "%s's cpu_peak_bytes" % kind)
+		eq(peaks[kind]["peak_time_ns"], peaks["cpu"]["peak_time_ns"], "one moment")
+	check("cpu_peak_bytes" not in peaks["cpu"], "cpu has no part of itself")
+
+	tl = view_doc(prof, "timeline")["timeline"]
+	names = [k["kind"] for k in tl["kinds"]]
+	check("cpu" in names and "heap" not in names and "python" not in names,
+	      "the series of a Python program: %s" % names)
+	c = [k for k in tl["kinds"] if k["kind"] == "cpu"][0]
+	eq(c["peak_bytes"], cpu, "the cpu curve's peak")
+	eq(c["peak_time_ns"], peaks["cpu"]["peak_time_ns"], "the cpu curve's peak time")
+	check(max(b for _, b in c["points"]) <= cpu, "no point above the peak")
+	for kind in ("cpu", None):
+		extra = ["--kind", kind] if kind else []
+		p = run([rcli(), "report", prof, "timeline"] + extra)
+		eq(p.returncode, 0, "timeline %s: %s" % (extra, text(p.stderr)))
+		head = text(p.stdout).splitlines()[0]
+		check(head.startswith("cpu: peak ") and "(heap + Python objects" in head,
+		      "timeline %s label: %r" % (extra, head))
+	only = view_doc(prof, "timeline", "--kind", "cpu")["timeline"]["kinds"]
+	eq([k["kind"] for k in only], ["cpu"], "timeline --kind cpu: that curve alone")
+	for kind in ("heap", "python"):
+		p = run([rcli(), "report", prof, "timeline", "--kind", kind])
+		check(p.returncode != 0, "timeline --kind %s must be refused" % kind)
+		err = text(p.stderr).strip()
+		eq(len(err.splitlines()), 1, "one line: %r" % err)
+		check("one total" in err and "--kind cpu" in err, err)
+		eq(text(p.stdout), "", "no curve drawn for --kind %s" % kind)
+	arena = [k for k in tl["kinds"] if k["kind"] == "pyarena"]
+	p = run([rcli(), "report", prof, "timeline", "--kind", "pyarena"])
+	eq(p.returncode, 0, "timeline --kind pyarena: %s" % text(p.stderr))
+	out = text(p.stdout)
+	if arena:
+		check(out.startswith("pyarena: peak "), out[:200])
+	else:
+		check(out.startswith("pyarena: no memory over time"), out[:200])
+	check("cpu" not in out.splitlines()[0], "pyarena draws no cpu curve")
+
+	p = run([rcli(), "report", prof, "processes"])
+	check("CPU Peak" in text(p.stdout) and "Heap Peak" not in text(p.stdout),
+	      text(p.stdout)[:400])
+	p = run([rcli(), "report", prof, "processes", "--json"])
+	h = json.loads(text(p.stdout))["processes"][0]["heap"]
+	eq((h["kind"], h["peak_bytes"]), ("cpu", cpu), "processes' CPU totals")
+
+	html = os.path.join(os.path.dirname(prof), "kinds.html")
+	p = run([rcli(), "report", prof, "html", "-o", html])
+	eq(p.returncode, 0, "html: %s" % text(p.stderr))
+	page = open(html, encoding="utf-8").read()
+	check('"timeline":[{"kind":"cpu","peak_bytes":%d,' % cpu in page, "html's cpu curve")
+	check("kind === 'cpu' ? ' (heap + Python objects)'" in page, "html names the cpu curve")
+
+
 # ------------------------------------------------ the offsets memline reads
 
 @per_version
