@@ -5,6 +5,8 @@ driver double) and of its Python side (tests/fixtures/py/faketorch).  With
 Debian's python3-torch (CPU), against torch.profiler(profile_memory=True)
 run in the same process: docs/torch.md says what is compared and why."""
 
+import sys
+
 from harness import *
 from test_cuda import cuda_env, cuda_fixture, cuda_line
 
@@ -182,8 +184,9 @@ def torch_python():
 
 def profiled_torch(script, *args):
 	"""Runs a torch script under memline; the script writes torch.profiler's
-	key_averages to OUT.json ({key: [self_cpu_memory_usage, cpu_memory_usage,
-	count]}).  Returns (profile, torch's rows)."""
+	numbers to OUT.json (tests/fixtures/py/torch_rows.py: {key:
+	[self_cpu_memory_usage, cpu_memory_usage, count, tree_self, ties]}).
+	Returns (profile, torch's rows)."""
 	py = torch_python()
 	d = tempfile.mkdtemp(prefix="ml-torch-", dir=OPTS.tmp)
 	out = os.path.join(d, "torch.json")
@@ -193,19 +196,35 @@ def profiled_torch(script, *args):
 
 
 def compare_with_torch(prof, theirs, what):
-	"""Every ATen op torch.profiler gave 1 MB of self CPU memory or more:
-	the same name in memline's table, Self CPU Mem within 2%; every op it
-	gave any self CPU memory: in memline's table too."""
+	"""Every ATen op torch.profiler gave 1 MB of self CPU memory or more
+	(key_averages() or its event tree): the same name in memline's table,
+	Self CPU Mem within 2% of key_averages()'s.  The one exception, checked
+	precisely: key_averages() charges a memory record by its microsecond,
+	so a record made in the microsecond where a nested op (aten::resolve_conj
+	in aten::mm, aten::empty) starts or ends goes to either, differently
+	from run to run (torch_rows.py).  Where key_averages() is off the event
+	tree (nanoseconds: the op that ran when the record was made), the
+	difference must be no more than the bytes of such records (ties), and
+	memline must be within 2% of the tree.  Every op it gave any self CPU
+	memory: in memline's table too."""
 	ops = ops_by_name(report(prof, "ops", "--by", "op"))
-	big = {k: v for k, v in theirs.items() if k.startswith("aten::") and abs(v[0]) >= 1000000}
+	big = {k: v for k, v in theirs.items()
+	       if k.startswith("aten::") and max(abs(v[0]), abs(v[3])) >= 1000000}
 	check(big, "%s: no op of 1 MB or more in torch.profiler's table" % what)
-	for name, (self_mem, total_mem, calls) in sorted(big.items()):
+	for name, (self_mem, total_mem, calls, tree, ties) in sorted(big.items()):
 		check(name in ops, "%s: %s (torch self %d) not in memline's table" % (what, name, self_mem))
 		got = ops[name]["self_cpu_memory_usage"]
-		check(abs(got - self_mem) <= 0.02 * abs(self_mem),
-		      "%s: %s self CPU memory: memline %d, torch.profiler %d" % (what, name, got, self_mem))
+		check(abs(got - tree) <= 0.02 * abs(tree),
+		      "%s: %s self CPU memory: memline %d, torch.profiler's event tree %d" % (what, name, got, tree))
+		if abs(got - self_mem) <= 0.02 * abs(self_mem):
+			continue
+		check(abs(self_mem - tree) <= ties,
+		      "%s: %s self CPU memory: memline %d, torch.profiler %d (event tree %d, %d B at "
+		      "microsecond ties)" % (what, name, got, self_mem, tree, ties))
+		sys.stderr.write("  %s: %s: torch.profiler's key_averages %d, its event tree %d (%d B at "
+				 "microsecond ties), memline %d\n" % (what, name, self_mem, tree, ties, got))
 	for name, v in theirs.items():
-		if name.startswith("aten::") and v[0]:
+		if name.startswith("aten::") and (v[0] or v[3]):
 			check(name in ops, "%s: %s (torch self %d) not in memline's table" % (what, name, v[0]))
 	return ops
 
@@ -237,7 +256,7 @@ def torch_ops_reference_model():
 	for name in ("aten::max_pool2d_with_indices_backward", "aten::threshold_backward",
 		     "aten::clamp_min", "aten::native_batch_norm_backward"):
 		check(name in ops, "no %s row" % name)
-		eq(ops[name]["self_cpu_memory_usage"], theirs[name][0], name + " self CPU memory")
+		eq(ops[name]["self_cpu_memory_usage"], theirs[name][3], name + " self CPU memory (event tree)")
 	regions = report(prof, "regions")["regions"]["children"]
 	check("model_inference" in regions, "record_function scope not a region: %s" % sorted(regions))
 	eq(regions["model_inference"]["count"], 1, "model_inference entered once")
@@ -264,7 +283,7 @@ def torch_ops_training_loop():
 	for name in ("aten::max_pool2d_with_indices", "aten::max_pool2d_with_indices_backward",
 		     "aten::clamp_min", "aten::threshold_backward", "aten::mm", "aten::addmm"):
 		check(name in ops, "no %s row" % name)
-		eq(ops[name]["self_cpu_memory_usage"], theirs[name][0], name + " self CPU memory")
+		eq(ops[name]["self_cpu_memory_usage"], theirs[name][3], name + " self CPU memory (event tree)")
 	pool = fixture_line("torch_train.py", "# the pooling line")
 	backward = fixture_line("torch_train.py", "# the backward line")
 	for name, line in (("aten::max_pool2d_with_indices", pool),
@@ -279,6 +298,30 @@ def torch_ops_training_loop():
 	check(re.search(r"^ +Name +CPU Mem .*Called From$", out, re.M) and
 	      re.search(r"^ +aten::max_pool2d_with_indices +.* torch_train\.py:%d$" % pool, out, re.M),
 	      "ops text with call sites: %s" % out[:1500])
+
+
+@test
+def torch_ops_adam_loop():
+	"""A user's training loop (tests/fixtures/py/torch_adam.py): Conv2d with
+	padding (aten::mkldnn_convolution, whose oneDNN scratch buffers are
+	allocated and freed inside it: net 0 of its own), Linear (aten::addmm;
+	aten::mm in backward, with aten::resolve_conj nested: it allocates
+	nothing), CrossEntropyLoss, Adam (aten::sqrt, aten::div): every op of
+	1 MB or more as compare_with_torch says, and these exactly as torch's
+	event tree has them."""
+	prof, theirs = profiled_torch("torch_adam.py", "4", "64")
+	ops = compare_with_torch(prof, theirs, "torch_adam.py")
+	for name in ("aten::mkldnn_convolution", "aten::mm", "aten::resolve_conj", "aten::addmm",
+		     "aten::clamp_min", "aten::threshold_backward", "aten::max_pool2d_with_indices",
+		     "aten::max_pool2d_with_indices_backward", "aten::sqrt", "aten::div",
+		     "aten::_log_softmax"):
+		check(name in theirs, "torch.profiler has no %s: not the model meant" % name)
+		got = ops[name]["self_cpu_memory_usage"] if name in ops else 0
+		eq(got, theirs[name][3], name + " self CPU memory (torch's event tree)")
+	conv = ops["aten::mkldnn_convolution"]
+	check(conv["self"]["alloc_bytes"] > 0 and conv["cpu_memory_usage"] >= 4 * 64 * 8 * 28 * 28 * 4,
+	      "aten::mkldnn_convolution: scratch allocated in it, outputs in aten::empty: %s" % conv)
+	eq(ops["aten::mm"]["cpu_memory_usage"], theirs["aten::mm"][1], "aten::mm CPU Mem")
 
 
 @test
