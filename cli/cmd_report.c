@@ -319,12 +319,15 @@ static char *newest_profile(const char *dir)
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		struct stat st;
+		if (strncmp(de->d_name, "memline.", 8) != 0)
+			continue;
 		free(path);
-		path = NULL;
-		if (strncmp(de->d_name, "memline.", 8) != 0 ||
-		    (here ? !(path = strdup(de->d_name))
-			  : asprintf(&path, "%s/%s", dir, de->d_name) < 0 && !(path = NULL)) ||
-		    stat(path, &st) < 0)
+		if (here ? !(path = strdup(de->d_name))
+			 : asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
+			path = NULL;
+			continue;
+		}
+		if (stat(path, &st) < 0)
 			continue;
 		bool file = S_ISREG(st.st_mode) && len > 12 && strcmp(de->d_name + len - 4, ".mlp") == 0;
 		if (!file && !(S_ISDIR(st.st_mode) && is_run_dir(path)))
@@ -517,17 +520,23 @@ int ml_cli_report(int argc, char **argv)
 	struct ml_profile **profiles = NULL, *base_profile = NULL;
 	struct ml_report_loaded *base = NULL;
 	size_t n = 0;
-	char *newest = NULL;
+	char *newest = NULL, **newest_of = NULL;
 	int rc = parse_args(argc, argv, &ra);
 	if (rc)
 		goto out;
 	/* A directory that holds runs (memline run -o DIR) stands for the
 	 * newest of them, as the current directory does. */
-	for (size_t i = 0; i < ra.n_files && !newest; i++) {
+	newest_of = calloc(ra.n_files + 1, sizeof(*newest_of));
+	if (!newest_of) {
+		fprintf(stderr, "memline: out of memory\n");
+		rc = ML_EXIT_FAIL;
+		goto out;
+	}
+	for (size_t i = 0; i < ra.n_files; i++) {
 		struct stat st;
 		if (stat(ra.files[i], &st) == 0 && S_ISDIR(st.st_mode) && !is_run_dir(ra.files[i]) &&
-		    (newest = newest_profile(ra.files[i])))
-			ra.files[i] = newest;
+		    (newest_of[i] = newest_profile(ra.files[i])))
+			ra.files[i] = newest_of[i];
 	}
 	if (ra.n_files == 0) {
 		newest = newest_profile(".");
@@ -573,6 +582,9 @@ out:
 	if (base_profile)
 		ml_profile_free(base_profile);
 	free(newest);
+	for (size_t i = 0; newest_of && i < ra.n_files; i++)
+		free(newest_of[i]);
+	free(newest_of);
 	free(ra.files);
 	free(ra.functions);
 	free(ra.programs);

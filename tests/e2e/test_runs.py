@@ -210,3 +210,16 @@ def run_file_size_limit_one_line():
 	eq(len([l for l in lines if "cannot write the profile" in l]), 1, "lines: %r" % lines)
 	check("RLIMIT_FSIZE" in lines[0] and "File too large" in lines[0], "reason: %r" % lines[0])
 	eq(os.listdir(out), [], "no empty run directory left")
+
+
+@test
+def report_directories_of_runs():
+	"""Two directories named, each holding runs (memline run -o DIR): each
+	stands for its own newest run."""
+	dirs = [tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp) for _ in range(2)]
+	for d, prog in zip(dirs, ("fork_prog", "leak")):
+		eq(run([memline(), "run", "-o", d, "--", fixture(prog)]).returncode, 0, "run " + prog)
+	doc, _ = report_json(dirs + ["processes"])
+	docs = doc if isinstance(doc, list) else [doc]
+	progs = sorted(p["program"] for x in docs for p in x["processes"] if p["main"])
+	eq(progs, ["fork_prog", "leak"], "main programs of the two directories' runs")
