@@ -225,7 +225,9 @@ struct ml_thread {
 	struct ml_counter_chunk *volatile chunks;	/* the counters, newest chunk first */
 	struct ml_counter_chunk *spare;	/* chunks of an earlier thread, to reuse */
 	volatile int alive;		/* a thread runs with this state */
-	volatile int in_event;		/* the owner is inside an unlocked event */
+	volatile int in_event;		/* inside an event (ml_event_begin .. end) */
+	uint64_t events;		/* its events with atomics (ML_TAKE_EVERY) */
+	uint64_t others_seen;		/* other threads' events at its last look */
 	int64_t sample_left;		/* --sample: bytes to the next sample point */
 	uint64_t rng;			/* --sample: the thread's random stream */
 	uint64_t all_allocs, all_bytes;	/* --sample: every allocation, exactly */
@@ -274,50 +276,60 @@ void ml_thread_all_allocs(uint64_t *allocs, uint64_t *bytes);
 uint64_t ml_thread_count(void);
 /* In a fork child: only the calling thread remains; forget every count. */
 void ml_thread_after_fork(void);
-/* One recording thread, no atomics.  While a single thread has recorded
- * anything (the owner), its events update the live table and the totals
- * with plain loads and stores: no lock, no cmpxchg16b, nothing another
- * thread could race with.  The first event of a second thread switches
- * the process to atomics for good: it sets ml_mt, forces a memory barrier
- * on every thread of the process (membarrier(2), private expedited), then
- * waits for the owner to leave the event it may be in.  Where membarrier
- * is not available, ml_mt is set from the start. */
-extern volatile int ml_mt;
+/* One recording thread, no atomics.  While one thread is the only one
+ * recording (the owner, ml_plain_owner), its events update the live table
+ * and the totals with plain loads and stores: no lock, no cmpxchg16b.
+ * The owner changes hands (thread.c):
+ *  - a thread that records while another owns revokes the ownership: it
+ *    clears ml_plain_owner, forces a memory barrier on every thread of the
+ *    process (membarrier(2), private expedited) and waits for the owner to
+ *    leave the event it may be in; from then on all record with atomics;
+ *  - a thread recording with atomics that sees no other thread record for
+ *    ML_TAKE_EVERY of its events takes the ownership: it sets
+ *    ml_plain_owner to itself, forces the barrier, and waits for every
+ *    other thread to leave the event it may be in (or gives up).
+ * So a program whose threads take turns (a worker while main waits in
+ * pthread_join, Python threads under the GIL) records without atomics.
+ * Every event says it is under way (in_event) before it looks at the
+ * owner, so whoever changes the owner can wait for the events that did
+ * not see the change.  Where membarrier is not available there is no
+ * owner. */
+#define ML_TAKE_EVERY 4096u
+extern struct ml_thread *volatile ml_plain_owner;
 extern __thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
-extern __thread int ml_tl_owner __attribute__((tls_model("initial-exec")));
-struct ml_thread *ml_thread_owner_state(void);
+void ml_event_begin_slow(void);
 /* Around one recording event of the calling thread: plain mode when it is
- * the owner and the process has one recording thread.  A thread's first
- * event makes its state first: that is what switches the process to
- * atomics when another thread recorded before, and it must happen before
- * this event touches a shared table (a first event may be a free, which
- * takes the block out of the live table before it looks for a counter). */
+ * the owner.  A thread's first event makes its state first: its events
+ * must be seen (in_event) before this one touches a shared table (a first
+ * event may be a free, which takes the block out of the live table before
+ * it looks for a counter). */
 static inline void ml_event_begin(void)
 {
-	if (__builtin_expect(!ml_tl_thread, 0))
-		(void)ml_thread_make();
-	if (__builtin_expect(ml_tl_owner, 1)) {
-		struct ml_thread *t = ml_tl_thread;
+	struct ml_thread *t = ml_tl_thread;
+	if (__builtin_expect(t != NULL, 1)) {
 		t->in_event = 1;
-		/* (x86 may let this load pass the store above: the switching
+		/* (x86 may let this load pass the store above: the changing
 		 * thread's membarrier closes that gap) */
 		__asm__ volatile("" ::: "memory");
-		if (__builtin_expect(!__atomic_load_n(&ml_mt, __ATOMIC_RELAXED), 1)) {
+		struct ml_thread *o = __atomic_load_n(&ml_plain_owner, __ATOMIC_RELAXED);
+		if (__builtin_expect(o == t, 1)) {
 			ml_tl_plain = 1;
 			return;
 		}
-		__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
+		if (!o && (++t->events & (ML_TAKE_EVERY - 1)))
+			return;		/* atomics, as every thread now */
 	}
+	ml_event_begin_slow();
 }
 static inline void ml_event_end(void)
 {
-	if (ml_tl_plain) {
-		ml_tl_plain = 0;
-		__asm__ volatile("" ::: "memory");
-		__atomic_store_n(&ml_tl_thread->in_event, 0, __ATOMIC_RELEASE);
-	}
+	struct ml_thread *t = ml_tl_thread;
+	ml_tl_plain = 0;
+	__asm__ volatile("" ::: "memory");
+	if (__builtin_expect(t != NULL, 1))
+		__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
 }
-/* At start-up: registers for membarrier, or sets ml_mt. */
+/* At start-up: registers for membarrier (without it, no owner ever). */
 void ml_thread_mode_init(void);
 
 /* The calling thread ends (threads.c): its state, which its last events

@@ -33,10 +33,12 @@ struct ml_counter_chunk {
 
 __thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")));
 __thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
-__thread int ml_tl_owner __attribute__((tls_model("initial-exec")));
-volatile int ml_mt;
-static struct ml_thread *owner;
+struct ml_thread *volatile ml_plain_owner __attribute__((aligned(64)));
 static bool membarrier_ok;
+/* Set when a thread records without a state (out of memory): it cannot
+ * say it is in an event, so no thread may own the plain mode again. */
+static volatile bool never_plain;
+static ml_spin_t mode_lock;	/* who changes ml_plain_owner: one at a time */
 
 static struct ml_thread *volatile all_threads;	/* every state, newest first */
 static struct ml_thread *free_threads;
@@ -275,8 +277,9 @@ static void reap_ended(void)
 	while (gone) {
 		struct ml_thread *t = gone;
 		gone = t->next_free;
-		if (owner == t)
-			__atomic_store_n(&owner, NULL, __ATOMIC_RELEASE);
+		struct ml_thread *expect = t;	/* a thread gone owns nothing */
+		__atomic_compare_exchange_n(&ml_plain_owner, &expect, NULL, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 		retire(t);
 	}
 }
@@ -285,24 +288,117 @@ void ml_thread_mode_init(void)
 {
 	membarrier_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	if (!membarrier_ok)
-		ml_mt = 1;
+		never_plain = true;
 }
 
-/* A second thread records: atomics from now on (see internal.h). */
-static void go_multithreaded(void)
+/* A full memory barrier on every running thread of the process: after it,
+ * a thread's store before its load of ml_plain_owner is seen here, or its
+ * load sees the store made here before this call. */
+static void barrier_everywhere(void)
 {
-	if (__atomic_exchange_n(&ml_mt, 1, __ATOMIC_SEQ_CST))
-		return;
-	if (owner) {
-		syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-		while (__atomic_load_n(&owner->in_event, __ATOMIC_ACQUIRE))
+	syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+}
+
+/* Another thread (o) owns the plain mode and the caller (not in an event)
+ * is about to record: atomics from now on, once o has left its event.  o
+ * never waits on anything the caller may hold: an owner's event takes no
+ * lock, and mode_lock is not taken inside an event. */
+static void revoke_owner(struct ml_thread *o)
+{
+	ml_spin_lock(&mode_lock);
+	if (__atomic_load_n(&ml_plain_owner, __ATOMIC_RELAXED) == o) {
+		__atomic_store_n(&ml_plain_owner, NULL, __ATOMIC_SEQ_CST);
+		barrier_everywhere();
+		while (__atomic_load_n(&o->in_event, __ATOMIC_ACQUIRE))
 			sched_yield();
 	}
+	ml_spin_unlock(&mode_lock);
 }
 
-struct ml_thread *ml_thread_owner_state(void)
+/* The caller t (between events, no owner) takes the plain mode
+ * if no other thread recorded since its last look, ML_TAKE_EVERY events
+ * ago.  Every other thread is then out of its event, or will see t own
+ * the mode at its next one (and revoke it).  A thread that stays in an
+ * event (preempted, or waiting for a lock of the program's) makes t give
+ * up: nobody has recorded plainly meanwhile, so nothing is to undo. */
+static void try_take(struct ml_thread *t)
 {
-	return owner;
+	if (never_plain)
+		return;
+	uint64_t others = 0;
+	for (struct ml_thread *x = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE); x; x = x->next)
+		if (x != t)
+			others += __atomic_load_n(&x->events, __ATOMIC_RELAXED);
+	bool quiet = others == t->others_seen;
+	t->others_seen = others;
+	if (!quiet)
+		return;
+	bool took = false;
+	ml_spin_lock(&mode_lock);
+	if (!__atomic_load_n(&ml_plain_owner, __ATOMIC_RELAXED) && !never_plain) {
+		__atomic_store_n(&ml_plain_owner, t, __ATOMIC_SEQ_CST);
+		barrier_everywhere();
+		took = true;
+		for (struct ml_thread *x = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE);
+		     x && took; x = x->next) {
+			unsigned waits = 0;
+			while (__atomic_load_n(&x->in_event, __ATOMIC_ACQUIRE))
+				if (++waits > 64) {
+					took = false;
+					break;
+				} else {
+					sched_yield();
+				}
+		}
+		if (!took)
+			__atomic_store_n(&ml_plain_owner, NULL, __ATOMIC_SEQ_CST);
+	}
+	ml_spin_unlock(&mode_lock);
+}
+
+/* A thread records without a state: no plain mode, now or later. */
+static void stateless(void)
+{
+	ml_spin_lock(&mode_lock);
+	never_plain = true;
+	struct ml_thread *o = __atomic_load_n(&ml_plain_owner, __ATOMIC_RELAXED);
+	ml_spin_unlock(&mode_lock);
+	if (o)
+		revoke_owner(o);
+}
+
+void ml_event_begin_slow(void)
+{
+	struct ml_thread *t = ml_tl_thread;
+	if (!t && !(t = ml_thread_make())) {
+		stateless();
+		return;
+	}
+	/* Due for a look when ml_event_begin counted the ML_TAKE_EVERY-th
+	 * event with atomics (not at a thread's first event: it would take
+	 * from an owner it has just revoked, before that one records again). */
+	bool due = t->events && !(t->events & (ML_TAKE_EVERY - 1));
+	/* Changing the owner waits for other threads' events: never inside
+	 * one's own, since another may be waiting for it to end. */
+	for (;;) {
+		t->in_event = 1;
+		__asm__ volatile("" ::: "memory");	/* (see ml_event_begin) */
+		struct ml_thread *o = __atomic_load_n(&ml_plain_owner, __ATOMIC_RELAXED);
+		if (o == t) {
+			ml_tl_plain = 1;
+			return;
+		}
+		if (!o && !due)
+			return;
+		__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
+		if (o) {
+			revoke_owner(o);
+			due = false;	/* (not right after a revoke: see above) */
+		} else {
+			due = false;
+			try_take(t);
+		}
+	}
 }
 
 /* A new state's thread: watched for its end (else ended at once), and
@@ -320,20 +416,18 @@ static long first_steps(void *arg)
 
 struct ml_thread *ml_thread_make(void)
 {
+	bool first = false;
 	ml_spin_lock(&list_lock);
 	struct ml_thread *t = free_threads;
 	if (t)
 		free_threads = t->next_free;
 	ml_spin_unlock(&list_lock);
 	if (!t) {
-		if (!(t = ml_arena_alloc(sizeof(*t)))) {
-			/* Recording goes on without a state: never beside a
-			 * plain-mode owner, now or later. */
-			go_multithreaded();
-			return NULL;
-		}
+		if (!(t = ml_arena_alloc(sizeof(*t))))
+			return NULL;	/* (ml_event_begin_slow: stateless) */
 		side_stack_map(t);
 		ml_spin_lock(&list_lock);
+		first = !all_threads;
 		t->next = all_threads;
 		__atomic_store_n(&all_threads, t, __ATOMIC_RELEASE);
 		ml_spin_unlock(&list_lock);
@@ -355,14 +449,13 @@ struct ml_thread *ml_thread_make(void)
 		ml_side_call(first_steps, t, t->side_hi);
 	else
 		first_steps(t);
-	/* The first state's thread owns the plain mode; any other ends it. */
-	if (!__atomic_load_n(&ml_mt, __ATOMIC_ACQUIRE)) {
-		struct ml_thread *expect = NULL;
-		if (__atomic_compare_exchange_n(&owner, &expect, t, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			ml_tl_owner = 1;
-		else
-			go_multithreaded();
+	/* The first state's thread owns the plain mode from the start;
+	 * another takes it only by ml_event_begin_slow's rules. */
+	if (first) {
+		ml_spin_lock(&mode_lock);
+		if (!never_plain && !__atomic_load_n(&ml_plain_owner, __ATOMIC_RELAXED))
+			__atomic_store_n(&ml_plain_owner, t, __ATOMIC_SEQ_CST);
+		ml_spin_unlock(&mode_lock);
 	}
 	return t;
 }
@@ -444,15 +537,15 @@ void ml_thread_after_fork(void)
 	retired_lock.locked = 0;
 	struct ml_thread *me = ml_tl_thread;
 	/* One thread again: its own, plain if membarrier works here too. */
+	mode_lock.locked = 0;
 	ml_tl_plain = 0;
-	owner = me;
-	ml_tl_owner = me != NULL;
 	if (me)
 		me->in_event = 0;
-	ml_mt = 1;
+	never_plain = false;
+	ml_plain_owner = NULL;
 	ml_thread_mode_init();
-	if (membarrier_ok)
-		ml_mt = 0;
+	if (!never_plain)
+		ml_plain_owner = me;
 	free_threads = NULL;
 	ended_threads = NULL;
 	if (me)

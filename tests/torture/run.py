@@ -48,6 +48,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -150,11 +151,17 @@ def status(rc):
 
 
 def run(argv, cwd, timeout):
-	try:
-		return subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-				      stdin=subprocess.DEVNULL, timeout=timeout)
-	except subprocess.TimeoutExpired:
-		raise Fail("timed out after %d s: %s" % (timeout, " ".join(argv)))
+	"""Runs argv in a session of its own, so that a run that hangs is killed
+	with everything it started (under memline: the program too)."""
+	with subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+			      stdin=subprocess.DEVNULL, start_new_session=True) as p:
+		try:
+			out, err = p.communicate(timeout=timeout)
+		except subprocess.TimeoutExpired:
+			os.killpg(p.pid, signal.SIGKILL)
+			p.communicate()
+			raise Fail("timed out after %d s: %s" % (timeout, " ".join(argv)))
+	return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
 def without_memline_lines(stderr):
