@@ -330,9 +330,10 @@ void ml_signals_before_abort(void);
  * on and the next write replaces the same file). */
 void ml_lifecycle_before_exec(void);
 /* Around the real dlclose: keeps the unloaded module in the module map
- * and forgets cached unwind rules for its addresses. */
-void ml_lifecycle_dlclose_begin(void);
-void ml_lifecycle_dlclose_end(void);
+ * and forgets cached unwind rules for its addresses, when it went away
+ * (begin's result goes to end). */
+uint64_t ml_lifecycle_dlclose_begin(void);
+void ml_lifecycle_dlclose_end(uint64_t begin);
 
 /* The program's sigaction and signal calls: memline's fatal-signal handler
  * stays installed where the program sets SIG_DFL, and is never seen: the

@@ -21,6 +21,7 @@ struct agg {
 struct scratch {
 	uint32_t *first;		/* per node id: its first agg (index + 1), 0: none */
 	uint32_t *file_node;		/* per node id: its FRAMES number, 0: not written */
+	uint8_t *root;			/* per node id: its root (ml_stacktab_root) */
 	struct agg *aggs;
 	struct ml_counter_sum *vars;	/* sampling: aggs[i]'s variance counters, summed */
 	uint64_t n_aggs, cap_aggs;
@@ -63,7 +64,8 @@ static bool scratch_map(struct scratch *s)
 	size_t ids = ((size_t)s->n_nodes * sizeof(uint32_t) + 63) & ~(size_t)63;
 	size_t addrs = 2 * (size_t)s->n_nodes * sizeof(uint64_t);	/* + radix sort's */
 	size_t vars = ml_config.sample_bytes ? s->cap_aggs * sizeof(struct ml_counter_sum) : 0;
-	s->bytes = 2 * ids + addrs + s->cap_aggs * sizeof(struct agg) + vars;
+	size_t roots = ((size_t)s->n_nodes + 63) & ~(size_t)63;
+	s->bytes = 2 * ids + addrs + s->cap_aggs * sizeof(struct agg) + vars + roots;
 	void *p = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	if (p == MAP_FAILED)
@@ -74,6 +76,7 @@ static bool scratch_map(struct scratch *s)
 	s->addrs = (uint64_t *)((char *)p + 2 * ids);
 	s->aggs = (struct agg *)((char *)p + 2 * ids + addrs);
 	s->vars = vars ? (struct ml_counter_sum *)(s->aggs + s->cap_aggs) : NULL;
+	s->root = (uint8_t *)p + (s->bytes - roots);
 	s->n_aggs = 0;
 	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
 		s->final_peak[k] = ml_counters_peak(k);
@@ -227,9 +230,22 @@ static void put_frames(struct ml_writer *w, const struct scratch *s)
 	ml_writer_end(w);
 }
 
-static uint32_t stack_flags(uint32_t id)
+/* Every node's root, in one pass: a parent's id is below its child's. */
+static void find_roots(struct scratch *s)
 {
-	uint32_t root = ml_stacktab_root(id);
+	for (uint32_t id = ML_NODE_ROOT; id < s->n_nodes && id < ML_NODE_FIRST; id++)
+		s->root[id] = (uint8_t)id;
+	for (uint32_t id = ML_NODE_FIRST; id < s->n_nodes; id++) {
+		uint32_t parent;
+		uint64_t address;
+		ml_stacktab_node(id, &parent, &address);
+		s->root[id] = parent < ML_NODE_FIRST ? (uint8_t)parent : s->root[parent];
+	}
+}
+
+static uint32_t stack_flags(const struct scratch *s, uint32_t id)
+{
+	uint32_t root = s->root[id];
 	return root == ML_NODE_ROOT_TRUNCATED ? ML_STACK_TRUNCATED :
 		root == ML_NODE_LOST ? ML_STACK_LOST : 0;
 }
@@ -255,7 +271,7 @@ static void put_stacks(struct ml_writer *w, const struct scratch *s)
 		}
 	for (uint32_t id = ML_NODE_ROOT; id < s->n_nodes; id++)
 		if (stack_used(s, id))
-			col_put(&c, stack_flags(id));
+			col_put(&c, stack_flags(s, id));
 	col_flush(&c);
 	ml_writer_records(w, n);
 	ml_writer_end(w);
@@ -357,6 +373,7 @@ int ml_dump_stacks(struct ml_writer *w, struct ml_fmt_total *totals)
 		return -ENOMEM;
 	ml_thread_foreach_counter(gather, &s);
 	number_nodes(&s);
+	find_roots(&s);
 	collect_addresses(&s);
 	put_addresses(w, &s);
 	put_frames(w, &s);

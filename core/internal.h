@@ -641,6 +641,9 @@ uint64_t ml_clock_elapsed_ns(void);
  * flagging those gone as ML_MOD_UNLOADED.  Not async-signal-safe in a
  * strict sense (takes the loader lock); best effort in signal handlers. */
 void ml_modules_refresh(void);
+/* The loader's counts of objects loaded and unloaded since the start
+ * (dl_phdr_info's dlpi_adds, dlpi_subs); UINT64_MAX when unknown. */
+void ml_modules_load_counts(uint64_t *adds, uint64_t *subs);
 /* Adds the modules holding any of addrs that the map lacks (dlopen'd
  * since the last refresh), without the loader lock: for writes from
  * signal handlers, where ml_modules_refresh must not run. */

@@ -175,14 +175,24 @@ void ml_lifecycle_before_exec(void)
 /* dlopen is not wrapped: libc resolves the caller's RUNPATH and namespace
  * from its return address, which a wrapper would change; modules it loads
  * are picked up when the profile is written. */
-void ml_lifecycle_dlclose_begin(void)
+uint64_t ml_lifecycle_dlclose_begin(void)
 {
 	if (ml_core_active)
 		ml_modules_refresh();	/* catch it while it is still mapped */
+	uint64_t adds, subs;
+	ml_modules_load_counts(&adds, &subs);
+	return subs;
 }
 
-void ml_lifecycle_dlclose_end(void)
+/* Most dlcloses unload nothing (a reference given back, as after
+ * dlopen(RTLD_NOLOAD)): only one that did flushes the unwind rules, which
+ * costs every thread its cached walks. */
+void ml_lifecycle_dlclose_end(uint64_t begin)
 {
+	uint64_t adds, subs;
+	ml_modules_load_counts(&adds, &subs);
+	if (subs == begin && subs != UINT64_MAX)
+		return;
 	ml_unwind_flush();	/* its code addresses may now hold other code */
 	if (ml_core_active)
 		ml_modules_refresh();	/* and flag it unloaded if it went away */

@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 #include "core/internal.h"
@@ -207,15 +208,46 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+static int read_counts(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uint64_t *counts = arg;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		counts[0] = info->dlpi_adds;
+		counts[1] = info->dlpi_subs;
+	}
+	return 1;	/* the first object is enough */
+}
+
+void ml_modules_load_counts(uint64_t *adds, uint64_t *subs)
+{
+	uint64_t counts[2] = { UINT64_MAX, UINT64_MAX };	/* unknown */
+	dl_iterate_phdr(read_counts, counts);
+	*adds = counts[0];
+	*subs = counts[1];
+}
+
 void ml_modules_refresh(void)
 {
+	/* The walk costs a lookup per loaded object (hundreds in a Python
+	 * program with torch): skipped when the loader has loaded and
+	 * unloaded nothing since the last one.  The counts are read before
+	 * the walk, so a load during it makes the next refresh walk again. */
+	static uint64_t seen_adds = UINT64_MAX, seen_subs = UINT64_MAX;
+	uint64_t adds, subs;
+	ml_modules_load_counts(&adds, &subs);
 	bool first = true;
 	ml_spin_lock(&lock);
+	if (adds != UINT64_MAX && adds == seen_adds && subs == seen_subs) {
+		ml_spin_unlock(&lock);
+		return;
+	}
 	generation++;
 	dl_iterate_phdr(visit, &first);
 	for (uint32_t i = 0; i < n_mods; i++)
 		if (mods[i]->seen != generation)
 			mods[i]->flags |= ML_MOD_UNLOADED;
+	seen_adds = adds;
+	seen_subs = subs;
 	ml_spin_unlock(&lock);
 }
 

@@ -124,9 +124,9 @@ _Static_assert(RTLD_DEEPBIND == 8, "the jump above tests RTLD_DEEPBIND as 8");
 ML_EXPORT int dlclose(void *handle)
 {
 	typedef int (*dlclose_fn)(void *);
-	ml_lifecycle_dlclose_begin();
+	uint64_t begin = ml_lifecycle_dlclose_begin();
 	int rc = ML_NEXT(dlclose_fn, "dlclose")(handle);
-	ml_lifecycle_dlclose_end();
+	ml_lifecycle_dlclose_end(begin);
 	return rc;
 }
 

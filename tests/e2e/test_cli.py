@@ -13,6 +13,11 @@ def depth_option():
 	eq(ops["rec"]["self_bytes"], 320, "rec self bytes at depth 2")
 	check("main" not in ops or ops["main"]["incl_bytes"] == 0,
 	      "main seen at depth 2: %r" % ops.get("main"))
+	# Stacks cut at the depth say so; whole ones do not.
+	for opts, want in ((["--depth", "1"], True), ((), False)):
+		recs = report(Run("leak", opts=opts).file("leak"), "leaks")["leaks"]["records"]
+		check(recs, "no leak records")
+		eq(sorted({r["truncated"] for r in recs}), [want], "truncated, with %r" % (opts,))
 
 
 # ---------------------------------------------------------------- errors

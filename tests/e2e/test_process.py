@@ -164,6 +164,31 @@ def fatal_sigsegv_dlopened_module():
 
 
 @test
+def dlclose_unload_then_other_module():
+	"""A dlclose that gives a reference back unloads nothing (and keeps the
+	cached unwind rules); one that unloads flushes them: the module loaded
+	next, likely where the first was, unwinds by its own rules (every fast
+	stack equal to libunwind's) and its leaks have its own frames."""
+	r = Run("dlclose_swap", args=[fixture("libdlmod.so"), fixture("libdlmod2.so")],
+		env=dict(os.environ, MEMLINE_VERIFY_UNWIND="1"))
+	err = text(r.proc.stderr)
+	m = re.search(r"MEMLINE_VERIFY_UNWIND: (\d+) stacks checked against libunwind, (\d+) differ",
+		      err)
+	check(m, "no MEMLINE_VERIFY_UNWIND summary in stderr: " + err[-400:])
+	eq(int(m.group(2)), 0, "fast stacks that differ from libunwind's")
+	doc = report(r.file("dlclose_swap"), "leaks")
+	mine = [s for s in doc["leaks"]["records"] if s["bytes"] == 3 * 777]
+	eq(len(mine), 1, "the records of the three 777-byte leaks")
+	got = [(f["function"], os.path.basename(f.get("file") or ""), f.get("line"))
+	       for f in mine[0]["frames"][:4]]
+	eq(got, [("dlmod2_inner", "dlmod2.inc", line_of_file("dlmod2.inc", "m2_leak")),
+		 ("dlmod2_leak", "dlmod2.inc", got[1][2]),
+		 ("call", "dlclose_swap.c", got[2][2]),
+		 ("main", "dlclose_swap.c", line_of_file("dlclose_swap.c", "s_second"))],
+	   "the second module's leak, innermost frames")
+
+
+@test
 def fatal_abort():
 	check_fatal("abort", signal.SIGABRT)
 
