@@ -225,19 +225,23 @@ out:
 	return rc;
 }
 
-bool ml_livetab_remove_slow(uint64_t addr, uint32_t kind, struct ml_live_block *out)
+struct ml_live_val ml_livetab_take_slow(uint64_t addr, uint32_t kind)
 {
 	uint64_t key = ml_live_key(addr, kind);
 	struct ml_live_shard *s = ml_live_shard_of(addr);
+	struct ml_live_block out;
+	struct ml_live_val v = { 0, 0, 0 };
 	unsigned w;
 	if (!ml_tl_plain)
 		ml_spin_lock(&s->lock);
 	struct ml_live_bucket *b = lookup(s, key, &w);
-	if (b)
-		take(s, b, w, addr, kind, out);
+	if (b) {
+		take(s, b, w, addr, kind, &out);
+		v = (struct ml_live_val){ out.size, out.stack, 1 };
+	}
 	if (!ml_tl_plain)
 		ml_spin_unlock(&s->lock);
-	return b != NULL;
+	return v;
 }
 
 uint64_t ml_livetab_size(uint64_t addr, uint32_t kind)

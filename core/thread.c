@@ -61,9 +61,10 @@ static ml_spin_t retired_lock;
  * fn(arg) with the stack pointer at top, then returns to the caller's
  * stack.  The frame is rbp-based, so unwinders (and the debugger) walk
  * through it back to the caller's stack. */
-long ml_side_call(long (*fn)(void *), void *arg, uint64_t top);
 __asm__(".text\n"
 	".p2align 4\n"
+	".globl ml_side_call\n"
+	".hidden ml_side_call\n"
 	".type ml_side_call, @function\n"
 	"ml_side_call:\n"
 	".cfi_startproc\n"
@@ -86,20 +87,7 @@ __asm__(".text\n"
 long ml_thread_on_side_stack(long (*fn)(void *), void *arg)
 {
 	struct ml_thread *t = ml_thread_self();
-	uint64_t sp = (uint64_t)__builtin_frame_address(0);
-	if (!t || !t->side_hi || (sp >= t->side_lo && sp < t->side_hi))
-		return fn(arg);		/* no side stack, or already on it */
-	/* A walk from the side stack starts at this frame on the caller's
-	 * stack, unless the hook marked its own (unwind.c). */
-	bool marked = false;
-	if (!ml_tl_mark.sp) {
-		ML_UNWIND_MARK();
-		marked = true;
-	}
-	long r = ml_side_call(fn, arg, t->side_hi);
-	if (marked)
-		ml_unwind_unmark();
-	return r;
+	return t ? ml_thread_side_run(t, fn, arg) : fn(arg);
 }
 
 long ml_core_on_side_stack(long (*fn)(void *), void *arg)
