@@ -420,6 +420,16 @@ struct ml_live_shard {
 } __attribute__((aligned(64)));
 extern struct ml_live_shard ml_live_shards[ML_LIVE_SHARDS];
 
+/* A shard's lock (atomic mode): one exchange inline; the wait (spins,
+ * then yields: ml_spin_lock's) out of line, so that the hot paths keep
+ * their values in registers around it. */
+void ml_livetab_lock_wait(struct ml_live_shard *s);
+static inline __attribute__((always_inline)) void ml_live_lock(struct ml_live_shard *s)
+{
+	if (__builtin_expect(__atomic_exchange_n(&s->lock.locked, 1, __ATOMIC_ACQUIRE) != 0, 0))
+		ml_livetab_lock_wait(s);
+}
+
 static inline uint64_t ml_live_key(uint64_t addr, uint32_t kind)
 {
 	return addr | (uint64_t)kind << 60;
@@ -465,7 +475,7 @@ ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size,
 	struct ml_live_shard *s = ml_live_shard_of(addr);
 	bool plain = ml_tl_plain;
 	if (!plain)
-		ml_spin_lock(&s->lock);
+		ml_live_lock(s);
 	/* The key in neither bucket (else the allocator reused an address
 	 * whose free we missed) and a free way in the first.  A table not
 	 * made yet has count = grow_at = 0. */
@@ -511,7 +521,7 @@ ml_livetab_take(uint64_t addr, uint32_t kind)
 	struct ml_live_shard *s = ml_live_shard_of(addr);
 	bool plain = ml_tl_plain;
 	if (!plain)
-		ml_spin_lock(&s->lock);
+		ml_live_lock(s);
 	if (__builtin_expect(s->shift != 0, 1)) {
 		struct ml_live_bucket *b = &s->b[ml_live_b1(s->shift, key)];
 		uint32_t m = ml_live_match(b, _mm_set1_epi64x((long long)key));
@@ -924,6 +934,25 @@ static inline __attribute__((always_inline)) void ml_counters_free_k(struct ml_c
 	ml_counters_before(c, ml_counters_apply_down(kind, size));
 	c->live_blocks--;
 	c->live_bytes -= (int64_t)size;
+}
+
+/* A move (ml_counters_move), inline, of kind (from's and to's). */
+static inline __attribute__((always_inline)) void
+ml_counters_move_k(struct ml_counter *from, uint64_t old_size, struct ml_counter *to,
+		   uint32_t kind, uint64_t new_size)
+{
+	uint64_t before, after = ml_counters_apply(kind, (int64_t)new_size - (int64_t)old_size,
+						   &before);
+	ml_counters_before(from, before);
+	ml_counters_before(to, before);
+	from->live_blocks--;
+	from->live_bytes -= (int64_t)old_size;
+	to->allocs++;
+	to->alloc_bytes += new_size;
+	to->live_blocks++;
+	to->live_bytes += (int64_t)new_size;
+	ml_counters_after(from, before, after);
+	ml_counters_after(to, before, after);
 }
 
 static inline __attribute__((always_inline)) void ml_counters_alloc(struct ml_counter *c,

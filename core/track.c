@@ -314,8 +314,15 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 {
 	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
+	bool known;
 	ml_event_begin();
-	bool known = take_block(ptr, kind, &b);
+	if (__builtin_expect(!ml_config.sample_bytes && ptr != NULL, 1)) {
+		struct ml_live_val v = ml_livetab_take((uint64_t)ptr, kind);
+		b = (struct ml_live_block){ (uint64_t)ptr, v.size, v.stack, kind };
+		known = v.found;
+	} else {
+		known = take_block(ptr, kind, &b);
+	}
 	ml_event_end();
 	if (!known) {
 		held->addr = 0;
@@ -375,6 +382,7 @@ static COLD void move_rest(struct ml_thread *t, const struct event *e, uint32_t 
 		no_room();
 }
 
+/* A move of the heap (the other kinds: move_rest) on the side stack. */
 static long record_move(void *arg)
 {
 	const struct event *e = arg;
@@ -383,14 +391,18 @@ static long record_move(void *arg)
 	struct ml_live_block old;
 	uint32_t stack = ml_stacktab_here(&t->intern);
 	int rc = ml_livetab_insert(e->ptr, e->kind, e->size, stack, &old);
+	if (__builtin_expect(e->kind != ML_KIND_HEAP, 0)) {
+		move_rest(t, e, stack, rc, &old);
+		return 0;
+	}
 	struct ml_counter *from, *to;
 	/* The common case: a new entry, both counters at hand (the cache
 	 * holds a counter as long as it lives: looking one up never moves
 	 * another). */
 	if (__builtin_expect(rc == 0 && old.addr == 0, 1) &&
-	    __builtin_expect((from = ml_thread_counter(t, held->stack, held->kind)) != NULL, 1) &&
-	    __builtin_expect((to = ml_thread_counter(t, stack, e->kind)) != NULL, 1)) {
-		ml_counters_move(from, held->size, to, e->size);
+	    __builtin_expect((from = ml_thread_counter(t, held->stack, ML_KIND_HEAP)) != NULL, 1) &&
+	    __builtin_expect((to = ml_thread_counter(t, stack, ML_KIND_HEAP)) != NULL, 1)) {
+		ml_counters_move_k(from, held->size, to, ML_KIND_HEAP, e->size);
 		return 0;
 	}
 	move_rest(t, e, stack, rc, &old);
