@@ -342,6 +342,30 @@ void ml_thread_state_ending(void);
 long ml_thread_on_side_stack(long (*fn)(void *), void *arg);
 /* Calls fn(arg) with the stack pointer at top (thread.c). */
 long ml_side_call(long (*fn)(void *), void *arg, uint64_t top);
+/* fn(a, b, c) with the stack pointer at top (thread.c). */
+long ml_side_call3(long (*fn)(uint64_t, uint64_t, void *), uint64_t a, uint64_t b, void *c,
+		   uint64_t top);
+/* Whether the calling thread, whose state is t, runs its recording right
+ * here: it has no side stack, or is on it already. */
+static inline __attribute__((always_inline)) bool ml_thread_side_here(const struct ml_thread *t)
+{
+	uint64_t sp = (uint64_t)__builtin_frame_address(0);
+	return !t->side_hi || sp - t->side_lo < t->side_hi - t->side_lo;
+}
+/* ml_thread_side_run for fn(a, b, c): no argument block in memory. */
+static inline __attribute__((always_inline)) long
+ml_thread_side_run3(struct ml_thread *t, long (*fn)(uint64_t, uint64_t, void *), uint64_t a,
+		    uint64_t b, void *c)
+{
+	if (__builtin_expect(ml_thread_side_here(t), 0))
+		return fn(a, b, c);
+	if (__builtin_expect(ml_tl_mark.sp != 0, 1))
+		return ml_side_call3(fn, a, b, c, t->side_hi);
+	ML_UNWIND_MARK();
+	long r = ml_side_call3(fn, a, b, c, t->side_hi);
+	ml_unwind_unmark();
+	return r;
+}
 /* ml_thread_on_side_stack, inline, for t = the calling thread's state.  A
  * walk from the side stack starts at the hook's mark, or else at the frame
  * this is inlined into (marked here: its caller is where the walk goes
@@ -349,8 +373,7 @@ long ml_side_call(long (*fn)(void *), void *arg, uint64_t top);
 static inline __attribute__((always_inline)) long
 ml_thread_side_run(struct ml_thread *t, long (*fn)(void *), void *arg)
 {
-	uint64_t sp = (uint64_t)__builtin_frame_address(0);
-	if (__builtin_expect(!t->side_hi || sp - t->side_lo < t->side_hi - t->side_lo, 0))
+	if (__builtin_expect(ml_thread_side_here(t), 0))
 		return fn(arg);		/* no side stack, or already on it */
 	if (__builtin_expect(ml_tl_mark.sp != 0, 1))
 		return ml_side_call(fn, arg, t->side_hi);

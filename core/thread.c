@@ -84,6 +84,34 @@ __asm__(".text\n"
 	".cfi_endproc\n"
 	".size ml_side_call, .-ml_side_call\n");
 
+/* long ml_side_call3(long (*fn)(uint64_t, uint64_t, void *), uint64_t a,
+ * uint64_t b, void *c, uint64_t top): the same for fn(a, b, c), the
+ * arguments in registers. */
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl ml_side_call3\n"
+	".hidden ml_side_call3\n"
+	".type ml_side_call3, @function\n"
+	"ml_side_call3:\n"
+	".cfi_startproc\n"
+	"	push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"	mov %r8, %rsp\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	mov %rdx, %rsi\n"
+	"	mov %rcx, %rdx\n"
+	"	call *%rax\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size ml_side_call3, .-ml_side_call3\n");
+
 long ml_thread_on_side_stack(long (*fn)(void *), void *arg)
 {
 	struct ml_thread *t = ml_thread_self();

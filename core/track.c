@@ -159,11 +159,11 @@ static long record_alloc(void *arg)
 	return 0;
 }
 
-/* The same for the heap, its kind's look-ups folded. */
-static long record_heap(void *arg)
+/* The same for the heap, its kind's look-ups folded, the arguments in
+ * registers (ml_side_call3). */
+static long record_heap(uint64_t ptr, uint64_t size, void *t)
 {
-	const struct event *e = arg;
-	record_block(ml_tl_thread, e->ptr, e->size, ML_KIND_HEAP);
+	record_block(t, ptr, size, ML_KIND_HEAP);
 	return 0;
 }
 
@@ -235,13 +235,16 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 		track_alloc_any(ptr, size, kind, ML_KIND_COUNT);
 		return;
 	}
-	struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, NULL };
 	ml_event_begin();
-	if (__builtin_expect(ml_tl_thread != NULL, 1))
-		ml_thread_side_run(ml_tl_thread, kind == ML_KIND_HEAP ? record_heap : record_alloc,
-				   &e);
-	else
+	struct ml_thread *t = ml_tl_thread;
+	if (__builtin_expect(t == NULL, 0)) {
 		no_room();
+	} else if (__builtin_expect(kind == ML_KIND_HEAP, 1)) {
+		ml_thread_side_run3(t, record_heap, (uint64_t)ptr, size, t);
+	} else {
+		struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, NULL };
+		ml_thread_side_run(t, record_alloc, &e);
+	}
 	ml_event_end();
 }
 
