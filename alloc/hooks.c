@@ -50,18 +50,6 @@ __attribute__((constructor(101))) static void resolve_early(void)
 	ml_real_resolve();
 }
 
-/* errno's address on this thread, asked of libc once (a call each time
- * otherwise).  It never changes for a thread; a new thread starts with
- * NULL here. */
-static __thread int *tl_errno __attribute__((tls_model("initial-exec")));
-static inline int *errno_at(void)
-{
-	int *e = tl_errno;
-	if (__builtin_expect(e == NULL, 0))
-		tl_errno = e = &errno;
-	return e;
-}
-
 /* The common case in one test: the real allocator known, recording on,
  * and this thread not inside memline (guard free).  Then the hook takes
  * the guard itself; else it goes the whole way (READY_OR, GUARD), which
@@ -71,26 +59,21 @@ static inline __attribute__((always_inline)) bool fast(void)
 	return __builtin_expect(ml_real.ready & ml_core_active & !ml_tl_guard, 1);
 }
 
-/* Inlined into each hook: the walk starts at the hook's own frame.  What
- * the recording does leaves errno as the real call left it. */
+/* Inlined into each hook: the walk starts at the hook's own frame.  (The
+ * core's ml_track_* leave errno as the real call left it.) */
 static inline __attribute__((always_inline)) void record(bool held, void *p, size_t size)
 {
 	if (held && p) {
-		int *e = errno_at(), saved = *e;
 		ML_UNWIND_MARK();
 		ml_track_alloc(p, size, HEAP);
 		ml_unwind_unmark();
-		*e = saved;
 	}
 }
 
 static inline void forget(bool held, void *p)
 {
-	if (held && p) {
-		int *e = errno_at(), saved = *e;
+	if (held && p)
 		ml_track_free(p, HEAP);
-		*e = saved;
-	}
 }
 
 /* The body of a hook for a C allocation function, which never throws:
@@ -168,11 +151,10 @@ ML_EXPORT void free(void *p)
  * (held: the guard's). */
 #define RESIZE(held, old, size, zero_frees, real_call) ({ \
 	struct ml_track_held block = { 0, 0, 0, 0 }; \
-	int *e_ = (held) ? errno_at() : NULL; \
-	if (held) { int saved_ = *e_; ml_track_detach(old, HEAP, &block); *e_ = saved_; } \
+	if (held) \
+		ml_track_detach(old, HEAP, &block); \
 	void *q_ = (real_call); \
 	if (held) { \
-		int saved_ = *e_; \
 		if (q_) { \
 			ML_UNWIND_MARK();	/* as in record(): walk from the hook */ \
 			ml_track_moved(&block, q_, size, HEAP); \
@@ -181,7 +163,6 @@ ML_EXPORT void free(void *p)
 			ml_track_release(&block);	/* glibc: realloc(p, 0) frees p */ \
 		else \
 			ml_track_reattach(&block);	/* failed: old still allocated */ \
-		*e_ = saved_; \
 	} \
 	q_; })
 
@@ -413,21 +394,16 @@ ML_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 		return 0;
 	GUARD;
 	struct ml_track_held block = { 0, 0, 0, 0 };
-	if (held) {
-		int saved = errno;
+	if (held)
 		ml_track_detach(p, HEAP, &block);
-		errno = saved;
-	}
 	size_t r = ml_real.xallocx(p, size, extra, flags);
 	if (held) {
-		int saved = errno;
 		if (r >= size && block.addr) {
 			ML_UNWIND_MARK();
 			ml_track_moved(&block, p, size, HEAP);
 			ml_unwind_unmark();
 		} else
 			ml_track_reattach(&block);
-		errno = saved;
 	}
 	return r;
 }

@@ -2,6 +2,7 @@
  * ties stack capture, the stack table, the live table and the counters
  * together.  Called by hook rooms with the guard held; also callable
  * directly (unit tests) after ml_core_init(). */
+#include <errno.h>
 #include "core/internal.h"
 
 volatile int ml_core_active;
@@ -48,6 +49,18 @@ int ml_core_init(uint64_t self_addr)
  * values in registers. */
 #define COLD __attribute__((noinline, cold))
 #define INLINE static inline __attribute__((always_inline))
+
+/* The core's entry points leave errno as they found it: the hooks call
+ * them between the real call and their return.  errno's address is asked
+ * of libc once per thread (a call each time otherwise). */
+static __thread int *tl_errno __attribute__((tls_model("initial-exec")));
+INLINE int *errno_at(void)
+{
+	int *e = tl_errno;
+	if (__builtin_expect(e == NULL, 0))
+		tl_errno = e = &errno;
+	return e;
+}
 
 static COLD void no_room(void)
 {
@@ -231,8 +244,10 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	if (!ptr || ml_degraded)
 		return;
 	ml_track_count_thread(size);
+	int *e = errno_at(), saved = *e;
 	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
 		track_alloc_any(ptr, size, kind, ML_KIND_COUNT);
+		*e = saved;
 		return;
 	}
 	ml_event_begin();
@@ -242,10 +257,11 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	} else if (__builtin_expect(kind == ML_KIND_HEAP, 1)) {
 		ml_thread_side_run3(t, record_heap, (uint64_t)ptr, size, t);
 	} else {
-		struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, NULL };
-		ml_thread_side_run(t, record_alloc, &e);
+		struct event ev = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, NULL };
+		ml_thread_side_run(t, record_alloc, &ev);
 	}
 	ml_event_end();
+	*e = saved;
 }
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
@@ -254,7 +270,9 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
 	if (!ptr || ml_degraded)
 		return;
 	ml_track_count_thread(size);
+	int *e = errno_at(), saved = *e;
 	track_alloc_any(ptr, size, kind, also);
+	*e = saved;
 }
 
 /* Takes (ptr, kind) out of the live table into *b; false if unknown.
@@ -305,12 +323,16 @@ INLINE size_t free_block(void *ptr, uint32_t kind)
 size_t ml_track_free(void *ptr, enum ml_kind kind)
 {
 	ML_ASSERT(ml_guard_held());
+	int *e = errno_at(), saved = *e;
+	size_t size;
 	if (__builtin_expect(ml_config.sample_bytes || !ptr, 0))
-		return track_free_any(ptr, kind);
-	/* The hooks' kind, with its look-ups folded. */
-	if (__builtin_expect(kind == ML_KIND_HEAP, 1))
-		return free_block(ptr, ML_KIND_HEAP);
-	return free_block(ptr, kind);
+		size = track_free_any(ptr, kind);
+	else if (__builtin_expect(kind == ML_KIND_HEAP, 1))
+		size = free_block(ptr, ML_KIND_HEAP);	/* the hooks' kind, its look-ups folded */
+	else
+		size = free_block(ptr, kind);
+	*e = saved;
+	return size;
 }
 
 bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
@@ -318,6 +340,7 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
 	bool known;
+	int *e = errno_at(), saved = *e;
 	ml_event_begin();
 	if (__builtin_expect(!ml_config.sample_bytes && ptr != NULL, 1)) {
 		struct ml_live_val v = ml_livetab_take((uint64_t)ptr, kind);
@@ -327,6 +350,7 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 		known = take_block(ptr, kind, &b);
 	}
 	ml_event_end();
+	*e = saved;
 	if (!known) {
 		held->addr = 0;
 		return false;
@@ -345,12 +369,14 @@ void ml_track_reattach(const struct ml_track_held *held)
 	if (!held->addr)
 		return;
 	/* Still counted as live: only the table entry comes back. */
+	int *e = errno_at(), saved = *e;
 	ml_event_begin();
 	if (ml_livetab_insert(held->addr, held->kind, held->size, held->stack, &old) < 0)
 		no_room();
 	else if (ml_config.sample_bytes)
 		ml_sampling_filter_add(held->addr);
 	ml_event_end();
+	*e = saved;
 }
 
 void ml_track_release(const struct ml_track_held *held)
@@ -358,9 +384,11 @@ void ml_track_release(const struct ml_track_held *held)
 	ML_ASSERT(ml_guard_held());
 	if (!held->addr)
 		return;
+	int *e = errno_at(), saved = *e;
 	ml_event_begin();
 	count_free(held->stack, held->kind, held->size);
 	ml_event_end();
+	*e = saved;
 }
 
 /* A move whose counters or table entry are not the common case. */
@@ -432,13 +460,15 @@ void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 	/* An allocation of size for the open regions, as for ml_track_alloc
 	 * (the lines view counts it so too). */
 	ml_track_count_thread(size);
-	struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, held };
+	struct event ev = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, held };
+	int *e = errno_at(), saved = *e;
 	ml_event_begin();
 	if (__builtin_expect(ml_tl_thread != NULL, 1))
-		ml_thread_side_run(ml_tl_thread, record_move, &e);
+		ml_thread_side_run(ml_tl_thread, record_move, &ev);
 	else
 		no_room();
 	ml_event_end();
+	*e = saved;
 }
 
 void ml_core_after_fork(void)
