@@ -430,6 +430,20 @@ struct ml_live_bucket {
 	uint32_t stack[ML_LIVE_WAYS];
 	uint32_t size[ML_LIVE_WAYS];
 } __attribute__((aligned(64)));
+/* Spill counts.  An insert must see that its key is in neither of its
+ * buckets (else the allocator reused an address whose free we missed),
+ * but a key is away from its first bucket only when that one was full
+ * when it came (or an eviction moved it): each bucket counts the entries
+ * whose first bucket it is that live in their other one, and an insert
+ * reads the other bucket only when that count is not 0.  The count's
+ * four bits are the top bits of the bucket's four stack words, whichever
+ * ways are in use (stack ids never reach that bit). */
+#define ML_LIVE_SPILL 0x80000000u
+_Static_assert(ML_NODES_MAX <= ML_LIVE_SPILL, "stack ids leave the spill bit free");
+static inline uint32_t ml_live_spilled(const struct ml_live_bucket *b)
+{
+	return (uint32_t)_mm_movemask_ps(_mm_load_ps((const float *)(const void *)b->stack));
+}
 struct ml_live_big;
 struct ml_live_shard {
 	ml_spin_t lock;
@@ -504,14 +518,17 @@ ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size,
 	 * made yet has count = grow_at = 0. */
 	if (__builtin_expect(s->count < s->grow_at && size < ML_LIVE_BIG, 1)) {
 		uint32_t i = ml_live_b1(s->shift, key);
-		struct ml_live_bucket *b1 = &s->b[i], *b2 = &s->b[i ^ ml_live_alt(s->shift, key)];
-		__builtin_prefetch(b2);
+		struct ml_live_bucket *b1 = &s->b[i];
 		__m128i k = _mm_set1_epi64x((long long)key);
 		uint32_t empty = ml_live_match(b1, _mm_setzero_si128());
-		if (__builtin_expect(empty && !(ml_live_match(b1, k) | ml_live_match(b2, k)), 1)) {
+		uint32_t seen = ml_live_match(b1, k);
+		/* The other bucket only if some key of b1 went there. */
+		if (__builtin_expect(ml_live_spilled(b1) != 0, 0))
+			seen |= ml_live_match(&s->b[i ^ ml_live_alt(s->shift, key)], k);
+		if (__builtin_expect(empty && !seen, 1)) {
 			unsigned w = ML_LIVE_WAY(empty);
 			b1->key[w] = key;
-			b1->stack[w] = stack;
+			b1->stack[w] = stack | (b1->stack[w] & ML_LIVE_SPILL);
 			b1->size[w] = (uint32_t)size;
 			s->count++;
 			if (!plain)
@@ -552,7 +569,7 @@ ml_livetab_take(uint64_t addr, uint32_t kind)
 			unsigned w = ML_LIVE_WAY(m);
 			uint32_t size = b->size[w];
 			if (__builtin_expect(size != ML_LIVE_BIG, 1)) {
-				struct ml_live_val v = { size, b->stack[w], 1 };
+				struct ml_live_val v = { size, b->stack[w] & ~ML_LIVE_SPILL, 1 };
 				b->key[w] = 0;
 				s->count--;
 				if (!plain)
