@@ -76,17 +76,21 @@ static inline void forget(bool held, void *p)
 		ml_track_free(p, HEAP);
 }
 
-/* The body of a hook for a C allocation function, which never throws:
- * call is the real call (an expression of ml_real), bytes what it asked
- * for, slow the hook's whole path (a function of the same arguments). */
+/* The guarded part of a hook for a C allocation function (which never
+ * throws), after fast(): call is the real call (an expression of
+ * ml_real), bytes what it asked for. */
+#define GUARDED_ALLOC(call, bytes) ({ \
+	ml_tl_guard = 1; \
+	void *p_ = (call); \
+	record(true, p_, (bytes)); \
+	ml_tl_guard = 0; \
+	p_; \
+})
+/* The whole body: slow is the hook's whole path (a function of the same
+ * arguments). */
 #define FAST_ALLOC(call, bytes, slow) do { \
-	if (fast()) { \
-		ml_tl_guard = 1; \
-		void *p_ = (call); \
-		record(true, p_, (bytes)); \
-		ml_tl_guard = 0; \
-		return p_; \
-	} \
+	if (fast()) \
+		return GUARDED_ALLOC(call, bytes); \
 	return (slow); \
 } while (0)
 
@@ -210,7 +214,7 @@ ML_EXPORT void *realloc(void *old, size_t size)
 {
 	if (fast() && !ml_bootstrap_owns(old)) {
 		if (!old)	/* malloc's own path: recorded as an allocation */
-			FAST_ALLOC(ml_real.malloc(size), size, NULL);
+			return GUARDED_ALLOC(ml_real.malloc(size), size);
 		ml_tl_guard = 1;
 		void *q = RESIZE(true, old, size, true, ml_real.realloc(old, size));
 		ml_tl_guard = 0;
