@@ -57,36 +57,14 @@ static ml_spin_t retired_lock;
 
 /* ---- the side stack ---- */
 
-/* long ml_side_call(long (*fn)(void *), void *arg, uint64_t top): calls
- * fn(arg) with the stack pointer at top, then returns to the caller's
- * stack.  The frame is rbp-based, so unwinders (and the debugger) walk
- * through it back to the caller's stack. */
-__asm__(".text\n"
-	".p2align 4\n"
-	".globl ml_side_call\n"
-	".hidden ml_side_call\n"
-	".type ml_side_call, @function\n"
-	"ml_side_call:\n"
-	".cfi_startproc\n"
-	"	push %rbp\n"
-	".cfi_def_cfa_offset 16\n"
-	".cfi_offset %rbp, -16\n"
-	"	mov %rsp, %rbp\n"
-	".cfi_def_cfa_register %rbp\n"
-	"	mov %rdx, %rsp\n"
-	"	mov %rdi, %rax\n"
-	"	mov %rsi, %rdi\n"
-	"	call *%rax\n"
-	"	mov %rbp, %rsp\n"
-	"	pop %rbp\n"
-	".cfi_def_cfa %rsp, 8\n"
-	"	ret\n"
-	".cfi_endproc\n"
-	".size ml_side_call, .-ml_side_call\n");
-
 /* long ml_side_call3(long (*fn)(uint64_t, uint64_t, void *), uint64_t a,
- * uint64_t b, void *c, uint64_t top): the same for fn(a, b, c), the
- * arguments in registers. */
+ * uint64_t b, void *c, uint64_t top): calls fn(a, b, c) with the stack
+ * pointer at top, then returns to the caller's stack.  The frame is
+ * rbp-based, so unwinders (and the debugger) walk through it back to the
+ * caller's stack.  long ml_side_call(long (*fn)(void *), void *arg,
+ * uint64_t top) is the same for fn(arg): it moves top where ml_side_call3
+ * wants it and jumps there (fn gets arg first, and ignores the other two
+ * registers). */
 __asm__(".text\n"
 	".p2align 4\n"
 	".globl ml_side_call3\n"
@@ -110,7 +88,17 @@ __asm__(".text\n"
 	".cfi_def_cfa %rsp, 8\n"
 	"	ret\n"
 	".cfi_endproc\n"
-	".size ml_side_call3, .-ml_side_call3\n");
+	".size ml_side_call3, .-ml_side_call3\n"
+	".p2align 4\n"
+	".globl ml_side_call\n"
+	".hidden ml_side_call\n"
+	".type ml_side_call, @function\n"
+	"ml_side_call:\n"
+	".cfi_startproc\n"
+	"	mov %rdx, %r8\n"
+	"	jmp ml_side_call3\n"
+	".cfi_endproc\n"
+	".size ml_side_call, .-ml_side_call\n");
 
 long ml_thread_on_side_stack(long (*fn)(void *), void *arg)
 {
