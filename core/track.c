@@ -226,7 +226,7 @@ static bool sampled(size_t size)
 	return true;
 }
 
-/* ml_track_alloc and _also, but for the common case: sampling or a second
+/* ml_track_alloc and _also for all but the common case: sampling, or a second
  * kind. */
 static COLD void track_alloc_any(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
 {
@@ -287,7 +287,7 @@ INLINE bool take_block(void *ptr, uint32_t kind, struct ml_live_block *b)
 	return true;
 }
 
-/* ml_track_free but for exact mode's common case. */
+/* ml_track_free for all but exact mode's common case (sampling, no ptr). */
 static COLD size_t track_free_any(void *ptr, enum ml_kind kind)
 {
 	struct ml_live_block b;
