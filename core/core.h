@@ -143,11 +143,8 @@ static inline void ml_track_count_thread(uint64_t size)
  * libunwind's). */
 struct ml_unwind_mark { uint64_t ra, sp, bp; };
 extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
-#define ML_UNWIND_MARK() ML_UNWIND_MARK_AT(__builtin_frame_address(0))
-/* The same for the frame at address fp (a hook's frame address, handed
- * down to a helper it calls). */
-#define ML_UNWIND_MARK_AT(fp) do { \
-	const uint64_t *fp_ = (const uint64_t *)(fp); \
+#define ML_UNWIND_MARK() do { \
+	const uint64_t *fp_ = (const uint64_t *)__builtin_frame_address(0); \
 	ml_tl_mark.ra = fp_[1]; \
 	ml_tl_mark.bp = fp_[0]; \
 	ml_tl_mark.sp = (uint64_t)(uintptr_t)(fp_ + 2); \
