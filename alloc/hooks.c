@@ -50,30 +50,53 @@ __attribute__((constructor(101))) static void resolve_early(void)
 	ml_real_resolve();
 }
 
-/* Inlined into each hook: the walk starts at the hook's own frame. */
+/* The common case in one test: the real allocator known, recording on,
+ * and this thread not inside memline (guard free).  Then the hook takes
+ * the guard itself; else it goes the whole way (READY_OR, GUARD), which
+ * tests each again and starts recording if it must. */
+static inline __attribute__((always_inline)) bool fast(void)
+{
+	return __builtin_expect(ml_real.ready & ml_core_active & !ml_tl_guard, 1);
+}
+
+/* Inlined into each hook: the walk starts at the hook's own frame.  (The
+ * core's ml_track_* leave errno as the real call left it.) */
 static inline __attribute__((always_inline)) void record(bool held, void *p, size_t size)
 {
 	if (held && p) {
-		int saved = errno;
 		ML_UNWIND_MARK();
 		ml_track_alloc(p, size, HEAP);
 		ml_unwind_unmark();
-		errno = saved;
 	}
 }
 
 static inline void forget(bool held, void *p)
 {
-	if (held && p) {
-		int saved = errno;
+	if (held && p)
 		ml_track_free(p, HEAP);
-		errno = saved;
-	}
 }
+
+/* The guarded part of a hook for a C allocation function (which never
+ * throws), after fast(): call is the real call (an expression of
+ * ml_real), bytes what it asked for. */
+#define GUARDED_ALLOC(call, bytes) ({ \
+	ml_tl_guard = 1; \
+	void *p_ = (call); \
+	record(true, p_, (bytes)); \
+	ml_tl_guard = 0; \
+	p_; \
+})
+/* The whole body: slow is the hook's whole path (a function of the same
+ * arguments). */
+#define FAST_ALLOC(call, bytes, slow) do { \
+	if (fast()) \
+		return GUARDED_ALLOC(call, bytes); \
+	return (slow); \
+} while (0)
 
 /* ---- the malloc family ---- */
 
-ML_EXPORT void *malloc(size_t size)
+static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
 	READY_OR(return ml_bootstrap_alloc(size, 16));
 	GUARD;
@@ -82,11 +105,13 @@ ML_EXPORT void *malloc(size_t size)
 	return p;
 }
 
-ML_EXPORT void *calloc(size_t n, size_t size)
+ML_EXPORT void *malloc(size_t size)
 {
-	size_t bytes;
-	if (__builtin_mul_overflow(n, size, &bytes))
-		bytes = 0;	/* the real calloc fails; nothing recorded */
+	FAST_ALLOC(ml_real.malloc(size), size, malloc_slow(size));
+}
+
+static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size, size_t bytes)
+{
 	READY_OR(return ml_bootstrap_alloc(bytes, 16));
 	GUARD;
 	void *p = ml_real.calloc(n, size);
@@ -94,24 +119,46 @@ ML_EXPORT void *calloc(size_t n, size_t size)
 	return p;
 }
 
-ML_EXPORT void free(void *p)
+ML_EXPORT void *calloc(size_t n, size_t size)
 {
-	if (!p || ml_bootstrap_owns(p))	/* dlsym's early calloc */
-		return;
+	size_t bytes;
+	if (__builtin_mul_overflow(n, size, &bytes))
+		bytes = 0;	/* the real calloc fails; nothing recorded */
+	FAST_ALLOC(ml_real.calloc(n, size), bytes, calloc_slow(n, size, bytes));
+}
+
+static __attribute__((noinline)) void free_slow(void *p)
+{
 	READY_OR(return);
 	GUARD;
-	/* Record first: after the real free another thread may get p back. */
 	forget(held, p);
 	ml_real.free(p);
 }
 
-/* A realloc-like call on old: detach, run real, then settle the block. */
-#define RESIZE(old, size, zero_frees, real_call) ({ \
+ML_EXPORT void free(void *p)
+{
+	if (!p || ml_bootstrap_owns(p))	/* dlsym's early calloc */
+		return;
+	if (fast()) {
+		/* Record first: after the real free another thread may get p
+		 * back. */
+		ml_tl_guard = 1;
+		forget(true, p);
+		ml_real.free(p);
+		ml_tl_guard = 0;
+		return;
+	}
+	free_slow(p);
+}
+
+/* A realloc-like call on old: detach, run real, then settle the block
+ * (held: the guard's). */
+#define RESIZE(held, old, size, zero_frees, real_call) ({ \
 	struct ml_track_held block = { 0, 0, 0, 0 }; \
-	if (held) { int saved_ = errno; ml_track_detach(old, HEAP, &block); errno = saved_; } \
+	if (held) \
+		ml_track_detach(old, HEAP, &block); \
 	void *q_ = (real_call); \
 	if (held) { \
-		int saved_ = errno; \
 		if (q_) { \
 			ML_UNWIND_MARK();	/* as in record(): walk from the hook */ \
 			ml_track_moved(&block, q_, size, HEAP); \
@@ -120,7 +167,6 @@ ML_EXPORT void free(void *p)
 			ml_track_release(&block);	/* glibc: realloc(p, 0) frees p */ \
 		else \
 			ml_track_reattach(&block);	/* failed: old still allocated */ \
-		errno = saved_; \
 	} \
 	q_; })
 
@@ -153,7 +199,7 @@ static void *realloc_bootstrap(void *old, size_t size)
 	return q;
 }
 
-ML_EXPORT void *realloc(void *old, size_t size)
+static __attribute__((noinline)) void *realloc_slow(void *old, size_t size)
 {
 	READY_OR(return realloc_during_bootstrap(old, size));
 	if (old && ml_bootstrap_owns(old))
@@ -161,7 +207,20 @@ ML_EXPORT void *realloc(void *old, size_t size)
 	if (!old)
 		return malloc(size);
 	GUARD;
-	return RESIZE(old, size, true, ml_real.realloc(old, size));
+	return RESIZE(held, old, size, true, ml_real.realloc(old, size));
+}
+
+ML_EXPORT void *realloc(void *old, size_t size)
+{
+	if (fast() && !ml_bootstrap_owns(old)) {
+		if (!old)	/* malloc's own path: recorded as an allocation */
+			return GUARDED_ALLOC(ml_real.malloc(size), size);
+		ml_tl_guard = 1;
+		void *q = RESIZE(true, old, size, true, ml_real.realloc(old, size));
+		ml_tl_guard = 0;
+		return q;
+	}
+	return realloc_slow(old, size);
 }
 
 ML_EXPORT void *reallocarray(void *old, size_t n, size_t size)
@@ -177,7 +236,7 @@ ML_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	if (!old)
 		return malloc(bytes);
 	GUARD;
-	return RESIZE(old, bytes, true, ml_real.reallocarray ? ml_real.reallocarray(old, n, size) :
+	return RESIZE(held, old, bytes, true, ml_real.reallocarray ? ml_real.reallocarray(old, n, size) :
 		      ml_real.realloc(old, bytes));
 }
 
@@ -328,7 +387,7 @@ ML_EXPORT void *rallocx(void *old, size_t size, int flags)
 	if (!LATE(rallocx, "rallocx"))
 		return NULL;
 	GUARD;
-	return RESIZE(old, size, false, ml_real.rallocx(old, size, flags));
+	return RESIZE(held, old, size, false, ml_real.rallocx(old, size, flags));
 }
 
 /* Resizes in place: a success (result >= size) moves the block to size. */
@@ -339,21 +398,16 @@ ML_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 		return 0;
 	GUARD;
 	struct ml_track_held block = { 0, 0, 0, 0 };
-	if (held) {
-		int saved = errno;
+	if (held)
 		ml_track_detach(p, HEAP, &block);
-		errno = saved;
-	}
 	size_t r = ml_real.xallocx(p, size, extra, flags);
 	if (held) {
-		int saved = errno;
 		if (r >= size && block.addr) {
 			ML_UNWIND_MARK();
 			ml_track_moved(&block, p, size, HEAP);
 			ml_unwind_unmark();
 		} else
 			ml_track_reattach(&block);
-		errno = saved;
 	}
 	return r;
 }

@@ -78,7 +78,9 @@ extern volatile int ml_core_active;
  * (takes the guard). */
 void ml_lifecycle_start(void);
 
-/* Records a successful allocation of size requested bytes at ptr, of the
+/* The ml_track_* calls below leave errno as they found it.
+ *
+ * Records a successful allocation of size requested bytes at ptr, of the
  * given kind, with the calling thread's stack.  Call with the guard held,
  * after the real allocator returned ptr != NULL.  Never allocates through
  * the hooked allocator; thread-safe; no global lock. */

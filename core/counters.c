@@ -45,18 +45,7 @@ void ml_counters_note_peak_time(uint32_t kind, uint64_t peak)
 void ml_counters_move(struct ml_counter *from, uint64_t old_size,
 		      struct ml_counter *to, uint64_t new_size)
 {
-	uint64_t before, after = ml_counters_apply(to->kind, (int64_t)new_size - (int64_t)old_size,
-					     &before);
-	ml_counters_before(from, before);
-	ml_counters_before(to, before);
-	from->live_blocks--;
-	from->live_bytes -= (int64_t)old_size;
-	to->allocs++;
-	to->alloc_bytes += new_size;
-	to->live_blocks++;
-	to->live_bytes += (int64_t)new_size;
-	ml_counters_after(from, before, after);
-	ml_counters_after(to, before, after);
+	ml_counters_move_k(from, old_size, to, to->kind, new_size);
 }
 
 void ml_counters_alloc_sampled(struct ml_counter *c, struct ml_counter *v,

@@ -340,6 +340,48 @@ void ml_thread_state_ending(void);
 /* Runs fn(arg) on the calling thread's side stack (when it is not on it
  * already and has one; else right here) and returns its result. */
 long ml_thread_on_side_stack(long (*fn)(void *), void *arg);
+/* Calls fn(arg) with the stack pointer at top (thread.c). */
+long ml_side_call(long (*fn)(void *), void *arg, uint64_t top);
+/* fn(a, b, c) with the stack pointer at top (thread.c). */
+long ml_side_call3(long (*fn)(uint64_t, uint64_t, void *), uint64_t a, uint64_t b, void *c,
+		   uint64_t top);
+/* Whether the calling thread, whose state is t, runs its recording right
+ * here: it has no side stack, or is on it already. */
+static inline __attribute__((always_inline)) bool ml_thread_side_here(const struct ml_thread *t)
+{
+	uint64_t sp = (uint64_t)__builtin_frame_address(0);
+	return !t->side_hi || sp - t->side_lo < t->side_hi - t->side_lo;
+}
+/* ml_thread_side_run for fn(a, b, c): no argument block in memory. */
+static inline __attribute__((always_inline)) long
+ml_thread_side_run3(struct ml_thread *t, long (*fn)(uint64_t, uint64_t, void *), uint64_t a,
+		    uint64_t b, void *c)
+{
+	if (__builtin_expect(ml_thread_side_here(t), 0))
+		return fn(a, b, c);
+	if (__builtin_expect(ml_tl_mark.sp != 0, 1))
+		return ml_side_call3(fn, a, b, c, t->side_hi);
+	ML_UNWIND_MARK();
+	long r = ml_side_call3(fn, a, b, c, t->side_hi);
+	ml_unwind_unmark();
+	return r;
+}
+/* ml_thread_on_side_stack, inline, for t = the calling thread's state.  A
+ * walk from the side stack starts at the hook's mark, or else at the frame
+ * this is inlined into (marked here: its caller is where the walk goes
+ * on). */
+static inline __attribute__((always_inline)) long
+ml_thread_side_run(struct ml_thread *t, long (*fn)(void *), void *arg)
+{
+	if (__builtin_expect(ml_thread_side_here(t), 0))
+		return fn(arg);		/* no side stack, or already on it */
+	if (__builtin_expect(ml_tl_mark.sp != 0, 1))
+		return ml_side_call(fn, arg, t->side_hi);
+	ML_UNWIND_MARK();
+	long r = ml_side_call(fn, arg, t->side_hi);
+	ml_unwind_unmark();
+	return r;
+}
 
 /* ---- sampling.c: --sample BYTES (see the file comment) ---- */
 /* Blocks counts of sampled profiles are fixed point: 1 block = this. */
@@ -388,6 +430,20 @@ struct ml_live_bucket {
 	uint32_t stack[ML_LIVE_WAYS];
 	uint32_t size[ML_LIVE_WAYS];
 } __attribute__((aligned(64)));
+/* Spill counts.  An insert must see that its key is in neither of its
+ * buckets (else the allocator reused an address whose free we missed),
+ * but a key is away from its first bucket only when that one was full
+ * when it came (or an eviction moved it): each bucket counts the entries
+ * whose first bucket it is that live in their other one, and an insert
+ * reads the other bucket only when that count is not 0.  The count's
+ * four bits are the top bits of the bucket's four stack words, whichever
+ * ways are in use (stack ids never reach that bit). */
+#define ML_LIVE_SPILL 0x80000000u
+_Static_assert(ML_NODES_MAX <= ML_LIVE_SPILL, "stack ids leave the spill bit free");
+static inline uint32_t ml_live_spilled(const struct ml_live_bucket *b)
+{
+	return (uint32_t)_mm_movemask_ps(_mm_load_ps((const float *)(const void *)b->stack));
+}
 struct ml_live_big;
 struct ml_live_shard {
 	ml_spin_t lock;
@@ -400,6 +456,16 @@ struct ml_live_shard {
 	uint32_t n_big, big_cap;
 } __attribute__((aligned(64)));
 extern struct ml_live_shard ml_live_shards[ML_LIVE_SHARDS];
+
+/* A shard's lock (atomic mode): one exchange inline; the wait (spins,
+ * then yields: ml_spin_lock's) out of line, so that the hot paths keep
+ * their values in registers around it. */
+void ml_livetab_lock_wait(struct ml_live_shard *s);
+static inline __attribute__((always_inline)) void ml_live_lock(struct ml_live_shard *s)
+{
+	if (__builtin_expect(__atomic_exchange_n(&s->lock.locked, 1, __ATOMIC_ACQUIRE) != 0, 0))
+		ml_livetab_lock_wait(s);
+}
 
 static inline uint64_t ml_live_key(uint64_t addr, uint32_t kind)
 {
@@ -434,7 +500,6 @@ static inline uint32_t ml_live_match(const struct ml_live_bucket *b, __m128i k)
  * sizes); the inline versions below call them when they must. */
 int ml_livetab_insert_slow(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
 			   struct ml_live_block *old);
-bool ml_livetab_remove_slow(uint64_t addr, uint32_t kind, struct ml_live_block *out);
 
 /* Adds (addr, kind) -> (size, stack).  Returns 0, or -ENOMEM (not added).
  * An existing entry for the same (addr, kind) is removed first and
@@ -447,20 +512,23 @@ ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size,
 	struct ml_live_shard *s = ml_live_shard_of(addr);
 	bool plain = ml_tl_plain;
 	if (!plain)
-		ml_spin_lock(&s->lock);
+		ml_live_lock(s);
 	/* The key in neither bucket (else the allocator reused an address
 	 * whose free we missed) and a free way in the first.  A table not
 	 * made yet has count = grow_at = 0. */
 	if (__builtin_expect(s->count < s->grow_at && size < ML_LIVE_BIG, 1)) {
 		uint32_t i = ml_live_b1(s->shift, key);
-		struct ml_live_bucket *b1 = &s->b[i], *b2 = &s->b[i ^ ml_live_alt(s->shift, key)];
-		__builtin_prefetch(b2);
+		struct ml_live_bucket *b1 = &s->b[i];
 		__m128i k = _mm_set1_epi64x((long long)key);
 		uint32_t empty = ml_live_match(b1, _mm_setzero_si128());
-		if (__builtin_expect(empty && !(ml_live_match(b1, k) | ml_live_match(b2, k)), 1)) {
+		uint32_t seen = ml_live_match(b1, k);
+		/* The other bucket only if some key of b1 went there. */
+		if (__builtin_expect(ml_live_spilled(b1) != 0, 0))
+			seen |= ml_live_match(&s->b[i ^ ml_live_alt(s->shift, key)], k);
+		if (__builtin_expect(empty && !seen, 1)) {
 			unsigned w = ML_LIVE_WAY(empty);
 			b1->key[w] = key;
-			b1->stack[w] = stack;
+			b1->stack[w] = stack | (b1->stack[w] & ML_LIVE_SPILL);
 			b1->size[w] = (uint32_t)size;
 			s->count++;
 			if (!plain)
@@ -474,37 +542,58 @@ ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size,
 	return ml_livetab_insert_slow(addr, kind, size, stack, old);
 }
 
-/* Removes (addr, kind) and returns it in *out.  Returns false if unknown.
- * Thread-safe. */
-static inline __attribute__((always_inline)) bool
-ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
+/* What a remove found: in registers, not through memory. */
+struct ml_live_val {
+	uint64_t size;
+	uint32_t stack;
+	uint32_t found;		/* 0: (addr, kind) was not live */
+};
+/* ml_livetab_remove's whole path, by value (livetab.c). */
+struct ml_live_val ml_livetab_take_slow(uint64_t addr, uint32_t kind);
+
+/* Takes (addr, kind) out of the table and returns its size and stack
+ * (found = 0 if unknown).  Thread-safe.  Inline: the key in its first
+ * bucket, of a size below 4 GiB; else the slow path. */
+static inline __attribute__((always_inline)) struct ml_live_val
+ml_livetab_take(uint64_t addr, uint32_t kind)
 {
 	uint64_t key = ml_live_key(addr, kind);
 	struct ml_live_shard *s = ml_live_shard_of(addr);
 	bool plain = ml_tl_plain;
 	if (!plain)
-		ml_spin_lock(&s->lock);
+		ml_live_lock(s);
 	if (__builtin_expect(s->shift != 0, 1)) {
 		struct ml_live_bucket *b = &s->b[ml_live_b1(s->shift, key)];
 		uint32_t m = ml_live_match(b, _mm_set1_epi64x((long long)key));
 		if (__builtin_expect(m != 0, 1)) {
 			unsigned w = ML_LIVE_WAY(m);
-			if (__builtin_expect(b->size[w] != ML_LIVE_BIG, 1)) {
-				out->addr = addr;
-				out->kind = kind;
-				out->stack = b->stack[w];
-				out->size = b->size[w];
+			uint32_t size = b->size[w];
+			if (__builtin_expect(size != ML_LIVE_BIG, 1)) {
+				struct ml_live_val v = { size, b->stack[w] & ~ML_LIVE_SPILL, 1 };
 				b->key[w] = 0;
 				s->count--;
 				if (!plain)
 					ml_spin_unlock(&s->lock);
-				return true;
+				return v;
 			}
 		}
 	}
 	if (!plain)
 		ml_spin_unlock(&s->lock);
-	return ml_livetab_remove_slow(addr, kind, out);
+	return ml_livetab_take_slow(addr, kind);
+}
+
+/* Removes (addr, kind) and returns it in *out.  Returns false if unknown.
+ * Thread-safe. */
+static inline __attribute__((always_inline)) bool
+ml_livetab_remove(uint64_t addr, uint32_t kind, struct ml_live_block *out)
+{
+	struct ml_live_val v = ml_livetab_take(addr, kind);
+	out->addr = addr;
+	out->kind = kind;
+	out->size = v.size;
+	out->stack = v.stack;
+	return v.found;
 }
 /* The size of (addr, kind) if live, else 0. */
 uint64_t ml_livetab_size(uint64_t addr, uint32_t kind);
@@ -834,11 +923,44 @@ static inline void ml_counters_after(struct ml_counter *c, uint64_t peak_before,
 	}
 }
 
-/* Applies one allocation (+size) to c, the calling thread's counter.
- * Exact under any interleaving of threads (see counters.c). */
-static inline void ml_counters_alloc(struct ml_counter *c, uint64_t size)
+/* The kind's total falls by size (a free: its peak cannot rise), as
+ * ml_counters_apply; returns the peak, the same before and after. */
+static inline __attribute__((always_inline)) uint64_t ml_counters_apply_down(uint32_t kind,
+									  uint64_t size)
 {
-	uint64_t before, after = ml_counters_apply(c->kind, (int64_t)size, &before);
+	union ml_kind_word old, new;
+	kind = ml_kind_peak_of((enum ml_kind)kind);
+	if (__builtin_expect(ml_tl_plain, 1)) {
+		old.peak = ml_kinds[kind].total.peak;
+		old.live = ml_kinds[kind].total.live;
+		new.live = old.live - size;
+		ml_kinds[kind].total.live = new.live;
+	} else {
+		/* The whole word still: a free must see the peak of its own
+		 * moment in the total's order (the lazy snapshot's epoch). */
+		old.word = ml_kinds[kind].total.word;
+		for (;;) {
+			new.live = old.live - size;
+			new.peak = old.peak;
+			unsigned __int128 seen = __sync_val_compare_and_swap(
+				&ml_kinds[kind].total.word, old.word, new.word);
+			if (__builtin_expect(seen == old.word, 1))
+				break;
+			old.word = seen;
+		}
+	}
+	ML_ASSERT(old.live >= size);	/* never below 0 */
+	ml_timeline_event(kind, new.live);
+	return old.peak;
+}
+
+/* Applies one allocation (+size) to c, the calling thread's counter of
+ * kind (c->kind: a constant here folds the kind's look-ups away).  Exact
+ * under any interleaving of threads (see counters.c). */
+static inline __attribute__((always_inline)) void ml_counters_alloc_k(struct ml_counter *c,
+								      uint32_t kind, uint64_t size)
+{
+	uint64_t before, after = ml_counters_apply(kind, (int64_t)size, &before);
 	ml_counters_before(c, before);
 	c->allocs++;
 	c->alloc_bytes += size;
@@ -847,14 +969,45 @@ static inline void ml_counters_alloc(struct ml_counter *c, uint64_t size)
 	ml_counters_after(c, before, after);
 }
 
-/* Applies one free of size bytes to c (the calling thread's). */
-static inline void ml_counters_free(struct ml_counter *c, uint64_t size)
+/* Applies one free of size bytes to c (the calling thread's, of kind). */
+static inline __attribute__((always_inline)) void ml_counters_free_k(struct ml_counter *c,
+								     uint32_t kind, uint64_t size)
 {
-	uint64_t before, after = ml_counters_apply(c->kind, -(int64_t)size, &before);
-	ml_counters_before(c, before);
+	/* A free never sets a new peak: nothing to note after it. */
+	ml_counters_before(c, ml_counters_apply_down(kind, size));
 	c->live_blocks--;
 	c->live_bytes -= (int64_t)size;
-	ml_counters_after(c, before, after);
+}
+
+/* A move (ml_counters_move), inline, of kind (from's and to's). */
+static inline __attribute__((always_inline)) void
+ml_counters_move_k(struct ml_counter *from, uint64_t old_size, struct ml_counter *to,
+		   uint32_t kind, uint64_t new_size)
+{
+	uint64_t before, after = ml_counters_apply(kind, (int64_t)new_size - (int64_t)old_size,
+						   &before);
+	ml_counters_before(from, before);
+	ml_counters_before(to, before);
+	from->live_blocks--;
+	from->live_bytes -= (int64_t)old_size;
+	to->allocs++;
+	to->alloc_bytes += new_size;
+	to->live_blocks++;
+	to->live_bytes += (int64_t)new_size;
+	ml_counters_after(from, before, after);
+	ml_counters_after(to, before, after);
+}
+
+static inline __attribute__((always_inline)) void ml_counters_alloc(struct ml_counter *c,
+								    uint64_t size)
+{
+	ml_counters_alloc_k(c, c->kind, size);
+}
+
+static inline __attribute__((always_inline)) void ml_counters_free(struct ml_counter *c,
+								   uint64_t size)
+{
+	ml_counters_free_k(c, c->kind, size);
 }
 
 #endif

@@ -10,7 +10,9 @@
  * has room, so a remove finds most keys there: one line, compared four
  * keys at a time (SSE2).  An insert reads both lines (the second
  * prefetched) to see that the key is new: the allocator may have reused
- * an address whose free we missed.  The common paths are inline
+ * an address whose free we missed.  It reads the second one only when
+ * some key of the first one lives there (each bucket's spill count): with
+ * millions of live blocks that line is a miss all the way to memory.  The common paths are inline
  * (internal.h); growth, evictions and missed frees are here.  Tables
  * double at 80% load, so a block costs 20-40 bytes (about 28 on average;
  * shards grow at different moments).  Sizes of 4 GiB and more are kept in
@@ -44,21 +46,76 @@ struct entry {
 	uint32_t stack, size;
 };
 
+void ml_livetab_lock_wait(struct ml_live_shard *s)
+{
+	ml_spin_lock(&s->lock);
+}
+
 static inline uint32_t empty_way(const struct ml_live_bucket *b)
 {
 	return ml_live_match(b, _mm_setzero_si128());
 }
 
+/* Writes e into way w of b; the way's spill bit (the bucket's) stays. */
 static inline void set_way(struct ml_live_bucket *b, unsigned w, const struct entry *e)
 {
 	b->key[w] = e->key;
-	b->stack[w] = e->stack;
+	b->stack[w] = e->stack | (b->stack[w] & ML_LIVE_SPILL);
 	b->size[w] = e->size;
 }
 
 static inline struct entry way_of(const struct ml_live_bucket *b, unsigned w)
 {
-	return (struct entry){ b->key[w], b->stack[w], b->size[w] };
+	return (struct entry){ b->key[w], b->stack[w] & ~ML_LIVE_SPILL, b->size[w] };
+}
+
+/* ---- spill counts (internal.h, ML_LIVE_SPILL): how many entries whose
+ * first bucket is b live in their other one, in the top bits of b's four
+ * stack words.  15 is sticky: the real count is then unknown, and inserts
+ * keep looking at the other bucket until the table grows (put() counts
+ * afresh).  Every move of an entry goes through place() and unplace(). ---- */
+
+static void spill_set(struct ml_live_bucket *b, uint32_t n)
+{
+	for (unsigned w = 0; w < WAYS; w++)
+		b->stack[w] = (b->stack[w] & ~ML_LIVE_SPILL) | ((n >> w & 1u) ? ML_LIVE_SPILL : 0);
+}
+
+static void spill_inc(struct ml_live_bucket *b)
+{
+	uint32_t n = ml_live_spilled(b);
+	if (n < 15)
+		spill_set(b, n + 1);
+}
+
+static void spill_dec(struct ml_live_bucket *b)
+{
+	uint32_t n = ml_live_spilled(b);
+	ML_ASSERT(n != 0);
+	if (n < 15 && n > 0)
+		spill_set(b, n - 1);
+}
+
+/* e goes into way w of bucket i of the table b (2^(64 - shift) buckets);
+ * away from its first bucket, that one counts it. */
+static void place(struct ml_live_bucket *b, uint32_t shift, uint32_t i, unsigned w,
+		  const struct entry *e)
+{
+	set_way(&b[i], w, e);
+	uint32_t home = ml_live_b1(shift, e->key);
+	if (i != home)
+		spill_inc(&b[home]);
+}
+
+/* The entry in way w of bucket i leaves it (its key stays: the caller
+ * overwrites or clears it). */
+static struct entry unplace(struct ml_live_bucket *b, uint32_t shift, uint32_t i, unsigned w)
+{
+	struct entry e = way_of(&b[i], w);
+	uint32_t home = ml_live_b1(shift, e.key);
+	if (i != home)
+		spill_dec(&b[home]);
+	return e;
 }
 
 /* Puts *in (absent) into the table b of 2^(64 - shift) buckets.  Returns
@@ -69,23 +126,23 @@ static bool put(struct ml_live_bucket *b, uint32_t shift, struct entry *in, uint
 	uint32_t i = ml_live_b1(shift, in->key);
 	uint32_t m = empty_way(&b[i]);
 	if (__builtin_expect(m != 0, 1)) {
-		set_way(&b[i], ML_LIVE_WAY(m), in);
+		place(b, shift, i, ML_LIVE_WAY(m), in);
 		return true;
 	}
 	i ^= ml_live_alt(shift, in->key);
 	if ((m = empty_way(&b[i]))) {
-		set_way(&b[i], ML_LIVE_WAY(m), in);
+		place(b, shift, i, ML_LIVE_WAY(m), in);
 		return true;
 	}
 	for (unsigned k = 0; k < MAX_KICKS; k++) {
 		*rng = *rng * 1103515245u + 12345u;
 		unsigned w = (*rng >> 16) % WAYS;
-		struct entry victim = way_of(&b[i], w);
-		set_way(&b[i], w, in);
+		struct entry victim = unplace(b, shift, i, w);
+		place(b, shift, i, w, in);
 		*in = victim;
 		i ^= ml_live_alt(shift, in->key);	/* the victim's other bucket */
 		if ((m = empty_way(&b[i]))) {
-			set_way(&b[i], ML_LIVE_WAY(m), in);
+			place(b, shift, i, ML_LIVE_WAY(m), in);
 			return true;
 		}
 	}
@@ -184,10 +241,11 @@ static int big_add(struct ml_live_shard *s, uint64_t key, uint64_t size)
 static void take(struct ml_live_shard *s, struct ml_live_bucket *b, unsigned w, uint64_t addr,
 		 uint32_t kind, struct ml_live_block *out)
 {
+	struct entry e = unplace(s->b, s->shift, (uint32_t)(b - s->b), w);
 	out->addr = addr;
 	out->kind = kind;
-	out->stack = b->stack[w];
-	out->size = b->size[w] == BIG_SIZE ? big_take(s, b->key[w]) : b->size[w];
+	out->stack = e.stack;
+	out->size = e.size == BIG_SIZE ? big_take(s, e.key) : e.size;
 	b->key[w] = 0;
 	s->count--;
 }
@@ -214,8 +272,11 @@ int ml_livetab_insert_slow(uint64_t addr, uint32_t kind, uint64_t size, uint32_t
 	if (!put(s->b, s->shift, &left, &s->rng) && (rc = grow(s, &left)) < 0) {
 		/* left is an entry evicted on the way, now without a slot: it
 		 * takes the place of ours, which is not recorded. */
-		if (left.key != key && (b = lookup(s, key, &w)))
-			set_way(b, w, &left);
+		if (left.key != key && (b = lookup(s, key, &w))) {
+			uint32_t i = (uint32_t)(b - s->b);
+			unplace(s->b, s->shift, i, w);
+			place(s->b, s->shift, i, w, &left);
+		}
 		goto out;
 	}
 	s->count++;
@@ -225,19 +286,23 @@ out:
 	return rc;
 }
 
-bool ml_livetab_remove_slow(uint64_t addr, uint32_t kind, struct ml_live_block *out)
+struct ml_live_val ml_livetab_take_slow(uint64_t addr, uint32_t kind)
 {
 	uint64_t key = ml_live_key(addr, kind);
 	struct ml_live_shard *s = ml_live_shard_of(addr);
+	struct ml_live_block out;
+	struct ml_live_val v = { 0, 0, 0 };
 	unsigned w;
 	if (!ml_tl_plain)
 		ml_spin_lock(&s->lock);
 	struct ml_live_bucket *b = lookup(s, key, &w);
-	if (b)
-		take(s, b, w, addr, kind, out);
+	if (b) {
+		take(s, b, w, addr, kind, &out);
+		v = (struct ml_live_val){ out.size, out.stack, 1 };
+	}
 	if (!ml_tl_plain)
 		ml_spin_unlock(&s->lock);
-	return b != NULL;
+	return v;
 }
 
 uint64_t ml_livetab_size(uint64_t addr, uint32_t kind)

@@ -57,49 +57,53 @@ static ml_spin_t retired_lock;
 
 /* ---- the side stack ---- */
 
-/* long ml_side_call(long (*fn)(void *), void *arg, uint64_t top): calls
- * fn(arg) with the stack pointer at top, then returns to the caller's
- * stack.  The frame is rbp-based, so unwinders (and the debugger) walk
- * through it back to the caller's stack. */
-long ml_side_call(long (*fn)(void *), void *arg, uint64_t top);
+/* long ml_side_call3(long (*fn)(uint64_t, uint64_t, void *), uint64_t a,
+ * uint64_t b, void *c, uint64_t top): calls fn(a, b, c) with the stack
+ * pointer at top, then returns to the caller's stack.  The frame is
+ * rbp-based, so unwinders (and the debugger) walk through it back to the
+ * caller's stack.  long ml_side_call(long (*fn)(void *), void *arg,
+ * uint64_t top) is the same for fn(arg): it moves top where ml_side_call3
+ * wants it and jumps there (fn gets arg first, and ignores the other two
+ * registers). */
 __asm__(".text\n"
 	".p2align 4\n"
-	".type ml_side_call, @function\n"
-	"ml_side_call:\n"
+	".globl ml_side_call3\n"
+	".hidden ml_side_call3\n"
+	".type ml_side_call3, @function\n"
+	"ml_side_call3:\n"
 	".cfi_startproc\n"
 	"	push %rbp\n"
 	".cfi_def_cfa_offset 16\n"
 	".cfi_offset %rbp, -16\n"
 	"	mov %rsp, %rbp\n"
 	".cfi_def_cfa_register %rbp\n"
-	"	mov %rdx, %rsp\n"
+	"	mov %r8, %rsp\n"
 	"	mov %rdi, %rax\n"
 	"	mov %rsi, %rdi\n"
+	"	mov %rdx, %rsi\n"
+	"	mov %rcx, %rdx\n"
 	"	call *%rax\n"
 	"	mov %rbp, %rsp\n"
 	"	pop %rbp\n"
 	".cfi_def_cfa %rsp, 8\n"
 	"	ret\n"
 	".cfi_endproc\n"
+	".size ml_side_call3, .-ml_side_call3\n"
+	".p2align 4\n"
+	".globl ml_side_call\n"
+	".hidden ml_side_call\n"
+	".type ml_side_call, @function\n"
+	"ml_side_call:\n"
+	".cfi_startproc\n"
+	"	mov %rdx, %r8\n"
+	"	jmp ml_side_call3\n"
+	".cfi_endproc\n"
 	".size ml_side_call, .-ml_side_call\n");
 
 long ml_thread_on_side_stack(long (*fn)(void *), void *arg)
 {
 	struct ml_thread *t = ml_thread_self();
-	uint64_t sp = (uint64_t)__builtin_frame_address(0);
-	if (!t || !t->side_hi || (sp >= t->side_lo && sp < t->side_hi))
-		return fn(arg);		/* no side stack, or already on it */
-	/* A walk from the side stack starts at this frame on the caller's
-	 * stack, unless the hook marked its own (unwind.c). */
-	bool marked = false;
-	if (!ml_tl_mark.sp) {
-		ML_UNWIND_MARK();
-		marked = true;
-	}
-	long r = ml_side_call(fn, arg, t->side_hi);
-	if (marked)
-		ml_unwind_unmark();
-	return r;
+	return t ? ml_thread_side_run(t, fn, arg) : fn(arg);
 }
 
 long ml_core_on_side_stack(long (*fn)(void *), void *arg)

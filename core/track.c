@@ -2,6 +2,7 @@
  * ties stack capture, the stack table, the live table and the counters
  * together.  Called by hook rooms with the guard held; also callable
  * directly (unit tests) after ml_core_init(). */
+#include <errno.h>
 #include "core/internal.h"
 
 volatile int ml_core_active;
@@ -38,39 +39,83 @@ int ml_core_init(uint64_t self_addr)
 	return 0;
 }
 
-static void no_room(void)
+/* ---- the hot paths ----
+ *
+ * One allocation or free of the common case (exact mode, a thread state,
+ * a counter, room in the live table) runs straight through inline code
+ * with no call but the stack walk and the real allocator's; everything
+ * else (no memory, a missed free, sampling, a second kind) is apart, out
+ * of line, so that the hot functions stay small enough to keep their
+ * values in registers. */
+#define COLD __attribute__((noinline, cold))
+#define INLINE static inline __attribute__((always_inline))
+
+/* The core's entry points leave errno as they found it: the hooks call
+ * them between the real call and their return.  errno's address is asked
+ * of libc once per thread (a call each time otherwise). */
+static __thread int *tl_errno __attribute__((tls_model("initial-exec")));
+INLINE int *errno_at(void)
+{
+	int *e = tl_errno;
+	if (__builtin_expect(e == NULL, 0))
+		tl_errno = e = &errno;
+	return e;
+}
+
+static COLD void no_room(void)
 {
 	ml_degrade("out of memory for the live table; allocations are no longer recorded");
 }
 
-/* The thread's counter for (*stack, kind); without room for a new one,
- * the lost stack's (counted without a stack, as the report says). */
-static struct ml_counter *counter_or_lost(struct ml_thread *t, uint32_t *stack, uint32_t kind)
+/* A free of size under (stack, kind), counted on thread t, out of line. */
+static COLD void count_free_on(struct ml_thread *t, uint32_t stack, uint32_t kind,
+			       uint64_t size)
 {
-	struct ml_counter *c = ml_thread_counter(t, *stack, kind);
-	if (__builtin_expect(c != NULL, 1) || *stack == ML_NODE_LOST)
-		return c;
-	*stack = ML_NODE_LOST;
-	return ml_thread_counter(t, ML_NODE_LOST, kind);
+	struct ml_counter *c = t ? ml_thread_counter(t, stack, kind) : NULL;
+	if (c)
+		ml_counters_free(c, size);
+	else
+		no_room();
 }
 
-/* Adds (ptr, kind) -> (size, stack) to the live table and counts it. */
-static inline __attribute__((always_inline)) void add_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t stack,
-		      uint32_t kind)
+/* Adds (ptr, kind) -> (size, stack) to the live table and counts it under
+ * counter c (stack's and kind's on t).  The allocator gave ptr, so an
+ * entry still there for it is a block whose free we missed (an untracked
+ * path): it ends now, counted before the new one. */
+INLINE void add_block(struct ml_thread *t, struct ml_counter *c, uint64_t ptr, uint64_t size,
+		      uint32_t stack, uint32_t kind)
 {
 	struct ml_live_block old;
-	struct ml_counter *c = counter_or_lost(t, &stack, kind);
-	if (!c || ml_livetab_insert(ptr, kind, size, stack, &old) < 0) {
+	if (__builtin_expect(ml_livetab_insert(ptr, kind, size, stack, &old) < 0, 0)) {
 		no_room();
 		return;
 	}
-	if (__builtin_expect(old.addr != 0, 0)) {
-		/* We missed its free (an untracked path): close it now. */
-		struct ml_counter *oc = ml_thread_counter(t, old.stack, old.kind);
-		if (oc)
-			ml_counters_free(oc, old.size);
-	}
-	ml_counters_alloc(c, size);
+	if (__builtin_expect(old.addr != 0, 0))
+		count_free_on(t, old.stack, old.kind, old.size);
+	ml_counters_alloc_k(c, kind, size);
+}
+
+/* add_block without a counter for (stack, kind) (no memory for a new
+ * one): under the lost stack's, counted without a stack as the report
+ * says. */
+static COLD void add_block_lost(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t kind)
+{
+	struct ml_counter *c = ml_thread_counter(t, ML_NODE_LOST, kind);
+	if (c)
+		add_block(t, c, ptr, size, ML_NODE_LOST, kind);
+	else
+		no_room();
+}
+
+/* One exact-mode allocation on t, with the calling thread's stack. */
+INLINE void record_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t kind)
+{
+	uint32_t stack = ml_stacktab_here(&t->intern);
+	struct ml_counter *c = ml_thread_counter(t, stack, kind);
+	if (__builtin_expect(c != NULL, 1))
+		add_block(t, c, ptr, size, stack, kind);
+	else
+		add_block_lost(t, ptr, size, kind);
 }
 
 /* Counts the end of a block (stack, kind, size) on the calling thread:
@@ -78,8 +123,8 @@ static inline __attribute__((always_inline)) void add_block(struct ml_thread *t,
 static void count_free(uint32_t stack, uint32_t kind, uint64_t size)
 {
 	struct ml_thread *t = ml_thread_self();
-	struct ml_counter *c = t ? ml_thread_counter(t, stack, kind) : NULL;
 	if (ml_config.sample_bytes) {
+		struct ml_counter *c = t ? ml_thread_counter(t, stack, kind) : NULL;
 		struct ml_counter *v = t ? ml_thread_counter(t, stack, kind + ML_VAR_KIND) : NULL;
 		struct ml_sample_weight w = ml_sampling_weight(size);
 		if (c && v)
@@ -88,10 +133,7 @@ static void count_free(uint32_t stack, uint32_t kind, uint64_t size)
 			no_room();
 		return;
 	}
-	if (c)
-		ml_counters_free(c, size);
-	else
-		no_room();
+	count_free_on(t, stack, kind, size);
 }
 
 /* A sampled block: in the live table (its own size), counted with its
@@ -122,7 +164,24 @@ struct event {
 	const struct ml_track_held *held;	/* a move (ml_track_moved) */
 };
 
+/* The common event on the side stack (ml_track_alloc). */
 static long record_alloc(void *arg)
+{
+	const struct event *e = arg;
+	record_block(ml_tl_thread, e->ptr, e->size, e->kind);
+	return 0;
+}
+
+/* The same for the heap, its kind's look-ups folded, the arguments in
+ * registers (ml_side_call3). */
+static long record_heap(uint64_t ptr, uint64_t size, void *t)
+{
+	record_block(t, ptr, size, ML_KIND_HEAP);
+	return 0;
+}
+
+/* Any allocation event: sampled, or of two kinds. */
+static long record_alloc_any(void *arg)
 {
 	const struct event *e = arg;
 	struct ml_thread *t = ml_thread_self();
@@ -131,15 +190,22 @@ static long record_alloc(void *arg)
 		return 0;
 	}
 	uint32_t stack = ml_stacktab_here(&t->intern);
-	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
+	if (ml_config.sample_bytes) {
 		add_sampled(t, e->ptr, e->size, stack, e->kind);
 		if (e->also != ML_KIND_COUNT)
 			add_sampled(t, e->ptr, e->size, stack, e->also);
 		return 0;
 	}
-	add_block(t, e->ptr, e->size, stack, e->kind);	/* inline: the common case */
-	if (e->also != ML_KIND_COUNT)
-		add_block(t, e->ptr, e->size, stack, e->also);
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t kind = k ? e->also : e->kind;
+		if (kind == ML_KIND_COUNT)
+			break;
+		struct ml_counter *c = ml_thread_counter(t, stack, kind);
+		if (c)
+			add_block(t, c, e->ptr, e->size, stack, kind);
+		else
+			add_block_lost(t, e->ptr, e->size, kind);
+	}
 	return 0;
 }
 
@@ -160,18 +226,42 @@ static bool sampled(size_t size)
 	return true;
 }
 
+/* ml_track_alloc and _also for all but the common case: sampling, or a second
+ * kind. */
+static COLD void track_alloc_any(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
+{
+	if (ml_config.sample_bytes && !sampled(size))
+		return;
+	struct event e = { (uint64_t)ptr, size, kind, also, NULL };
+	ml_event_begin();
+	ml_thread_on_side_stack(record_alloc_any, &e);
+	ml_event_end();
+}
+
 void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 {
 	ML_ASSERT(ml_guard_held());
 	if (!ptr || ml_degraded)
 		return;
 	ml_track_count_thread(size);
-	if (ml_config.sample_bytes && !sampled(size))
+	int *e = errno_at(), saved = *e;
+	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
+		track_alloc_any(ptr, size, kind, ML_KIND_COUNT);
+		*e = saved;
 		return;
-	struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, NULL };
+	}
 	ml_event_begin();
-	ml_thread_on_side_stack(record_alloc, &e);
+	struct ml_thread *t = ml_tl_thread;
+	if (__builtin_expect(t == NULL, 0)) {
+		no_room();
+	} else if (__builtin_expect(kind == ML_KIND_HEAP, 1)) {
+		ml_thread_side_run3(t, record_heap, (uint64_t)ptr, size, t);
+	} else {
+		struct event ev = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, NULL };
+		ml_thread_side_run(t, record_alloc, &ev);
+	}
 	ml_event_end();
+	*e = saved;
 }
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
@@ -180,66 +270,91 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
 	if (!ptr || ml_degraded)
 		return;
 	ml_track_count_thread(size);
-	if (ml_config.sample_bytes && !sampled(size))
-		return;
-	struct event e = { (uint64_t)ptr, size, kind, also, NULL };
-	ml_event_begin();
-	ml_thread_on_side_stack(record_alloc, &e);
-	ml_event_end();
+	int *e = errno_at(), saved = *e;
+	track_alloc_any(ptr, size, kind, also);
+	*e = saved;
 }
 
 /* Takes (ptr, kind) out of the live table into *b; false if unknown.
  * Sampling: most blocks are not in it, and the filter says so at once. */
-static bool take_block(void *ptr, uint32_t kind, struct ml_live_block *b)
+INLINE bool take_block(void *ptr, uint32_t kind, struct ml_live_block *b)
 {
-	if (!ptr)
+	if (__builtin_expect(!ml_config.sample_bytes, 1))
+		return ptr && ml_livetab_remove((uint64_t)ptr, kind, b);
+	if (!ptr || !ml_sampling_maybe((uint64_t)ptr) || !ml_livetab_remove((uint64_t)ptr, kind, b))
 		return false;
-	if (ml_config.sample_bytes) {
-		if (!ml_sampling_maybe((uint64_t)ptr) ||
-		    !ml_livetab_remove((uint64_t)ptr, kind, b))
-			return false;
-		ml_sampling_filter_remove((uint64_t)ptr);
-		return true;
+	ml_sampling_filter_remove((uint64_t)ptr);
+	return true;
+}
+
+/* ml_track_free for all but exact mode's common case (sampling, no ptr). */
+static COLD size_t track_free_any(void *ptr, enum ml_kind kind)
+{
+	struct ml_live_block b;
+	ml_event_begin();
+	bool known = take_block(ptr, kind, &b);
+	if (known)
+		count_free(b.stack, b.kind, b.size);
+	ml_event_end();
+	return known ? b.size : 0;
+}
+
+/* Exact mode's free of a known block: the live table, then this thread's
+ * counter of the block's stack.  kind is a constant where it can be. */
+INLINE size_t free_block(void *ptr, uint32_t kind)
+{
+	size_t size = 0;
+	ml_event_begin();
+	struct ml_live_val v = ml_livetab_take((uint64_t)ptr, kind);
+	if (__builtin_expect(v.found != 0, 1)) {
+		struct ml_thread *t = ml_tl_thread;
+		struct ml_counter *c;
+		if (__builtin_expect(t != NULL, 1) &&
+		    __builtin_expect((c = ml_thread_counter(t, v.stack, kind)) != NULL, 1))
+			ml_counters_free_k(c, kind, v.size);
+		else
+			no_room();
+		size = v.size;
 	}
-	return ml_livetab_remove((uint64_t)ptr, kind, b);
+	ml_event_end();
+	return size;
 }
 
 size_t ml_track_free(void *ptr, enum ml_kind kind)
 {
 	ML_ASSERT(ml_guard_held());
-	struct ml_live_block b;
-	ml_event_begin();
-	bool known;
-	if (__builtin_expect(!ml_config.sample_bytes && ptr, 1)) {
-		/* Exact mode, inline: the live table, then the counter. */
-		known = ml_livetab_remove((uint64_t)ptr, kind, &b);
-		if (known) {
-			struct ml_thread *t = ml_thread_self();
-			struct ml_counter *c = t ? ml_thread_counter(t, b.stack, b.kind) : NULL;
-			if (__builtin_expect(c != NULL, 1))
-				ml_counters_free(c, b.size);
-			else
-				no_room();
-		}
-	} else {
-		known = take_block(ptr, kind, &b);
-		if (known)
-			count_free(b.stack, b.kind, b.size);
-	}
-	ml_event_end();
-	return known ? b.size : 0;
+	int *e = errno_at(), saved = *e;
+	size_t size;
+	if (__builtin_expect(ml_config.sample_bytes || !ptr, 0))
+		size = track_free_any(ptr, kind);
+	else if (__builtin_expect(kind == ML_KIND_HEAP, 1))
+		size = free_block(ptr, ML_KIND_HEAP);	/* the hooks' kind, its look-ups folded */
+	else
+		size = free_block(ptr, kind);
+	*e = saved;
+	return size;
 }
 
 bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 {
 	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
-	held->addr = 0;
+	bool known;
+	int *e = errno_at(), saved = *e;
 	ml_event_begin();
-	bool known = take_block(ptr, kind, &b);
+	if (__builtin_expect(!ml_config.sample_bytes && ptr != NULL, 1)) {
+		struct ml_live_val v = ml_livetab_take((uint64_t)ptr, kind);
+		b = (struct ml_live_block){ (uint64_t)ptr, v.size, v.stack, kind };
+		known = v.found;
+	} else {
+		known = take_block(ptr, kind, &b);
+	}
 	ml_event_end();
-	if (!known)
+	*e = saved;
+	if (!known) {
+		held->addr = 0;
 		return false;
+	}
 	held->addr = b.addr;
 	held->size = b.size;
 	held->stack = b.stack;
@@ -254,12 +369,14 @@ void ml_track_reattach(const struct ml_track_held *held)
 	if (!held->addr)
 		return;
 	/* Still counted as live: only the table entry comes back. */
+	int *e = errno_at(), saved = *e;
 	ml_event_begin();
 	if (ml_livetab_insert(held->addr, held->kind, held->size, held->stack, &old) < 0)
 		no_room();
 	else if (ml_config.sample_bytes)
 		ml_sampling_filter_add(held->addr);
 	ml_event_end();
+	*e = saved;
 }
 
 void ml_track_release(const struct ml_track_held *held)
@@ -267,38 +384,59 @@ void ml_track_release(const struct ml_track_held *held)
 	ML_ASSERT(ml_guard_held());
 	if (!held->addr)
 		return;
+	int *e = errno_at(), saved = *e;
 	ml_event_begin();
 	count_free(held->stack, held->kind, held->size);
 	ml_event_end();
+	*e = saved;
 }
 
-static long record_move(void *arg)
+/* A move whose counters or table entry are not the common case. */
+static COLD void move_rest(struct ml_thread *t, const struct event *e, uint32_t stack, int rc,
+			   const struct ml_live_block *old)
 {
-	const struct event *e = arg;
 	const struct ml_track_held *held = e->held;
-	struct ml_thread *t = ml_thread_self();
-	struct ml_counter *from, *to;
-	struct ml_live_block old;
-	if (!t) {
-		no_room();
-		return 0;
-	}
-	uint32_t stack = ml_stacktab_here(&t->intern);
-	if (ml_livetab_insert(e->ptr, e->kind, e->size, stack, &old) < 0) {
+	if (rc < 0) {
 		no_room();
 		count_free(held->stack, held->kind, held->size);
-		return 0;
+		return;
 	}
-	if (__builtin_expect(old.addr != 0, 0))
-		count_free(old.stack, old.kind, old.size);
+	if (old->addr != 0)
+		count_free(old->stack, old->kind, old->size);
 	/* Both counters of this thread, found before either changes (the
 	 * second lookup may move "last", never a counter). */
-	from = ml_thread_counter(t, held->stack, held->kind);
-	to = ml_thread_counter(t, stack, e->kind);
+	struct ml_counter *from = ml_thread_counter(t, held->stack, held->kind);
+	struct ml_counter *to = ml_thread_counter(t, stack, e->kind);
 	if (from && to)
 		ml_counters_move(from, held->size, to, e->size);
 	else
 		no_room();
+}
+
+/* A move of the heap (the other kinds: move_rest) on the side stack. */
+static long record_move(void *arg)
+{
+	const struct event *e = arg;
+	const struct ml_track_held *held = e->held;
+	struct ml_thread *t = ml_tl_thread;
+	struct ml_live_block old;
+	uint32_t stack = ml_stacktab_here(&t->intern);
+	int rc = ml_livetab_insert(e->ptr, e->kind, e->size, stack, &old);
+	if (__builtin_expect(e->kind != ML_KIND_HEAP, 0)) {
+		move_rest(t, e, stack, rc, &old);
+		return 0;
+	}
+	struct ml_counter *from, *to;
+	/* The common case: a new entry, both counters at hand (the cache
+	 * holds a counter as long as it lives: looking one up never moves
+	 * another). */
+	if (__builtin_expect(rc == 0 && old.addr == 0, 1) &&
+	    __builtin_expect((from = ml_thread_counter(t, held->stack, ML_KIND_HEAP)) != NULL, 1) &&
+	    __builtin_expect((to = ml_thread_counter(t, stack, ML_KIND_HEAP)) != NULL, 1)) {
+		ml_counters_move_k(from, held->size, to, ML_KIND_HEAP, e->size);
+		return 0;
+	}
+	move_rest(t, e, stack, rc, &old);
 	return 0;
 }
 
@@ -322,10 +460,15 @@ void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 	/* An allocation of size for the open regions, as for ml_track_alloc
 	 * (the lines view counts it so too). */
 	ml_track_count_thread(size);
-	struct event e = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, held };
+	struct event ev = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, held };
+	int *e = errno_at(), saved = *e;
 	ml_event_begin();
-	ml_thread_on_side_stack(record_move, &e);
+	if (__builtin_expect(ml_tl_thread != NULL, 1))
+		ml_thread_side_run(ml_tl_thread, record_move, &ev);
+	else
+		no_room();
 	ml_event_end();
+	*e = saved;
 }
 
 void ml_core_after_fork(void)

@@ -71,6 +71,42 @@ START_TEST(many_entries)
 }
 END_TEST
 
+/* Every live key is found again when its address comes back (a missed
+ * free), wherever cuckoo evictions put it: inserts look at a key's other
+ * bucket only when the first one's spill count says some key went there,
+ * so the counts must follow every move, removal and growth. */
+START_TEST(missed_frees_found_everywhere)
+{
+	struct ml_live_block b, old;
+	const uint64_t n = 200000, base = 0x7f1230000000ull;
+	for (uint64_t i = 0; i < n; i++)
+		ck_assert_int_eq(ml_livetab_insert(base + i * 16, HEAP, i + 1, (uint32_t)i, &old), 0);
+	for (uint64_t i = 0; i < n; i += 2)	/* holes, then new keys into them */
+		ck_assert(ml_livetab_remove(base + i * 16, HEAP, &b));
+	for (uint64_t i = 0; i < n; i += 2) {
+		ck_assert_int_eq(ml_livetab_insert(base + (n + i) * 16, HEAP, 7, 9, &old), 0);
+		ck_assert_uint_eq(old.addr, 0);
+	}
+	for (uint64_t i = 1; i < n; i += 2) {	/* every odd key again: the old one comes out */
+		ck_assert_int_eq(ml_livetab_insert(base + i * 16, HEAP, 3, (uint32_t)(i + 5), &old), 0);
+		ck_assert_uint_eq(old.addr, base + i * 16);
+		ck_assert_uint_eq(old.size, i + 1);
+		ck_assert_uint_eq(old.stack, (uint32_t)i);
+	}
+	ck_assert_uint_eq(ml_livetab_count(), n);
+	for (uint64_t i = 1; i < n; i += 2) {
+		ck_assert(ml_livetab_remove(base + i * 16, HEAP, &b));
+		ck_assert_uint_eq(b.size, 3);
+		ck_assert_uint_eq(b.stack, (uint32_t)(i + 5));
+	}
+	for (uint64_t i = 0; i < n; i += 2) {
+		ck_assert(ml_livetab_remove(base + (n + i) * 16, HEAP, &b));
+		ck_assert_uint_eq(b.stack, 9);
+	}
+	ck_assert_uint_eq(ml_livetab_count(), 0);
+}
+END_TEST
+
 /* Sizes past 32 bits go to the side list and come back whole. */
 START_TEST(big_sizes)
 {
@@ -176,6 +212,7 @@ int main(void)
 	tcase_add_test(tc, big_sizes);
 	tcase_add_test(tc, dense_region);
 	tcase_add_test(tc, reset_forgets);
+	tcase_add_test(tc, missed_frees_found_everywhere);
 	tcase_add_test(tc, threads_free_each_other);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
