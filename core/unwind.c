@@ -24,6 +24,7 @@
  * that has the return address of the frame the previous walk had at its
  * depth, below the same frames, keeps that frame's trie node: so only the
  * frames whose path is new are looked up in the stack table. */
+#include <immintrin.h>
 #include <string.h>
 #include "core/internal.h"
 
@@ -83,14 +84,24 @@ struct thread_walk {
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
 	struct l1_slot l1[L1_SLOTS];
 	struct frame o[WALK_MAX];	/* the previous walk, outermost first */
+	/* o's ra_at and ra again, dense: what the check of the reused frames
+	 * reads (four to a 32-byte load, not one 64-byte record each). */
+	uint64_t o_at[WALK_MAX], o_ra[WALK_MAX];
 	struct frame y[WALK_MAX];	/* the new walk's own frames, innermost first */
 };
+
+/* 1 when the CPU (and the kernel) give us AVX2's gathers. */
+static int use_gather = -1;
 
 /* The calling thread's walk record, in its ml_thread (which a later thread
  * may inherit: the record is then reset). */
 static struct thread_walk *walk_make(struct ml_thread *t)
 {
 	struct thread_walk *w;
+	if (__builtin_expect(use_gather < 0, 0)) {
+		__builtin_cpu_init();
+		use_gather = __builtin_cpu_supports("avx2") ? 1 : 0;
+	}
 	if (!t || !(w = ml_arena_alloc(sizeof(*w))))
 		return NULL;
 	t->walk = w;
@@ -130,12 +141,40 @@ HOT bool bp_matters(const struct frame *f)
 #define RA_DIFF(f) (WORD((f).ra_at) ^ (f).ra)
 #define BW_DIFF(f) (WORD((f).bw_at) ^ (f).bw)
 
-/* The first frame of [f, end) whose words no longer hold what was read,
- * or end; saved-rbp words too when bp says so.  Four frames per test:
- * independent loads. */
-HOT const struct frame *first_changed(const struct frame *f, const struct frame *end, bool bp)
+/* Whether some of frames [0, n) (dense: at, ra; n >= 4) no longer hold
+ * the return address read: four words per AVX2 gather, all of them
+ * before one test (the common answer is no).  The last four overlap the
+ * others when n is not a multiple of four: a word read twice is
+ * harmless. */
+#define GATHER_DIFF(i) _mm256_xor_si256( \
+		_mm256_i64gather_epi64((const long long *)0, \
+				       _mm256_loadu_si256((const __m256i *)(const void *)(at + (i))), 1), \
+		_mm256_loadu_si256((const __m256i *)(const void *)(ra + (i))))
+__attribute__((target("avx2"), noinline)) static bool
+changed_gather(const uint64_t *at, const uint64_t *ra, uint32_t n)
 {
+	__m256i acc = GATHER_DIFF(n - 4);
+	uint32_t i = 0;
+	for (; i + 8 < n; i += 8)
+		acc = _mm256_or_si256(acc, _mm256_or_si256(GATHER_DIFF(i), GATHER_DIFF(i + 4)));
+	if (i + 4 < n)
+		acc = _mm256_or_si256(acc, GATHER_DIFF(i));
+	return !_mm256_testz_si256(acc, acc);
+}
+#undef GATHER_DIFF
+
+/* The first frame of [w->o, end) whose words no longer hold what was
+ * read, or end; saved-rbp words too when bp says so.  Four frames per
+ * test: independent loads (without saved-rbp words and with AVX2: first
+ * all of them at once, which usually finds none). */
+HOT const struct frame *first_changed(const struct thread_walk *w, const struct frame *end,
+				      bool bp)
+{
+	const struct frame *f = w->o;
 	if (!bp) {
+		if (end - f >= 4 && use_gather > 0 &&
+		    !changed_gather(w->o_at, w->o_ra, (uint32_t)(end - f)))
+			return end;
 		for (; end - f >= 4; f += 4)
 			if (__builtin_expect((RA_DIFF(f[0]) | RA_DIFF(f[1]) | RA_DIFF(f[2]) |
 					      RA_DIFF(f[3])) != 0, 0))
@@ -186,6 +225,8 @@ HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 		uint32_t node = dst->node;
 		same = same && dst < with_node && dst->ra == src->ra;
 		*dst = *src;
+		w->o_at[dst - w->o] = src->ra_at;
+		w->o_ra[dst - w->o] = src->ra;
 		cum += (dst->bits & BIT_RBP_CFA) != 0;
 		dst->rbp = (uint16_t)cum;
 		if (same) {
@@ -232,6 +273,77 @@ static int fresh(struct thread_walk *w, uint32_t n, uint32_t end, uint64_t pc, u
 	return (int)n;
 }
 
+/* The common cases, without the general walk's bookkeeping: the previous
+ * walk's innermost frame unchanged, or only the innermost frame new.
+ *
+ * (a) The innermost frame has the state it had in the previous walk
+ * (same sp, rule, bp where it matters), no frame outwards of it takes its
+ * CFA from rbp, and every return-address word of the record still holds
+ * what was read: the walk is the previous one (what the general walk
+ * would find at its first frame).
+ * (b) Otherwise the innermost frame is unwound (as the general walk does),
+ * and if the frame it leads to has the state of the previous walk's
+ * second frame (same sp, the rule of the new return address equal to the
+ * one recorded there, bp where it matters), no frame outwards of that one
+ * takes its CFA from rbp, and the return-address words from there out
+ * still hold what was read, the rest of the walk is the previous one from
+ * there out (the argument of the file's head comment): only the innermost
+ * frame is replaced.
+ * Returns the frames recorded, or 0 to leave it to the general walk. */
+HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp)
+{
+	uint32_t n = w->n;
+	if (n < 2)
+		return 0;
+	struct frame *f0 = &w->o[n - 1], *f1 = f0 - 1;
+	const struct l1_slot *r = rule_of(w, pc);
+	bool checked = false;	/* o[0, n - 1) known to hold their words */
+	if (f0->sp == sp && !bp_matters(f0) && same_state(f0, r->packed, bp, BIT_BP_OK)) {
+		if (first_changed(w, f0, false) != f0)
+			return 0;
+		if (!RA_DIFF(*f0)) {	/* (a) */
+			w->pc0 = pc;
+			return n;
+		}
+		checked = true;
+	}
+	if (bp_matters(f1))
+		return 0;
+	uint64_t cfa = ((r->fbits & BIT_RBP_CFA) ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
+	if (cfa != f1->sp || cfa <= sp || (cfa & 7) ||
+	    (r->flags & (ML_RULE_BAD | ML_RULE_RA_UNDEF)))
+		return 0;
+	uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8), bw_at = cfa - 8, bw = ra, bp1 = bp;
+	uint32_t bits1 = BIT_BP_OK;
+	if (r->flags & ML_RULE_RBP_SAVED) {
+		bw_at = cfa + (uint64_t)(int64_t)r->bp_off;
+		bp1 = bw = *(const uint64_t *)(uintptr_t)bw_at;
+	} else if (r->flags & ML_RULE_RBP_UNDEF) {
+		bits1 = 0;
+	}
+	if (!ra || !same_state(f1, rule_of(w, ra - 1)->packed, bp1, bits1))
+		return 0;
+	if (!checked && first_changed(w, f0, false) != f0)
+		return 0;
+	/* (b): f0 becomes the new innermost frame. */
+	bool node_kept = ra == f0->ra && w->nodes >= n;
+	f0->sp = sp;
+	f0->bp = bp;
+	f0->bits = (uint8_t)(BIT_BP_OK | r->fbits);
+	f0->rule = r->packed;
+	f0->ra_at = cfa - 8;
+	f0->ra = ra;
+	w->o_at[n - 1] = cfa - 8;
+	w->o_ra[n - 1] = ra;
+	f0->bw_at = bw_at;
+	f0->bw = bw;
+	f0->rbp = (uint16_t)(f1->rbp + ((r->fbits & BIT_RBP_CFA) != 0));
+	if (!node_kept && w->nodes >= n)
+		w->nodes = n - 1;
+	w->pc0 = pc;
+	return n;
+}
+
 /* Walks from (pc, sp, bp), pc being the target of the innermost frame,
  * into the thread's record.  Returns the frames recorded, or -1 when a
  * frame's rule is not one it handles. */
@@ -249,6 +361,11 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 	 * short: never reused.) */
 	bool usable = w->end == END_OUTERMOST && w->limit == limit && w->gen == gen &&
 		w->end_sp == w->home_top;
+	if (usable) {
+		uint32_t near = walk_near(w, pc, sp, bp);
+		if (near)
+			return (int)near;
+	}
 	const struct frame *o = w->o, *last = o + (usable ? w->n : 0) - 1;
 	const struct frame *k = last;	/* the old frame with the lowest sp >= ours */
 	const struct frame *clean = NULL;	/* o[0, clean) hold their words, once known */
@@ -262,7 +379,7 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 			k--;
 		if (k >= o && k->sp == sp && same_state(k, r->packed, bp, bits)) {
 			if (!clean)
-				clean = first_changed(o, k + 1, bp_matters(k));
+				clean = first_changed(w, k + 1, bp_matters(k));
 			if (k < clean && (f - y) + (k - o) + 1 <= limit)
 				break;
 		}
