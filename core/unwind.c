@@ -66,6 +66,18 @@ struct frame {
 	uint8_t bits;
 };
 
+/* The stack ids of the innermost two frames and the lead, by what is
+ * below them: (parent, ra0, lead) -> (node0, node), node0 being the child
+ * (parent, ra0) and node the child (node0, lead) in the trie.  One probe
+ * of one line where the child caches take two (the common allocation
+ * changes only these two levels, or none).  Node ids never change, so an
+ * entry never goes stale. */
+#define NEAR_BITS 10u
+struct near_slot {
+	uint64_t ra0, lead;
+	uint32_t parent, node0, node, pad;
+};
+
 /* Per thread: the previous walk, outermost first (frame i, innermost = 0,
  * is o[n - 1 - i]).  Frame i's target is pc0 for i = 0, else frame i-1's
  * return address - 1. */
@@ -83,6 +95,7 @@ struct thread_walk {
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
 	struct l1_slot l1[L1_SLOTS];
+	struct near_slot near[1u << NEAR_BITS];
 	struct frame o[WALK_MAX];	/* the previous walk, outermost first */
 	/* o's ra_at and ra again, dense: what the check of the reused frames
 	 * reads (four to a 32-byte load, not one 64-byte record each). */
@@ -273,6 +286,13 @@ static int fresh(struct thread_walk *w, uint32_t n, uint32_t end, uint64_t pc, u
 	return (int)n;
 }
 
+HOT struct near_slot *near_slot(struct thread_walk *w, uint32_t parent, uint64_t ra0,
+			       uint64_t lead)
+{
+	uint64_t h = ((ra0 ^ parent) * 0x9e3779b97f4a7c15ull ^ lead) * 0xd6e8feb86659fd93ull;
+	return &w->near[h >> (64 - NEAR_BITS)];
+}
+
 /* The common cases, without the general walk's bookkeeping: the previous
  * walk's innermost frame unchanged, or only the innermost frame new.
  *
@@ -289,23 +309,28 @@ static int fresh(struct thread_walk *w, uint32_t n, uint32_t end, uint64_t pc, u
  * still hold what was read, the rest of the walk is the previous one from
  * there out (the argument of the file's head comment): only the innermost
  * frame is replaced.
- * Returns the frames recorded, or 0 to leave it to the general walk. */
-HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp)
+ * Returns the frames recorded, or 0 to leave it to the general walk.
+ *
+ * With ic (the stack id wanted, lead its innermost address or 0), the
+ * lines of the node lookups that will follow are asked for before the
+ * check of the words, so that their cache misses overlap it. */
+HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
+		       struct ml_intern_cache *ic, uint64_t lead)
 {
 	uint32_t n = w->n;
 	if (n < 2)
 		return 0;
 	struct frame *f0 = &w->o[n - 1], *f1 = f0 - 1;
 	const struct l1_slot *r = rule_of(w, pc);
-	bool checked = false;	/* o[0, n - 1) known to hold their words */
-	if (f0->sp == sp && !bp_matters(f0) && same_state(f0, r->packed, bp, BIT_BP_OK)) {
+	if (f0->sp == sp && !RA_DIFF(*f0) && !bp_matters(f0) &&
+	    same_state(f0, r->packed, bp, BIT_BP_OK)) {
+		/* (a) if the frames outwards hold their words */
+		if (ic && lead && w->nodes >= n - 1)
+			__builtin_prefetch(near_slot(w, f1->node, f0->ra, lead));
 		if (first_changed(w, f0, false) != f0)
 			return 0;
-		if (!RA_DIFF(*f0)) {	/* (a) */
-			w->pc0 = pc;
-			return n;
-		}
-		checked = true;
+		w->pc0 = pc;
+		return n;
 	}
 	if (bp_matters(f1))
 		return 0;
@@ -323,7 +348,9 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	}
 	if (!ra || !same_state(f1, rule_of(w, ra - 1)->packed, bp1, bits1))
 		return 0;
-	if (!checked && first_changed(w, f0, false) != f0)
+	if (ic && lead && w->nodes >= n - 1)
+		__builtin_prefetch(near_slot(w, f1->node, ra, lead));
+	if (first_changed(w, f0, false) != f0)
 		return 0;
 	/* (b): f0 becomes the new innermost frame. */
 	bool node_kept = ra == f0->ra && w->nodes >= n;
@@ -347,7 +374,8 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 /* Walks from (pc, sp, bp), pc being the target of the innermost frame,
  * into the thread's record.  Returns the frames recorded, or -1 when a
  * frame's rule is not one it handles. */
-HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit)
+HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit,
+	       struct ml_intern_cache *ic, uint64_t lead)
 {
 	uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(w->l1_gen != gen, 0)) {
@@ -362,7 +390,7 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 	bool usable = w->end == END_OUTERMOST && w->limit == limit && w->gen == gen &&
 		w->end_sp == w->home_top;
 	if (usable) {
-		uint32_t near = walk_near(w, pc, sp, bp);
+		uint32_t near = walk_near(w, pc, sp, bp, ic, lead);
 		if (near)
 			return (int)near;
 	}
@@ -427,7 +455,8 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 /* Runs walk_in with the thread's record held; -1 when busy (a signal
  * handler interrupted a walk on this thread: libunwind serves it) or
  * declined.  On success the record stays held: walk_done releases it. */
-HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit)
+HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit,
+	    struct ml_intern_cache *ic, uint64_t lead)
 {
 	if (!w || limit > WALK_MAX || w->busy)
 		return -1;
@@ -438,7 +467,7 @@ HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint3
 		return -1;
 	w->busy = 1;
 	__asm__ volatile("" ::: "memory");
-	int n = walk_in(w, pc, sp, bp, limit);
+	int n = walk_in(w, pc, sp, bp, limit, ic, lead);
 	if (__builtin_expect(n < 0, 0)) {
 		w->end = 0;	/* the record may be half written */
 		w->n = w->nodes = 0;
@@ -500,7 +529,7 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 	HERE(pc, sp, bp);
 	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
-	int n = walk(w, pc, sp, bp, limit - (lead != 0));
+	int n = walk(w, pc, sp, bp, limit - (lead != 0), NULL, 0);
 	if (n < 0)
 		return -1;
 	uint32_t o = 0;
@@ -512,12 +541,14 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 	return (int)o;
 }
 
-/* Gives every frame of the record its trie node, outermost first; returns
- * frame 0's (ML_NODE_ROOT for no frame), 0 when the stack table has no
- * room (nodes stay valid up to there). */
-HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic)
+/* Gives frames o[0, upto) of the record their trie nodes, outermost
+ * first; returns o[upto - 1]'s (ML_NODE_ROOT for none), 0 when the stack
+ * table has no room (nodes stay valid up to there). */
+HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32_t upto)
 {
-	struct frame *f = w->o + w->nodes, *end = w->o + w->n;
+	struct frame *f = w->o + w->nodes, *end = w->o + upto;
+	if (f >= end)
+		return upto ? end[-1].node : ML_NODE_ROOT;
 	uint32_t parent = w->nodes ? f[-1].node : ML_NODE_ROOT;
 	for (; f < end; f++) {
 		parent = ml_stacktab_child_cached(ic, parent, f->ra);
@@ -529,6 +560,32 @@ HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic)
 	return parent;
 }
 
+/* The stack id of the record's frames below lead (the innermost address):
+ * frame 0's node and lead's through the near cache. */
+HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64_t lead)
+{
+	uint32_t n = w->n;
+	uint32_t parent = set_nodes(w, ic, n - 1);
+	if (!parent)
+		return 0;
+	struct frame *f0 = &w->o[n - 1];
+	struct near_slot *s = near_slot(w, parent, f0->ra, lead);
+	if (s->ra0 == f0->ra && s->lead == lead && s->parent == parent) {
+		f0->node = s->node0;
+		w->nodes = n;
+		return s->node;
+	}
+	uint32_t node0 = w->nodes >= n ? f0->node : ml_stacktab_child_cached(ic, parent, f0->ra);
+	if (!node0)
+		return 0;
+	f0->node = node0;
+	w->nodes = n;
+	uint32_t node = ml_stacktab_child_cached(ic, node0, lead);
+	if (node)
+		*s = (struct near_slot){ f0->ra, lead, parent, node0, node, 0 };
+	return node;
+}
+
 int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo,
 					      uint64_t skip_hi, uint32_t *stack)
 {
@@ -538,7 +595,8 @@ int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_
 	HERE(pc, sp, bp);
 	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
-	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0));
+	struct ml_intern_cache *ic = &ml_tl_thread->intern;
+	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead);
 	if (n < 0)
 		return -1;
 	int rc = -1;
@@ -554,9 +612,10 @@ int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_
 				skip++;
 		}
 		if (total - skip <= max_depth) {
-			struct ml_intern_cache *ic = &ml_tl_thread->intern;
-			uint32_t node = set_nodes(w, ic);
-			if (node && !skip && lead)
+			uint32_t node;
+			if (!skip && lead && n)
+				node = lead_node(w, ic, lead);
+			else if ((node = set_nodes(w, ic, w->n)) && !skip && lead)
 				node = ml_stacktab_child_cached(ic, node, lead);
 			else if (node && skip > lead_n)
 				node = skip - lead_n < (uint32_t)n ? frame_at(w, skip - lead_n)->node :
