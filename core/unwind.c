@@ -84,10 +84,10 @@ struct near_slot {
 struct thread_walk {
 	uint32_t n;		/* frames recorded (0: no previous walk) */
 	uint32_t nodes;		/* o[0, nodes) have their trie node */
-	uint32_t limit;		/* the limit it ran with */
+	uint32_t reuse;		/* the limit it ran with if it may be reused
+				 * (see fresh), else 0 */
 	uint32_t end;		/* END_*: how it stopped (0: no previous walk) */
-	uint32_t gen;		/* ml_unwind_gen it ran under */
-	uint32_t l1_gen;	/* ml_unwind_gen l1 belongs to */
+	uint32_t gen;		/* ml_unwind_gen of l1 and of the record */
 	volatile int busy;	/* a walk is running (a signal handler's must not reuse) */
 	uint32_t declined;	/* walks declined in a row (code without usable CFI) */
 	uint32_t tick;
@@ -134,6 +134,7 @@ void ml_unwind_thread_reset(void *walk)
 	if (!w)
 		return;
 	w->end = 0;
+	w->reuse = 0;
 	w->n = w->nodes = 0;
 	w->home_top = 0;
 	w->declined = 0;
@@ -273,16 +274,20 @@ HOT const struct l1_slot *rule_of(struct thread_walk *w, uint64_t target)
 
 /* A walk that found no previous frame to reuse becomes the record. */
 static int fresh(struct thread_walk *w, uint32_t n, uint32_t end, uint64_t pc, uint64_t sp,
-		 uint32_t limit, uint32_t gen)
+		 uint32_t limit)
 {
 	settle(w, 0, n);
-	w->limit = limit;
 	w->end = end;
-	w->gen = gen;
 	w->pc0 = pc;
 	w->end_sp = sp;
 	if (end == END_OUTERMOST && !w->home_top)
 		w->home_top = sp;
+	/* Only a walk that ran to the thread's own root is reused: its words
+	 * then all lie on this thread's stack, between the matched frame and
+	 * that root, which stays mapped while the thread lives.  (A walk on
+	 * another stack, a coroutine's say, ends at another root, or is cut
+	 * short: never reused.) */
+	w->reuse = end == END_OUTERMOST && sp == w->home_top ? limit : 0;
 	return (int)n;
 }
 
@@ -321,7 +326,9 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	if (n < 2)
 		return 0;
 	struct frame *f0 = &w->o[n - 1], *f1 = f0 - 1;
-	const struct l1_slot *r = rule_of(w, pc);
+	/* f0's rule is pc0's (the record's rules are the current ones) */
+	struct l1_slot rule = { .packed = pc == w->pc0 ? f0->rule : rule_of(w, pc)->packed };
+	const struct l1_slot *r = &rule;
 	if (f0->sp == sp && !RA_DIFF(*f0) && !bp_matters(f0) &&
 	    same_state(f0, r->packed, bp, BIT_BP_OK)) {
 		/* (a) if the frames outwards hold their words */
@@ -378,17 +385,13 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 	       struct ml_intern_cache *ic, uint64_t lead)
 {
 	uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(w->l1_gen != gen, 0)) {
+	if (__builtin_expect(w->gen != gen, 0)) {
+		/* New rules: the copies go, and the record with them. */
 		memset(w->l1, 0, sizeof(w->l1));
-		w->l1_gen = gen;
+		w->gen = gen;
+		w->reuse = 0;
 	}
-	/* Only a walk that ran to the thread's own root is reused: its words
-	 * then all lie on this thread's stack, between the matched frame and
-	 * that root, which stays mapped while the thread lives.  (A walk on
-	 * another stack, a coroutine's say, ends at another root, or is cut
-	 * short: never reused.) */
-	bool usable = w->end == END_OUTERMOST && w->limit == limit && w->gen == gen &&
-		w->end_sp == w->home_top;
+	bool usable = w->reuse == limit;	/* see fresh */
 	if (usable) {
 		uint32_t near = walk_near(w, pc, sp, bp, ic, lead);
 		if (near)
@@ -412,14 +415,14 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 				break;
 		}
 		if (f == fend)
-			return fresh(w, (uint32_t)(f - y), END_LIMIT, pc, sp, limit, gen);
+			return fresh(w, (uint32_t)(f - y), END_LIMIT, pc, sp, limit);
 		uint64_t cfa = ((r->fbits & BIT_RBP_CFA) ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
 		if (cfa <= sp || (cfa & 7))
 			return -1;	/* the stack must grow up as we walk out */
 		if (__builtin_expect(r->flags & stop, 0)) {
 			if (r->flags & (ML_RULE_BAD | ML_RULE_CFA_RBP))
 				return -1;
-			return fresh(w, (uint32_t)(f - y), END_OUTERMOST, pc, cfa, limit, gen);
+			return fresh(w, (uint32_t)(f - y), END_OUTERMOST, pc, cfa, limit);
 		}
 		uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8);
 		f->sp = sp;
@@ -439,7 +442,7 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		}
 		sp = cfa;
 		if (__builtin_expect(ra == 0, 0))
-			return fresh(w, (uint32_t)(f - y), END_ZERO_RA, pc, sp, limit, gen);
+			return fresh(w, (uint32_t)(f - y), END_ZERO_RA, pc, sp, limit);
 		f++;
 		target = ra - 1;	/* inside the call instruction */
 	}
@@ -470,6 +473,7 @@ HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint3
 	int n = walk_in(w, pc, sp, bp, limit, ic, lead);
 	if (__builtin_expect(n < 0, 0)) {
 		w->end = 0;	/* the record may be half written */
+		w->reuse = 0;
 		w->n = w->nodes = 0;
 		w->declined++;
 		__asm__ volatile("" ::: "memory");
