@@ -95,6 +95,7 @@ struct thread_walk {
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
 	struct l1_slot l1[L1_SLOTS];
+	uint32_t lead_hit;	/* this walk's stack id from the near cache, or 0 */
 	struct near_slot near[1u << NEAR_BITS];
 	struct frame o[WALK_MAX];	/* the previous walk, outermost first */
 	/* o's ra_at and ra again, dense: what the check of the reused frames
@@ -298,6 +299,20 @@ HOT struct near_slot *near_slot(struct thread_walk *w, uint32_t parent, uint64_t
 	return &w->near[h >> (64 - NEAR_BITS)];
 }
 
+/* The near cache's answer for (parent, f0's return address, lead), when
+ * it has it: f0's node (the record's innermost frame, below parent) and
+ * the stack id in w->lead_hit.  (Its slot is computed before the check of
+ * the words, and read after: the miss, if any, overlaps the check.) */
+HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct frame *f0,
+		  uint32_t parent, uint64_t lead)
+{
+	if (ns->ra0 == f0->ra && ns->lead == lead && ns->parent == parent) {
+		f0->node = ns->node0;
+		w->nodes = w->n;
+		w->lead_hit = ns->node;
+	}
+}
+
 /* The common cases, without the general walk's bookkeeping: the previous
  * walk's innermost frame unchanged, or only the innermost frame new.
  *
@@ -316,9 +331,8 @@ HOT struct near_slot *near_slot(struct thread_walk *w, uint32_t parent, uint64_t
  * frame is replaced.
  * Returns the frames recorded, or 0 to leave it to the general walk.
  *
- * With ic (the stack id wanted, lead its innermost address or 0), the
- * lines of the node lookups that will follow are asked for before the
- * check of the words, so that their cache misses overlap it. */
+ * With ic (the stack id wanted, lead its innermost address or 0), the near
+ * cache is asked for the stack id (see near_hit). */
 HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
 		       struct ml_intern_cache *ic, uint64_t lead)
 {
@@ -332,10 +346,13 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	if (f0->sp == sp && !RA_DIFF(*f0) && !bp_matters(f0) &&
 	    same_state(f0, r->packed, bp, BIT_BP_OK)) {
 		/* (a) if the frames outwards hold their words */
+		const struct near_slot *ns = NULL;
 		if (ic && lead && w->nodes >= n - 1)
-			__builtin_prefetch(near_slot(w, f1->node, f0->ra, lead));
+			ns = near_slot(w, f1->node, f0->ra, lead);
 		if (first_changed(w, f0, false) != f0)
 			return 0;
+		if (ns)
+			near_hit(w, ns, f0, f1->node, lead);
 		w->pc0 = pc;
 		return n;
 	}
@@ -355,8 +372,9 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	}
 	if (!ra || !same_state(f1, rule_of(w, ra - 1)->packed, bp1, bits1))
 		return 0;
+	const struct near_slot *ns = NULL;
 	if (ic && lead && w->nodes >= n - 1)
-		__builtin_prefetch(near_slot(w, f1->node, ra, lead));
+		ns = near_slot(w, f1->node, ra, lead);
 	if (first_changed(w, f0, false) != f0)
 		return 0;
 	/* (b): f0 becomes the new innermost frame. */
@@ -374,6 +392,8 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	f0->rbp = (uint16_t)(f1->rbp + ((r->fbits & BIT_RBP_CFA) != 0));
 	if (!node_kept && w->nodes >= n)
 		w->nodes = n - 1;
+	if (ns)
+		near_hit(w, ns, f0, f1->node, lead);
 	w->pc0 = pc;
 	return n;
 }
@@ -392,6 +412,7 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		w->reuse = 0;
 	}
 	bool usable = w->reuse == limit;	/* see fresh */
+	w->lead_hit = 0;
 	if (usable) {
 		uint32_t near = walk_near(w, pc, sp, bp, ic, lead);
 		if (near)
@@ -618,7 +639,7 @@ int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_
 		if (total - skip <= max_depth) {
 			uint32_t node;
 			if (!skip && lead && n)
-				node = lead_node(w, ic, lead);
+				node = w->lead_hit ? w->lead_hit : lead_node(w, ic, lead);
 			else if ((node = set_nodes(w, ic, w->n)) && !skip && lead)
 				node = ml_stacktab_child_cached(ic, node, lead);
 			else if (node && skip > lead_n)
