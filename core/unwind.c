@@ -313,22 +313,60 @@ HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct fram
 	}
 }
 
-/* The common cases, without the general walk's bookkeeping: the previous
- * walk's innermost frame unchanged, or only the innermost frame new.
- *
- * (a) The innermost frame has the state it had in the previous walk
- * (same sp, rule, bp where it matters), no frame outwards of it takes its
- * CFA from rbp, and every return-address word of the record still holds
- * what was read: the walk is the previous one (what the general walk
- * would find at its first frame).
+/* Brings frames o[lo, top) of the record up to date where their return
+ * addresses changed but not the shape of the stack: a frame p whose
+ * return-address word no longer holds what was read now leads to the
+ * target word - 1; if that target's rule is the rule recorded for frame
+ * p - 1 (the frame it leads to), unwinding frame p - 1 from its recorded
+ * state gives what it gave before (the same CFA: bp, where a CFA depends
+ * on it, comes from the saved-rbp words, which bp says must hold what was
+ * read, or from the innermost frame's state, which the caller compared),
+ * so the rest of the record stands and only frame p's return address
+ * changes.  Frames [lo, top) are so read (the caller found [0, lo)
+ * holding their words), so the record is then exactly the walk of today's
+ * words.  Returns false (the general walk takes
+ * over) at a change it cannot so absorb: a zero return address, the
+ * outermost frame's (what ended the walk is not recorded), another rule,
+ * a saved-rbp word that matters; the frames patched until then are
+ * consistent with the rest, and their nodes are dropped. */
+HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
+{
+	struct frame *o = w->o;
+	uint32_t chg = top;
+	bool ok = true;
+	for (uint32_t p = top; p-- > lo;) {
+		uint64_t v = WORD(w->o_at[p]);
+		if (__builtin_expect(bp, 0) && o[p].bw_at != o[p].ra_at && BW_DIFF(o[p])) {
+			ok = false;
+			break;
+		}
+		if (v == w->o_ra[p])
+			continue;
+		if (!v || !p || rule_of(w, v - 1)->packed != o[p - 1].rule) {
+			ok = false;
+			break;
+		}
+		if (o[p].bw_at == o[p].ra_at)
+			o[p].bw = v;
+		o[p].ra = v;
+		w->o_ra[p] = v;
+		chg = p;
+	}
+	if (w->nodes > chg)
+		w->nodes = chg;
+	return ok;
+}
+
+/* The common cases, without the general walk's bookkeeping:
+ * (a) The innermost frame has the state it had in the previous walk (same
+ * sp and rule, same bp where a CFA from there out depends on it): the
+ * record is today's walk once the frames whose return addresses changed
+ * are patched (patch_words).
  * (b) Otherwise the innermost frame is unwound (as the general walk does),
  * and if the frame it leads to has the state of the previous walk's
  * second frame (same sp, the rule of the new return address equal to the
- * one recorded there, bp where it matters), no frame outwards of that one
- * takes its CFA from rbp, and the return-address words from there out
- * still hold what was read, the rest of the walk is the previous one from
- * there out (the argument of the file's head comment): only the innermost
- * frame is replaced.
+ * one recorded there, same bp where it matters), only the innermost frame
+ * is replaced, and the others patched as in (a).
  * Returns the frames recorded, or 0 to leave it to the general walk.
  *
  * With ic (the stack id wanted, lead its innermost address or 0), the near
@@ -343,21 +381,20 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	/* f0's rule is pc0's (the record's rules are the current ones) */
 	struct l1_slot rule = { .packed = pc == w->pc0 ? f0->rule : rule_of(w, pc)->packed };
 	const struct l1_slot *r = &rule;
-	if (f0->sp == sp && !RA_DIFF(*f0) && !bp_matters(f0) &&
-	    same_state(f0, r->packed, bp, BIT_BP_OK)) {
-		/* (a) if the frames outwards hold their words */
-		const struct near_slot *ns = NULL;
-		if (ic && lead && w->nodes >= n - 1)
+	const struct near_slot *ns = NULL;
+	if (f0->sp == sp && same_state(f0, r->packed, bp, BIT_BP_OK)) {
+		/* (a) */
+		bool bpm = bp_matters(f0);
+		if (ic && lead && w->nodes >= n)
 			ns = near_slot(w, f1->node, f0->ra, lead);
-		if (first_changed(w, f0, false) != f0)
+		const struct frame *c = first_changed(w, f0 + 1, bpm);
+		if (c != f0 + 1 && !patch_words(w, (uint32_t)(c - w->o), n, bpm))
 			return 0;
-		if (ns)
+		if (ns && w->nodes >= n)
 			near_hit(w, ns, f0, f1->node, lead);
 		w->pc0 = pc;
 		return n;
 	}
-	if (bp_matters(f1))
-		return 0;
 	uint64_t cfa = ((r->fbits & BIT_RBP_CFA) ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
 	if (cfa != f1->sp || cfa <= sp || (cfa & 7) ||
 	    (r->flags & (ML_RULE_BAD | ML_RULE_RA_UNDEF)))
@@ -372,12 +409,9 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	}
 	if (!ra || !same_state(f1, rule_of(w, ra - 1)->packed, bp1, bits1))
 		return 0;
-	const struct near_slot *ns = NULL;
+	/* (b): f0 becomes the new innermost frame (f1's state is its). */
 	if (ic && lead && w->nodes >= n - 1)
 		ns = near_slot(w, f1->node, ra, lead);
-	if (first_changed(w, f0, false) != f0)
-		return 0;
-	/* (b): f0 becomes the new innermost frame. */
 	bool node_kept = ra == f0->ra && w->nodes >= n;
 	f0->sp = sp;
 	f0->bp = bp;
@@ -392,9 +426,13 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	f0->rbp = (uint16_t)(f1->rbp + ((r->fbits & BIT_RBP_CFA) != 0));
 	if (!node_kept && w->nodes >= n)
 		w->nodes = n - 1;
-	if (ns)
-		near_hit(w, ns, f0, f1->node, lead);
 	w->pc0 = pc;
+	bool bpm = bp_matters(f1);
+	const struct frame *c = first_changed(w, f0, bpm);
+	if (c != f0 && !patch_words(w, (uint32_t)(c - w->o), n - 1, bpm))
+		return 0;
+	if (ns && w->nodes >= n - 1)
+		near_hit(w, ns, f0, f1->node, lead);
 	return n;
 }
 
