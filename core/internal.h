@@ -102,6 +102,21 @@ static inline uint32_t ml_stacktab_child_cached(struct ml_intern_cache *c, uint3
 		*s = (struct ml_child_slot){ address, parent, node };
 	return node;
 }
+/* The same, through the slot of c's direct-mapped copy that h picks (its
+ * top 12 bits): any hash, of the whole path say, so that the slots of a
+ * path's frames are known before their parents are; an entry is checked
+ * whole, so where it is kept decides only whether it is found. */
+static inline uint32_t ml_stacktab_child_at(struct ml_intern_cache *c, uint64_t h,
+					    uint32_t parent, uint64_t address)
+{
+	struct ml_child_slot *s = &c->l0[h >> (64 - 12)];
+	if (__builtin_expect(s->address == address && s->parent == parent, 1))
+		return s->node;
+	uint32_t node = ml_stacktab_child_l1(c, parent, address);
+	if (node)
+		*s = (struct ml_child_slot){ address, parent, node };
+	return node;
+}
 /* The stack id of the calling thread's stack, captured and interned with
  * the thread's cache (the walker's own node cache when it can, else a
  * capture into a buffer, the rooms' decorations, ml_stacktab_intern). */

@@ -101,6 +101,9 @@ struct thread_walk {
 	/* o's ra_at and ra again, dense: what the check of the reused frames
 	 * reads (four to a 32-byte load, not one 64-byte record each). */
 	uint64_t o_at[WALK_MAX], o_ra[WALK_MAX];
+	/* A hash of the path root .. o[p], valid with the node (p < nodes):
+	 * where o[p]'s node lookup is cached (see set_nodes). */
+	uint64_t o_ph[WALK_MAX];
 	struct frame y[WALK_MAX];	/* the new walk's own frames, innermost first */
 };
 
@@ -299,6 +302,14 @@ HOT struct near_slot *near_slot(struct thread_walk *w, uint32_t parent, uint64_t
 	return &w->near[h >> (64 - NEAR_BITS)];
 }
 
+/* o_ph[p] from o_ph[p - 1] (see set_nodes). */
+HOT uint64_t path_hash(const struct thread_walk *w, uint64_t prev, uint32_t p)
+{
+	uint64_t ph = (prev ^ w->o_ra[p]) * 0x9e3779b97f4a7c15ull;
+	return ph ^ (ph >> 31);
+}
+#define PATH_SEED 0x243f6a8885a308d3ull
+
 /* The near cache's answer for (parent, f0's return address, lead), when
  * it has it: f0's node (the record's innermost frame, below parent) and
  * the stack id in w->lead_hit.  (Its slot is computed before the check of
@@ -307,8 +318,10 @@ HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct fram
 		  uint32_t parent, uint64_t lead)
 {
 	if (ns->ra0 == f0->ra && ns->lead == lead && ns->parent == parent) {
+		uint32_t n = w->n;
 		f0->node = ns->node0;
-		w->nodes = w->n;
+		w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
+		w->nodes = n;
 		w->lead_hit = ns->node;
 	}
 }
@@ -609,17 +622,25 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
  * table has no room (nodes stay valid up to there). */
 HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32_t upto)
 {
-	struct frame *f = w->o + w->nodes, *end = w->o + upto;
-	if (f >= end)
-		return upto ? end[-1].node : ML_NODE_ROOT;
-	uint32_t parent = w->nodes ? f[-1].node : ML_NODE_ROOT;
-	for (; f < end; f++) {
-		parent = ml_stacktab_child_cached(ic, parent, f->ra);
-		if (!parent)
-			return 0;
-		f->node = parent;
-		w->nodes++;
+	uint32_t p = w->nodes;
+	if (p >= upto)
+		return upto ? w->o[upto - 1].node : ML_NODE_ROOT;
+	/* First the slots of all the lookups, by a hash of each frame's path
+	 * (no node needed): their lines are asked for together, and the
+	 * lookups, each needing its parent's node, then find them on the way. */
+	uint64_t ph = p ? w->o_ph[p - 1] : PATH_SEED;
+	for (uint32_t q = p; q < upto; q++) {
+		w->o_ph[q] = ph = path_hash(w, ph, q);
+		__builtin_prefetch(&ic->l0[ph >> (64 - 12)]);
 	}
+	uint32_t parent = p ? w->o[p - 1].node : ML_NODE_ROOT;
+	for (; p < upto; p++) {
+		parent = ml_stacktab_child_at(ic, w->o_ph[p], parent, w->o_ra[p]);
+		if (!parent)
+			break;
+		w->o[p].node = parent;
+	}
+	w->nodes = p;
 	return parent;
 }
 
@@ -635,6 +656,7 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	struct near_slot *s = near_slot(w, parent, f0->ra, lead);
 	if (s->ra0 == f0->ra && s->lead == lead && s->parent == parent) {
 		f0->node = s->node0;
+		w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
 		w->nodes = n;
 		return s->node;
 	}
@@ -642,6 +664,7 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	if (!node0)
 		return 0;
 	f0->node = node0;
+	w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
 	w->nodes = n;
 	uint32_t node = ml_stacktab_child_cached(ic, node0, lead);
 	if (node)
