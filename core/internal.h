@@ -58,8 +58,9 @@ void ml_arena_after_fork(void);
  * (parent, address) -> node lookups it made: a direct-mapped one of 4 Ki
  * entries (64 KiB: one probe, inline, holds the call paths of a loop
  * nest; 256 entries missed 89% of the time on bench/alloc_bench's ~1,400
- * hot paths), in front of a two-way set associative one (node ids never
- * change, so entries never go stale). */
+ * hot paths; the stack walker picks its slots by a hash of the whole path,
+ * see ml_stacktab_child_at), in front of a two-way set associative one
+ * (node ids never change, so entries never go stale). */
 #define ML_CHILD_L0 4096u
 #define ML_CHILD_SETS 2048u
 struct ml_child_slot {

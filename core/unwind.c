@@ -23,7 +23,20 @@
  * three loads, the stores of its record, its copy into place.  A new frame
  * that has the return address of the frame the previous walk had at its
  * depth, below the same frames, keeps that frame's trie node: so only the
- * frames whose path is new are looked up in the stack table. */
+ * frames whose path is new are looked up in the stack table.
+ *
+ * Most allocations need less (walk_near): when the innermost frame, or
+ * the frame it leads to, has its recorded state, the record is today's
+ * walk once the return addresses that changed are patched in place,
+ * provided each one's target has the rule recorded for the frame it leads
+ * to (the same rule from the same state: the same CFA, so the rest of the
+ * record stands; see patch_words).  That check reads every recorded
+ * return-address word (dense copies: four per AVX2 gather where there is
+ * one), as the general walk's does.  The stack id of the innermost two
+ * levels and the lead comes from one per-thread cache keyed by what lies
+ * below them (the near cache); deeper frames' lookups go through slots
+ * picked by a hash of their paths, asked for all at once, so that their
+ * cache misses overlap instead of following one another. */
 #include <immintrin.h>
 #include <string.h>
 #include "core/internal.h"
