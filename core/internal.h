@@ -58,8 +58,9 @@ void ml_arena_after_fork(void);
  * (parent, address) -> node lookups it made: a direct-mapped one of 4 Ki
  * entries (64 KiB: one probe, inline, holds the call paths of a loop
  * nest; 256 entries missed 89% of the time on bench/alloc_bench's ~1,400
- * hot paths), in front of a two-way set associative one (node ids never
- * change, so entries never go stale). */
+ * hot paths; the stack walker picks its slots by a hash of the whole path,
+ * see ml_stacktab_child_at), in front of a two-way set associative one
+ * (node ids never change, so entries never go stale). */
 #define ML_CHILD_L0 4096u
 #define ML_CHILD_SETS 2048u
 struct ml_child_slot {
@@ -95,6 +96,21 @@ static inline uint32_t ml_stacktab_child_cached(struct ml_intern_cache *c, uint3
 	uint64_t h = (address ^ parent) * 0x9e3779b97f4a7c15ull;
 	struct ml_child_slot *s = &c->l0[h >> (64 - 12)];
 	_Static_assert(ML_CHILD_L0 == 1u << 12, "12 bits");
+	if (__builtin_expect(s->address == address && s->parent == parent, 1))
+		return s->node;
+	uint32_t node = ml_stacktab_child_l1(c, parent, address);
+	if (node)
+		*s = (struct ml_child_slot){ address, parent, node };
+	return node;
+}
+/* The same, through the slot of c's direct-mapped copy that h picks (its
+ * top 12 bits): any hash, of the whole path say, so that the slots of a
+ * path's frames are known before their parents are; an entry is checked
+ * whole, so where it is kept decides only whether it is found. */
+static inline uint32_t ml_stacktab_child_at(struct ml_intern_cache *c, uint64_t h,
+					    uint32_t parent, uint64_t address)
+{
+	struct ml_child_slot *s = &c->l0[h >> (64 - 12)];
 	if (__builtin_expect(s->address == address && s->parent == parent, 1))
 		return s->node;
 	uint32_t node = ml_stacktab_child_l1(c, parent, address);

@@ -23,7 +23,21 @@
  * three loads, the stores of its record, its copy into place.  A new frame
  * that has the return address of the frame the previous walk had at its
  * depth, below the same frames, keeps that frame's trie node: so only the
- * frames whose path is new are looked up in the stack table. */
+ * frames whose path is new are looked up in the stack table.
+ *
+ * Most allocations need less (walk_near): when the innermost frame, or
+ * the frame it leads to, has its recorded state, the record is today's
+ * walk once the return addresses that changed are patched in place,
+ * provided each one's target has the rule recorded for the frame it leads
+ * to (the same rule from the same state: the same CFA, so the rest of the
+ * record stands; see patch_words).  That check reads every recorded
+ * return-address word (dense copies: four per AVX2 gather where there is
+ * one), as the general walk's does.  The stack id of the innermost two
+ * levels and the lead comes from one per-thread cache keyed by what lies
+ * below them (the near cache); deeper frames' lookups go through slots
+ * picked by a hash of their paths, asked for all at once, so that their
+ * cache misses overlap instead of following one another. */
+#include <immintrin.h>
 #include <string.h>
 #include "core/internal.h"
 
@@ -65,16 +79,28 @@ struct frame {
 	uint8_t bits;
 };
 
+/* The stack ids of the innermost two frames and the lead, by what is
+ * below them: (parent, ra0, lead) -> (node0, node), node0 being the child
+ * (parent, ra0) and node the child (node0, lead) in the trie.  One probe
+ * of one line where the child caches take two (the common allocation
+ * changes only these two levels, or none).  Node ids never change, so an
+ * entry never goes stale. */
+#define NEAR_BITS 10u
+struct near_slot {
+	uint64_t ra0, lead;
+	uint32_t parent, node0, node, pad;
+};
+
 /* Per thread: the previous walk, outermost first (frame i, innermost = 0,
  * is o[n - 1 - i]).  Frame i's target is pc0 for i = 0, else frame i-1's
  * return address - 1. */
 struct thread_walk {
 	uint32_t n;		/* frames recorded (0: no previous walk) */
 	uint32_t nodes;		/* o[0, nodes) have their trie node */
-	uint32_t limit;		/* the limit it ran with */
+	uint32_t reuse;		/* the limit it ran with if it may be reused
+				 * (see fresh), else 0 */
 	uint32_t end;		/* END_*: how it stopped (0: no previous walk) */
-	uint32_t gen;		/* ml_unwind_gen it ran under */
-	uint32_t l1_gen;	/* ml_unwind_gen l1 belongs to */
+	uint32_t gen;		/* ml_unwind_gen of l1 and of the record */
 	volatile int busy;	/* a walk is running (a signal handler's must not reuse) */
 	uint32_t declined;	/* walks declined in a row (code without usable CFI) */
 	uint32_t tick;
@@ -82,15 +108,30 @@ struct thread_walk {
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
 	struct l1_slot l1[L1_SLOTS];
+	uint32_t lead_hit;	/* this walk's stack id from the near cache, or 0 */
+	struct near_slot near[1u << NEAR_BITS];
 	struct frame o[WALK_MAX];	/* the previous walk, outermost first */
+	/* o's ra_at and ra again, dense: what the check of the reused frames
+	 * reads (four to a 32-byte load, not one 64-byte record each). */
+	uint64_t o_at[WALK_MAX], o_ra[WALK_MAX];
+	/* A hash of the path root .. o[p], valid with the node (p < nodes):
+	 * where o[p]'s node lookup is cached (see set_nodes). */
+	uint64_t o_ph[WALK_MAX];
 	struct frame y[WALK_MAX];	/* the new walk's own frames, innermost first */
 };
+
+/* 1 when the CPU (and the kernel) give us AVX2's gathers. */
+static int use_gather = -1;
 
 /* The calling thread's walk record, in its ml_thread (which a later thread
  * may inherit: the record is then reset). */
 static struct thread_walk *walk_make(struct ml_thread *t)
 {
 	struct thread_walk *w;
+	if (__builtin_expect(use_gather < 0, 0)) {
+		__builtin_cpu_init();
+		use_gather = __builtin_cpu_supports("avx2") ? 1 : 0;
+	}
 	if (!t || !(w = ml_arena_alloc(sizeof(*w))))
 		return NULL;
 	t->walk = w;
@@ -110,6 +151,7 @@ void ml_unwind_thread_reset(void *walk)
 	if (!w)
 		return;
 	w->end = 0;
+	w->reuse = 0;
 	w->n = w->nodes = 0;
 	w->home_top = 0;
 	w->declined = 0;
@@ -130,12 +172,40 @@ HOT bool bp_matters(const struct frame *f)
 #define RA_DIFF(f) (WORD((f).ra_at) ^ (f).ra)
 #define BW_DIFF(f) (WORD((f).bw_at) ^ (f).bw)
 
-/* The first frame of [f, end) whose words no longer hold what was read,
- * or end; saved-rbp words too when bp says so.  Four frames per test:
- * independent loads. */
-HOT const struct frame *first_changed(const struct frame *f, const struct frame *end, bool bp)
+/* Whether some of frames [0, n) (dense: at, ra; n >= 4) no longer hold
+ * the return address read: four words per AVX2 gather, all of them
+ * before one test (the common answer is no).  The last four overlap the
+ * others when n is not a multiple of four: a word read twice is
+ * harmless. */
+#define GATHER_DIFF(i) _mm256_xor_si256( \
+		_mm256_i64gather_epi64((const long long *)0, \
+				       _mm256_loadu_si256((const __m256i *)(const void *)(at + (i))), 1), \
+		_mm256_loadu_si256((const __m256i *)(const void *)(ra + (i))))
+__attribute__((target("avx2"), noinline)) static bool
+changed_gather(const uint64_t *at, const uint64_t *ra, uint32_t n)
 {
+	__m256i acc = GATHER_DIFF(n - 4);
+	uint32_t i = 0;
+	for (; i + 8 < n; i += 8)
+		acc = _mm256_or_si256(acc, _mm256_or_si256(GATHER_DIFF(i), GATHER_DIFF(i + 4)));
+	if (i + 4 < n)
+		acc = _mm256_or_si256(acc, GATHER_DIFF(i));
+	return !_mm256_testz_si256(acc, acc);
+}
+#undef GATHER_DIFF
+
+/* The first frame of [w->o, end) whose words no longer hold what was
+ * read, or end; saved-rbp words too when bp says so.  Four frames per
+ * test: independent loads (without saved-rbp words and with AVX2: first
+ * all of them at once, which usually finds none). */
+HOT const struct frame *first_changed(const struct thread_walk *w, const struct frame *end,
+				      bool bp)
+{
+	const struct frame *f = w->o;
 	if (!bp) {
+		if (end - f >= 4 && use_gather > 0 &&
+		    !changed_gather(w->o_at, w->o_ra, (uint32_t)(end - f)))
+			return end;
 		for (; end - f >= 4; f += 4)
 			if (__builtin_expect((RA_DIFF(f[0]) | RA_DIFF(f[1]) | RA_DIFF(f[2]) |
 					      RA_DIFF(f[3])) != 0, 0))
@@ -186,6 +256,8 @@ HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 		uint32_t node = dst->node;
 		same = same && dst < with_node && dst->ra == src->ra;
 		*dst = *src;
+		w->o_at[dst - w->o] = src->ra_at;
+		w->o_ra[dst - w->o] = src->ra;
 		cum += (dst->bits & BIT_RBP_CFA) != 0;
 		dst->rbp = (uint16_t)cum;
 		if (same) {
@@ -219,36 +291,197 @@ HOT const struct l1_slot *rule_of(struct thread_walk *w, uint64_t target)
 
 /* A walk that found no previous frame to reuse becomes the record. */
 static int fresh(struct thread_walk *w, uint32_t n, uint32_t end, uint64_t pc, uint64_t sp,
-		 uint32_t limit, uint32_t gen)
+		 uint32_t limit)
 {
 	settle(w, 0, n);
-	w->limit = limit;
 	w->end = end;
-	w->gen = gen;
 	w->pc0 = pc;
 	w->end_sp = sp;
 	if (end == END_OUTERMOST && !w->home_top)
 		w->home_top = sp;
-	return (int)n;
-}
-
-/* Walks from (pc, sp, bp), pc being the target of the innermost frame,
- * into the thread's record.  Returns the frames recorded, or -1 when a
- * frame's rule is not one it handles. */
-HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit)
-{
-	uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(w->l1_gen != gen, 0)) {
-		memset(w->l1, 0, sizeof(w->l1));
-		w->l1_gen = gen;
-	}
 	/* Only a walk that ran to the thread's own root is reused: its words
 	 * then all lie on this thread's stack, between the matched frame and
 	 * that root, which stays mapped while the thread lives.  (A walk on
 	 * another stack, a coroutine's say, ends at another root, or is cut
 	 * short: never reused.) */
-	bool usable = w->end == END_OUTERMOST && w->limit == limit && w->gen == gen &&
-		w->end_sp == w->home_top;
+	w->reuse = end == END_OUTERMOST && sp == w->home_top ? limit : 0;
+	return (int)n;
+}
+
+HOT struct near_slot *near_slot(struct thread_walk *w, uint32_t parent, uint64_t ra0,
+			       uint64_t lead)
+{
+	uint64_t h = ((ra0 ^ parent) * 0x9e3779b97f4a7c15ull ^ lead) * 0xd6e8feb86659fd93ull;
+	return &w->near[h >> (64 - NEAR_BITS)];
+}
+
+/* o_ph[p] from o_ph[p - 1] (see set_nodes). */
+HOT uint64_t path_hash(const struct thread_walk *w, uint64_t prev, uint32_t p)
+{
+	uint64_t ph = (prev ^ w->o_ra[p]) * 0x9e3779b97f4a7c15ull;
+	return ph ^ (ph >> 31);
+}
+#define PATH_SEED 0x243f6a8885a308d3ull
+
+/* The near cache's answer for (parent, f0's return address, lead), when
+ * it has it: f0's node (the record's innermost frame, below parent) and
+ * the stack id in w->lead_hit.  (Its slot is computed before the check of
+ * the words, and read after: the miss, if any, overlaps the check.) */
+HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct frame *f0,
+		  uint32_t parent, uint64_t lead)
+{
+	if (ns->ra0 == f0->ra && ns->lead == lead && ns->parent == parent) {
+		uint32_t n = w->n;
+		f0->node = ns->node0;
+		w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
+		w->nodes = n;
+		w->lead_hit = ns->node;
+	}
+}
+
+/* Brings frames o[lo, top) of the record up to date where their return
+ * addresses changed but not the shape of the stack: a frame p whose
+ * return-address word no longer holds what was read now leads to the
+ * target word - 1; if that target's rule is the rule recorded for frame
+ * p - 1 (the frame it leads to), unwinding frame p - 1 from its recorded
+ * state gives what it gave before (the same CFA: bp, where a CFA depends
+ * on it, comes from the saved-rbp words, which bp says must hold what was
+ * read, or from the innermost frame's state, which the caller compared),
+ * so the rest of the record stands and only frame p's return address
+ * changes.  Frames [lo, top) are so read (the caller found [0, lo)
+ * holding their words), so the record is then exactly the walk of today's
+ * words.  Returns false (the general walk takes
+ * over) at a change it cannot so absorb: a zero return address, the
+ * outermost frame's (what ended the walk is not recorded), another rule,
+ * a saved-rbp word that matters; the frames patched until then are
+ * consistent with the rest, and their nodes are dropped. */
+HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
+{
+	struct frame *o = w->o;
+	uint32_t chg = top;
+	bool ok = true;
+	for (uint32_t p = top; p-- > lo;) {
+		uint64_t v = WORD(w->o_at[p]);
+		if (__builtin_expect(bp, 0) && o[p].bw_at != o[p].ra_at && BW_DIFF(o[p])) {
+			ok = false;
+			break;
+		}
+		if (v == w->o_ra[p])
+			continue;
+		if (!v || !p || rule_of(w, v - 1)->packed != o[p - 1].rule) {
+			ok = false;
+			break;
+		}
+		if (o[p].bw_at == o[p].ra_at)
+			o[p].bw = v;
+		o[p].ra = v;
+		w->o_ra[p] = v;
+		chg = p;
+	}
+	if (w->nodes > chg)
+		w->nodes = chg;
+	return ok;
+}
+
+/* The common cases, without the general walk's bookkeeping:
+ * (a) The innermost frame has the state it had in the previous walk (same
+ * sp and rule, same bp where a CFA from there out depends on it): the
+ * record is today's walk once the frames whose return addresses changed
+ * are patched (patch_words).
+ * (b) Otherwise the innermost frame is unwound (as the general walk does),
+ * and if the frame it leads to has the state of the previous walk's
+ * second frame (same sp, the rule of the new return address equal to the
+ * one recorded there, same bp where it matters), only the innermost frame
+ * is replaced, and the others patched as in (a).
+ * Returns the frames recorded, or 0 to leave it to the general walk.
+ *
+ * With ic (the stack id wanted, lead its innermost address or 0), the near
+ * cache is asked for the stack id (see near_hit). */
+HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
+		       struct ml_intern_cache *ic, uint64_t lead)
+{
+	uint32_t n = w->n;
+	if (n < 2)
+		return 0;
+	struct frame *f0 = &w->o[n - 1], *f1 = f0 - 1;
+	/* f0's rule is pc0's (the record's rules are the current ones) */
+	struct l1_slot rule = { .packed = pc == w->pc0 ? f0->rule : rule_of(w, pc)->packed };
+	const struct l1_slot *r = &rule;
+	const struct near_slot *ns = NULL;
+	if (f0->sp == sp && same_state(f0, r->packed, bp, BIT_BP_OK)) {
+		/* (a) */
+		bool bpm = bp_matters(f0);
+		if (ic && lead && w->nodes >= n)
+			ns = near_slot(w, f1->node, f0->ra, lead);
+		const struct frame *c = first_changed(w, f0 + 1, bpm);
+		if (c != f0 + 1 && !patch_words(w, (uint32_t)(c - w->o), n, bpm))
+			return 0;
+		if (ns && w->nodes >= n)
+			near_hit(w, ns, f0, f1->node, lead);
+		w->pc0 = pc;
+		return n;
+	}
+	uint64_t cfa = ((r->fbits & BIT_RBP_CFA) ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
+	if (cfa != f1->sp || cfa <= sp || (cfa & 7) ||
+	    (r->flags & (ML_RULE_BAD | ML_RULE_RA_UNDEF)))
+		return 0;
+	uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8), bw_at = cfa - 8, bw = ra, bp1 = bp;
+	uint32_t bits1 = BIT_BP_OK;
+	if (r->flags & ML_RULE_RBP_SAVED) {
+		bw_at = cfa + (uint64_t)(int64_t)r->bp_off;
+		bp1 = bw = *(const uint64_t *)(uintptr_t)bw_at;
+	} else if (r->flags & ML_RULE_RBP_UNDEF) {
+		bits1 = 0;
+	}
+	if (!ra || !same_state(f1, rule_of(w, ra - 1)->packed, bp1, bits1))
+		return 0;
+	/* (b): f0 becomes the new innermost frame (f1's state is its). */
+	if (ic && lead && w->nodes >= n - 1)
+		ns = near_slot(w, f1->node, ra, lead);
+	bool node_kept = ra == f0->ra && w->nodes >= n;
+	f0->sp = sp;
+	f0->bp = bp;
+	f0->bits = (uint8_t)(BIT_BP_OK | r->fbits);
+	f0->rule = r->packed;
+	f0->ra_at = cfa - 8;
+	f0->ra = ra;
+	w->o_at[n - 1] = cfa - 8;
+	w->o_ra[n - 1] = ra;
+	f0->bw_at = bw_at;
+	f0->bw = bw;
+	f0->rbp = (uint16_t)(f1->rbp + ((r->fbits & BIT_RBP_CFA) != 0));
+	if (!node_kept && w->nodes >= n)
+		w->nodes = n - 1;
+	w->pc0 = pc;
+	bool bpm = bp_matters(f1);
+	const struct frame *c = first_changed(w, f0, bpm);
+	if (c != f0 && !patch_words(w, (uint32_t)(c - w->o), n - 1, bpm))
+		return 0;
+	if (ns && w->nodes >= n - 1)
+		near_hit(w, ns, f0, f1->node, lead);
+	return n;
+}
+
+/* Walks from (pc, sp, bp), pc being the target of the innermost frame,
+ * into the thread's record.  Returns the frames recorded, or -1 when a
+ * frame's rule is not one it handles. */
+HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit,
+	       struct ml_intern_cache *ic, uint64_t lead)
+{
+	uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(w->gen != gen, 0)) {
+		/* New rules: the copies go, and the record with them. */
+		memset(w->l1, 0, sizeof(w->l1));
+		w->gen = gen;
+		w->reuse = 0;
+	}
+	bool usable = w->reuse == limit;	/* see fresh */
+	w->lead_hit = 0;
+	if (usable) {
+		uint32_t near = walk_near(w, pc, sp, bp, ic, lead);
+		if (near)
+			return (int)near;
+	}
 	const struct frame *o = w->o, *last = o + (usable ? w->n : 0) - 1;
 	const struct frame *k = last;	/* the old frame with the lowest sp >= ours */
 	const struct frame *clean = NULL;	/* o[0, clean) hold their words, once known */
@@ -262,19 +495,19 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 			k--;
 		if (k >= o && k->sp == sp && same_state(k, r->packed, bp, bits)) {
 			if (!clean)
-				clean = first_changed(o, k + 1, bp_matters(k));
+				clean = first_changed(w, k + 1, bp_matters(k));
 			if (k < clean && (f - y) + (k - o) + 1 <= limit)
 				break;
 		}
 		if (f == fend)
-			return fresh(w, (uint32_t)(f - y), END_LIMIT, pc, sp, limit, gen);
+			return fresh(w, (uint32_t)(f - y), END_LIMIT, pc, sp, limit);
 		uint64_t cfa = ((r->fbits & BIT_RBP_CFA) ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
 		if (cfa <= sp || (cfa & 7))
 			return -1;	/* the stack must grow up as we walk out */
 		if (__builtin_expect(r->flags & stop, 0)) {
 			if (r->flags & (ML_RULE_BAD | ML_RULE_CFA_RBP))
 				return -1;
-			return fresh(w, (uint32_t)(f - y), END_OUTERMOST, pc, cfa, limit, gen);
+			return fresh(w, (uint32_t)(f - y), END_OUTERMOST, pc, cfa, limit);
 		}
 		uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8);
 		f->sp = sp;
@@ -294,7 +527,7 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		}
 		sp = cfa;
 		if (__builtin_expect(ra == 0, 0))
-			return fresh(w, (uint32_t)(f - y), END_ZERO_RA, pc, sp, limit, gen);
+			return fresh(w, (uint32_t)(f - y), END_ZERO_RA, pc, sp, limit);
 		f++;
 		target = ra - 1;	/* inside the call instruction */
 	}
@@ -310,7 +543,8 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 /* Runs walk_in with the thread's record held; -1 when busy (a signal
  * handler interrupted a walk on this thread: libunwind serves it) or
  * declined.  On success the record stays held: walk_done releases it. */
-HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit)
+HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit,
+	    struct ml_intern_cache *ic, uint64_t lead)
 {
 	if (!w || limit > WALK_MAX || w->busy)
 		return -1;
@@ -321,9 +555,10 @@ HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint3
 		return -1;
 	w->busy = 1;
 	__asm__ volatile("" ::: "memory");
-	int n = walk_in(w, pc, sp, bp, limit);
+	int n = walk_in(w, pc, sp, bp, limit, ic, lead);
 	if (__builtin_expect(n < 0, 0)) {
 		w->end = 0;	/* the record may be half written */
+		w->reuse = 0;
 		w->n = w->nodes = 0;
 		w->declined++;
 		__asm__ volatile("" ::: "memory");
@@ -383,7 +618,7 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 	HERE(pc, sp, bp);
 	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
-	int n = walk(w, pc, sp, bp, limit - (lead != 0));
+	int n = walk(w, pc, sp, bp, limit - (lead != 0), NULL, 0);
 	if (n < 0)
 		return -1;
 	uint32_t o = 0;
@@ -395,21 +630,59 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 	return (int)o;
 }
 
-/* Gives every frame of the record its trie node, outermost first; returns
- * frame 0's (ML_NODE_ROOT for no frame), 0 when the stack table has no
- * room (nodes stay valid up to there). */
-HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic)
+/* Gives frames o[0, upto) of the record their trie nodes, outermost
+ * first; returns o[upto - 1]'s (ML_NODE_ROOT for none), 0 when the stack
+ * table has no room (nodes stay valid up to there). */
+HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32_t upto)
 {
-	struct frame *f = w->o + w->nodes, *end = w->o + w->n;
-	uint32_t parent = w->nodes ? f[-1].node : ML_NODE_ROOT;
-	for (; f < end; f++) {
-		parent = ml_stacktab_child_cached(ic, parent, f->ra);
-		if (!parent)
-			return 0;
-		f->node = parent;
-		w->nodes++;
+	uint32_t p = w->nodes;
+	if (p >= upto)
+		return upto ? w->o[upto - 1].node : ML_NODE_ROOT;
+	/* First the slots of all the lookups, by a hash of each frame's path
+	 * (no node needed): their lines are asked for together, and the
+	 * lookups, each needing its parent's node, then find them on the way. */
+	uint64_t ph = p ? w->o_ph[p - 1] : PATH_SEED;
+	for (uint32_t q = p; q < upto; q++) {
+		w->o_ph[q] = ph = path_hash(w, ph, q);
+		__builtin_prefetch(&ic->l0[ph >> (64 - 12)]);
 	}
+	uint32_t parent = p ? w->o[p - 1].node : ML_NODE_ROOT;
+	for (; p < upto; p++) {
+		parent = ml_stacktab_child_at(ic, w->o_ph[p], parent, w->o_ra[p]);
+		if (!parent)
+			break;
+		w->o[p].node = parent;
+	}
+	w->nodes = p;
 	return parent;
+}
+
+/* The stack id of the record's frames below lead (the innermost address):
+ * frame 0's node and lead's through the near cache. */
+HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64_t lead)
+{
+	uint32_t n = w->n;
+	uint32_t parent = set_nodes(w, ic, n - 1);
+	if (!parent)
+		return 0;
+	struct frame *f0 = &w->o[n - 1];
+	struct near_slot *s = near_slot(w, parent, f0->ra, lead);
+	if (s->ra0 == f0->ra && s->lead == lead && s->parent == parent) {
+		f0->node = s->node0;
+		w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
+		w->nodes = n;
+		return s->node;
+	}
+	uint32_t node0 = w->nodes >= n ? f0->node : ml_stacktab_child_cached(ic, parent, f0->ra);
+	if (!node0)
+		return 0;
+	f0->node = node0;
+	w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
+	w->nodes = n;
+	uint32_t node = ml_stacktab_child_cached(ic, node0, lead);
+	if (node)
+		*s = (struct near_slot){ f0->ra, lead, parent, node0, node, 0 };
+	return node;
 }
 
 int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo,
@@ -421,7 +694,8 @@ int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_
 	HERE(pc, sp, bp);
 	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
-	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0));
+	struct ml_intern_cache *ic = &ml_tl_thread->intern;
+	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead);
 	if (n < 0)
 		return -1;
 	int rc = -1;
@@ -437,9 +711,10 @@ int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_
 				skip++;
 		}
 		if (total - skip <= max_depth) {
-			struct ml_intern_cache *ic = &ml_tl_thread->intern;
-			uint32_t node = set_nodes(w, ic);
-			if (node && !skip && lead)
+			uint32_t node;
+			if (!skip && lead && n)
+				node = w->lead_hit ? w->lead_hit : lead_node(w, ic, lead);
+			else if ((node = set_nodes(w, ic, w->n)) && !skip && lead)
 				node = ml_stacktab_child_cached(ic, node, lead);
 			else if (node && skip > lead_n)
 				node = skip - lead_n < (uint32_t)n ? frame_at(w, skip - lead_n)->node :

@@ -341,8 +341,9 @@ def fast_stacks_match_libunwind():
 	"""Every stack the walker's fast path records (its node cache, reused
 	walks) is checked against a full libunwind walk from the same point
 	(MEMLINE_VERIFY_UNWIND): a large program (Debian's python3 running a
-	json/regex workload: ~110k allocations through the interpreter) and
-	16 threads allocating at once.  Python frames are off in python3
+	json/regex workload: ~110k allocations through the interpreter), 16
+	threads allocating at once, and stack_shapes (call paths changed
+	between allocations in every way the reuse must notice).  Python frames are off in python3
 	(MEMLINE_PY_FRAMES=0): stacks the Python room decorates take the
 	full walk, not the fast path.  The json/regex run leaves the PyMem
 	allocators alone (--no-pymem: its ~3.4 M Python objects would take
@@ -365,6 +366,15 @@ def fast_stacks_match_libunwind():
 	n, bad = verified(r, "threads16")
 	check(n >= 16, "threads16: only %d stacks checked" % n)
 	eq(bad, 0, "threads16: stacks that differ from libunwind's (of %d)" % n)
+	# Call paths that change between allocations in every way the reuse
+	# of the previous walk must notice (same shape, other return
+	# addresses; other depths; rbp-based frames), optimized, without
+	# frame pointers.
+	r = Run("stack_shapes", env=env)
+	eq(text(r.proc.stdout), "ok 1\n", "stack_shapes output")
+	n, bad = verified(r, "stack_shapes")
+	check(n > 100000, "stack_shapes: only %d stacks checked" % n)
+	eq(bad, 0, "stack_shapes: stacks that differ from libunwind's (of %d)" % n)
 
 
 @test
