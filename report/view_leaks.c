@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include "report/view_common.h"
 
 /* Allocations of kind counted without a stack (ML_STACK_LOST: the runtime
@@ -69,9 +70,78 @@ static void summary_text(FILE *out, const struct ml_agg *a, enum ml_kind kind)
 		runtime_text(out, a->profile);
 }
 
-static void leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
-		       const struct ml_agg_stack **rows, size_t n)
+/* ---- Python: what the interpreter itself holds at exit ----
+ * A Python program's leaks are mostly the interpreter's own: what it
+ * allocates at start-up and never frees, and the state of the modules its
+ * import system loaded (valgrind calls such blocks "still reachable").  The
+ * default view lists the program's blocks and sums those in one line;
+ * --native lists them all. */
+
+static bool has_prefix(const char *s, const char *prefix)
 {
+	return s && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Whether a native frame lies in the interpreter (python3.X, libpython,
+ * its standard library's extension modules in lib-dynload) or in the C
+ * library and the loader beneath it. */
+static bool interpreter_module(const char *module)
+{
+	const char *base = module ? strrchr(module, '/') : NULL;
+	base = base ? base + 1 : module;
+	return has_prefix(base, "python3") || has_prefix(base, "libpython") ||
+	       has_prefix(base, "libc.so") || has_prefix(base, "ld-linux") ||
+	       (module && strstr(module, "/lib-dynload/"));
+}
+
+/* Whether every frame of st is the interpreter's or its import system's
+ * (<frozen importlib._bootstrap>, memline's own boot code). */
+static bool interpreter_own(const struct ml_agg_stack *st)
+{
+	if (!st->n_frames)
+		return false;
+	for (size_t i = 0; i < st->n_frames; i++) {
+		const struct ml_frame *f = st->frames[i];
+		if (f->python ? !(f->own || has_prefix(f->file, "<frozen importlib")) :
+				!interpreter_module(f->module))
+			return false;
+	}
+	return true;
+}
+
+/* Moves the records the default view sums to the end of rows; returns how
+ * many are left before them, their amounts summed into *held. */
+static size_t program_rows(const struct ml_agg *a, const struct ml_view_opts *o,
+			   const struct ml_agg_stack **rows, size_t n, struct ml_amount *held)
+{
+	*held = ml_amount_zero;
+	if (!a->profile->has_python || o->native)
+		return n;
+	size_t kept = 0;
+	const struct ml_agg_stack **own = malloc(n * sizeof(*own));
+	if (!own)
+		return n;
+	size_t n_own = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (interpreter_own(rows[i])) {
+			const struct ml_amount *m = ml_agg_stack_kind(rows[i], o->kind);
+			held->live_bytes += m->live_bytes;
+			held->live_blocks += m->live_blocks;
+			own[n_own++] = rows[i];
+		} else {
+			rows[kept++] = rows[i];
+		}
+	}
+	memcpy(rows + kept, own, n_own * sizeof(*own));
+	free(own);
+	return kept;
+}
+
+static void leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE *out,
+		       const struct ml_agg_stack **rows, size_t all)
+{
+	struct ml_amount held;
+	size_t n = program_rows(a, o, rows, all, &held);
 	size_t shown = ml_view_limit(o->limit, n);
 	for (size_t i = 0; i < shown; i++) {
 		const struct ml_amount *m = ml_agg_stack_kind(rows[i], o->kind);
@@ -83,8 +153,17 @@ static void leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FIL
 	}
 	if (shown < n)
 		fprintf(out, "%zu more records not shown (--limit %ld)\n\n", n - shown, o->limit);
-	if (n == 0)
+	if (n == 0 && all == 0)
 		fprintf(out, "No leaks: every %s block was freed.\n\n", ml_kind_name(o->kind));
+	else if (n == 0)
+		fprintf(out, "No leaks in the program's code.\n\n");
+	if (all > n) {
+		fprintf(out, "Not listed: %zu records, ", all - n);
+		ml_view_bytes_est(out, held.live_bytes, held.estimated, held.var_live_bytes);
+		fprintf(out, " in %llu blocks, that the interpreter and the modules it imported\n"
+			"hold until exit (valgrind's \"still reachable\"); --native lists them.\n\n",
+			(unsigned long long)held.live_blocks);
+	}
 	summary_text(out, a, o->kind);
 }
 
@@ -116,9 +195,10 @@ static void lost_json(struct ml_json *j, const struct ml_profile *p, enum ml_kin
 }
 
 static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, struct ml_json *j,
-		       const struct ml_agg_stack **rows, size_t n)
+		       const struct ml_agg_stack **rows, size_t all)
 {
-	struct ml_amount t = ml_view_totals(a, o->kind);
+	struct ml_amount t = ml_view_totals(a, o->kind), held;
+	size_t n = program_rows(a, o, rows, all, &held);
 	size_t shown = ml_view_limit(o->limit, n);
 	ml_json_key(j, "total_records");
 	ml_json_u64(j, n);
@@ -135,6 +215,12 @@ static void leaks_json(const struct ml_agg *a, const struct ml_view_opts *o, str
 	ml_json_object_begin(j);
 	summary_json(j, &t);
 	lost_json(j, a->profile, o->kind);
+	ml_json_key(j, "interpreter_records");
+	ml_json_u64(j, all - n);
+	ml_json_key(j, "interpreter_bytes");
+	ml_json_u64(j, held.live_bytes);
+	ml_json_key(j, "interpreter_blocks");
+	ml_json_u64(j, held.live_blocks);
 	ml_json_object_end(j);
 }
 

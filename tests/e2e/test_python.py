@@ -120,6 +120,36 @@ def python_objects_equal_tracemalloc(py):
 
 
 @per_version
+def python_leaks_program_first(py):
+	"""The leaks view of a Python program lists the program's blocks and
+	sums in one line what the interpreter and the modules it imported hold
+	at exit (--native lists those too); the amounts add up to the total."""
+	r = Run(py, [py_fixture("exit_leak.py")])
+	prof = python_profile(r)
+	doc = report(prof, "leaks", "--limit", "100000")["leaks"]
+	recs, summary = doc["records"], doc["summary"]
+	check(recs, "no records")
+	for rec in recs:
+		check(any((f.get("file") or "").endswith("exit_leak.py") for f in rec["frames"]),
+		      "a record listed without the program's frames: %r" % rec["frames"][:4])
+	keep = py_line("exit_leak.py", "keep")
+	buffers = [rec for rec in recs if rec["frames"][0].get("line") == keep and
+		   rec["bytes"] == sum(1001 + i for i in range(50))]
+	eq([rec["blocks"] for rec in buffers], [50], "the bytearrays' buffers at line %d" % keep)
+	check(summary["interpreter_records"] > 0, "nothing summed as the interpreter's")
+	eq(sum(rec["bytes"] for rec in recs) + summary["interpreter_bytes"],
+	   summary["in_use_bytes"], "listed + interpreter's bytes")
+	full = report(prof, "leaks", "--limit", "100000", "--native")["leaks"]
+	eq(full["total_records"], len(recs) + summary["interpreter_records"],
+	   "records with --native")
+	eq(full["summary"]["interpreter_records"], 0, "summed with --native")
+	p = run([rcli(), "report", prof, "leaks"])
+	out = text(p.stdout)
+	check("Not listed: %d records" % summary["interpreter_records"] in out,
+	      "the text view's line for the interpreter's records: " + out[-600:])
+
+
+@per_version
 def python_objects_malloc_only(py):
 	"""Without the PyMem wrappers (--no-pymem) memline sees malloc alone:
 	per line, exactly the blocks over 512 bytes tracemalloc traces (those
