@@ -38,12 +38,54 @@ struct ml_pyframes {
 	struct slot *slots;
 	size_t cap, used;
 	const struct ml_module *interp;	/* the module of the eval loop */
+	/* The modules by address, with whether each is the interpreter's
+	 * (interp, or its standard library's lib-dynload): asked for every
+	 * native frame of every Python stack.  NULL when ranges overlap (a
+	 * module unloaded and another loaded there): then ml_profile_module. */
+	struct mod_range *ranges;
+	size_t n_ranges;
 	struct ml_frame unknown;
 	struct source_memo *sources;
 	char *own_dir;		/* "<libmemline's dir>/python/", or NULL */
 };
 
 static void drop_dot_segments(char *path);
+
+struct mod_range {
+	uint64_t lo, hi;
+	bool interpreter;
+};
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct mod_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static bool interpreter_module(const struct ml_pyframes *pf, const struct ml_module *m)
+{
+	return m && (m == pf->interp || (m->path && strstr(m->path, "/lib-dynload/")));
+}
+
+/* pf->ranges, sorted; left NULL when two modules overlap. */
+static void index_modules(struct ml_pyframes *pf)
+{
+	const struct ml_profile *p = pf->p;
+	struct mod_range *r = p->n_modules ? malloc(p->n_modules * sizeof(*r)) : NULL;
+	if (!r)
+		return;
+	for (size_t i = 0; i < p->n_modules; i++)
+		r[i] = (struct mod_range){ p->modules[i].lo, p->modules[i].hi,
+					   interpreter_module(pf, &p->modules[i]) };
+	qsort(r, p->n_modules, sizeof(*r), cmp_range);
+	for (size_t i = 1; i < p->n_modules; i++)
+		if (r[i].lo < r[i - 1].hi) {
+			free(r);
+			return;
+		}
+	pf->ranges = r;
+	pf->n_ranges = p->n_modules;
+}
 
 int ml_pyframes_open(const struct ml_profile *p, struct ml_pyframes **out)
 {
@@ -71,6 +113,7 @@ int ml_pyframes_open(const struct ml_profile *p, struct ml_pyframes **out)
 	}
 	if (pf->own_dir)
 		drop_dot_segments(pf->own_dir);
+	index_modules(pf);
 	pf->unknown = (struct ml_frame){ .function = "[unknown Python code]", .module = ML_PY_MODULE,
 					 .python = true };
 	*out = pf;
@@ -96,6 +139,7 @@ void ml_pyframes_close(struct ml_pyframes *pf)
 	free(pf->codes);
 	free(pf->slots);
 	free(pf->own_dir);
+	free(pf->ranges);
 	free(pf);
 }
 
@@ -254,6 +298,17 @@ static struct code_info *info_of(struct ml_pyframes *pf, const struct ml_pycode 
 	return ci;
 }
 
+/* key's home slot in a table of cap (a power of two) slots: the top bits
+ * of a multiplicative hash, which every bit of the key reaches (the code
+ * id in the high half as much as the instruction offset in the low). */
+static size_t slot_of(uint64_t key, size_t cap)
+{
+	uint64_t h = key * 0x9e3779b97f4a7c15ull;
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return (size_t)(h >> 32) & (cap - 1);
+}
+
 static int grow(struct ml_pyframes *pf)
 {
 	size_t cap = pf->cap * 2;
@@ -263,7 +318,7 @@ static int grow(struct ml_pyframes *pf)
 	for (size_t i = 0; i < pf->cap; i++) {
 		if (!pf->slots[i].key)
 			continue;
-		size_t s = (size_t)(pf->slots[i].key * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+		size_t s = slot_of(pf->slots[i].key, cap);
 		while (slots[s].key)
 			s = (s + 1) & (cap - 1);
 		slots[s] = pf->slots[i];
@@ -301,7 +356,7 @@ const struct ml_frame *ml_pyframes_resolve(struct ml_pyframes *pf, uint64_t addr
 		return NULL;
 	if ((pf->used + 1) * 4 > pf->cap * 3 && grow(pf) < 0)
 		return &pf->unknown;
-	size_t s = (size_t)(key * 0x9e3779b97f4a7c15ull >> 20) & (pf->cap - 1);
+	size_t s = slot_of(key, pf->cap);
 	for (; pf->slots[s].key; s = (s + 1) & (pf->cap - 1))
 		if (pf->slots[s].key == key)
 			return pf->slots[s].frame;
@@ -355,8 +410,21 @@ bool ml_pyframes_in_interpreter(struct ml_pyframes *pf, uint64_t addr)
 {
 	if (!pf)
 		return false;
-	const struct ml_module *m = ml_profile_module(pf->p, addr);
-	return m && (m == pf->interp || (m->path && strstr(m->path, "/lib-dynload/")));
+	if (pf->interp && addr >= pf->interp->lo && addr < pf->interp->hi &&
+	    (pf->ranges || ml_profile_module(pf->p, addr) == pf->interp))
+		return true;	/* most of them */
+	if (!pf->ranges)
+		return interpreter_module(pf, ml_profile_module(pf->p, addr));
+	size_t lo = 0, hi = pf->n_ranges;	/* the last range with lo <= addr */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (pf->ranges[mid].lo <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct mod_range *r = &pf->ranges[lo];
+	return addr >= r->lo && addr < r->hi && r->interpreter;
 }
 
 bool ml_pyframes_is_eval(struct ml_pyframes *pf, uint64_t addr, bool exact, const char *fn)
