@@ -685,33 +685,31 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	return node;
 }
 
-int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo,
-					      uint64_t skip_hi, uint32_t *stack)
+uint32_t __attribute__((noinline)) ml_unwind_stack(struct ml_intern_cache *ic)
 {
 	uint64_t pc, sp, bp, lead;
-	if (!ml_unwind_gen)
-		return -1;
+	if (__builtin_expect(!ml_unwind_gen || ml_rooms_decorating || !ml_config.fast_unwind, 0))
+		return ml_stacktab_here_slow(ic);
 	HERE(pc, sp, bp);
 	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
-	struct ml_intern_cache *ic = &ml_tl_thread->intern;
+	uint32_t max_depth = ml_config.max_depth;
 	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead);
 	if (n < 0)
-		return -1;
-	int rc = -1;
-	if (w->end != END_LIMIT) {	/* cut at the limit: the caller's slow path */
+		return ml_stacktab_here_slow(ic);
+	uint32_t node = 0;
+	if (w->end != END_LIMIT) {	/* cut at the limit: the slow path */
 		/* The innermost frames inside the runtime are not the program's:
 		 * the lead (if any) is address 0, frame i's return address is
 		 * address i + 1 (without a lead: i). */
+		uint64_t skip_lo = ml_skip_lo, range = ml_skip_hi - skip_lo;
 		uint32_t lead_n = lead != 0, total = (uint32_t)n + lead_n, skip = 0;
-		uint64_t range = skip_hi - skip_lo;
 		if (!lead || lead - skip_lo < range) {
 			skip = lead_n;
 			while (skip < total && frame_at(w, skip - lead_n)->ra - skip_lo < range)
 				skip++;
 		}
 		if (total - skip <= max_depth) {
-			uint32_t node;
 			if (!skip && lead && n)
 				node = w->lead_hit ? w->lead_hit : lead_node(w, ic, lead);
 			else if ((node = set_nodes(w, ic, w->n)) && !skip && lead)
@@ -719,10 +717,14 @@ int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_
 			else if (node && skip > lead_n)
 				node = skip - lead_n < (uint32_t)n ? frame_at(w, skip - lead_n)->node :
 					ML_NODE_ROOT;
-			*stack = node ? node : ML_NODE_LOST;
-			rc = 0;
+			if (!node)
+				node = ML_NODE_LOST;
 		}
 	}
 	walk_done(w);
-	return rc;
+	if (__builtin_expect(!node, 0))
+		return ml_stacktab_here_slow(ic);
+	if (__builtin_expect(ml_config.verify_unwind, 0) && node != ML_NODE_LOST)
+		ml_stacktab_verify(node);
+	return node;
 }
