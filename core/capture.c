@@ -5,12 +5,18 @@
 #include "core/internal.h"
 #include "common/sigsafe.h"
 
-uint64_t ml_skip_lo, ml_skip_hi;
+struct ml_skip ml_skip;
+int ml_capture_fast;
 
 void ml_stacktab_set_skip(uint64_t lo, uint64_t hi)
 {
-	ml_skip_lo = lo;
-	ml_skip_hi = hi;
+	ml_skip.lo = lo;
+	ml_skip.range = hi - lo;
+}
+
+void ml_stacktab_set_mode(void)
+{
+	ml_capture_fast = ml_config.fast_unwind && !ml_config.verify_unwind;
 }
 
 /* Inlined into both entry points so that, whichever is used, frame 0 is a
@@ -35,7 +41,7 @@ capture(uint64_t *buf, uint32_t max_depth, uint32_t *flags, uint32_t *skip)
 		ml_warn_once("cannot unwind the stack; some allocations have no call stack");
 		return 0;
 	}
-	while (s < (uint32_t)n && buf[s] >= ml_skip_lo && buf[s] < ml_skip_hi)
+	while (s < (uint32_t)n && buf[s] - ml_skip.lo < ml_skip.range)
 		s++;
 	uint32_t depth = (uint32_t)n - s;
 	if (depth > max_depth) {
@@ -83,7 +89,7 @@ void __attribute__((noinline)) ml_stacktab_verify(uint32_t stack)
 	uint64_t buf[ML_CAPTURE_BUF];
 	int n = (int)ml_libunwind_capture(buf, ML_CAPTURE_BUF);
 	uint32_t s = 0, id = stack, i = 0;
-	while (s < (uint32_t)(n > 0 ? n : 0) && buf[s] >= ml_skip_lo && buf[s] < ml_skip_hi)
+	while (s < (uint32_t)(n > 0 ? n : 0) && buf[s] - ml_skip.lo < ml_skip.range)
 		s++;
 	for (; id >= ML_NODE_FIRST && s + i < (uint32_t)n; i++) {
 		uint32_t parent;

@@ -132,9 +132,15 @@ uint32_t ml_stacktab_here_slow(struct ml_intern_cache *cache);
 /* MEMLINE_VERIFY_UNWIND: compares stack with libunwind's capture from the
  * caller (the runtime's frames dropped); counts and says a difference. */
 void ml_stacktab_verify(uint32_t stack);
-/* The runtime's own code, [ml_skip_lo, ml_skip_hi): frames there at a
- * stack's innermost end are dropped (see ml_stacktab_set_skip). */
-extern uint64_t ml_skip_lo, ml_skip_hi;
+/* The runtime's own code, [lo, lo + range): frames there at a stack's
+ * innermost end are dropped (see ml_stacktab_set_skip). */
+struct ml_skip { uint64_t lo, range; };
+extern struct ml_skip ml_skip;
+/* Whether ml_unwind_stack may answer by itself alone: the walker is on and
+ * no stack is to be checked against libunwind (MEMLINE_VERIFY_UNWIND):
+ * set from ml_config by ml_stacktab_set_mode (ml_stacktab_init calls it). */
+extern int ml_capture_fast;
+void ml_stacktab_set_mode(void);
 /* MEMLINE_VERIFY_UNWIND: one line on stderr, how many stacks were checked
  * and how many differed (at each profile write). */
 void ml_stacktab_verify_report(void);

@@ -47,6 +47,9 @@
 
 enum { END_OUTERMOST = 1, END_ZERO_RA, END_LIMIT };
 
+#define HOLD_BUSY 1u
+#define HOLD_DECLINED 2u
+
 #define BIT_BP_OK 1u		/* rbp's value entering the frame is known */
 #define BIT_RBP_CFA 2u		/* the frame's CFA is rbp-based */
 
@@ -101,8 +104,11 @@ struct thread_walk {
 				 * (see fresh), else 0 */
 	uint32_t end;		/* END_*: how it stopped (0: no previous walk) */
 	uint32_t gen;		/* ml_unwind_gen of l1 and of the record */
-	volatile int busy;	/* a walk is running (a signal handler's must not reuse) */
-	uint32_t declined;	/* walks declined in a row (code without usable CFI) */
+	/* HOLD_BUSY: a walk is running (a signal handler's must not reuse);
+	 * above it, the walks declined in a row (code without usable CFI), in
+	 * units of HOLD_DECLINED: one test of both on the common path, one
+	 * store to release. */
+	volatile uint32_t hold;
 	uint32_t tick;
 	uint64_t pc0;		/* frame 0's target */
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
@@ -154,8 +160,7 @@ void ml_unwind_thread_reset(void *walk)
 	w->reuse = 0;
 	w->n = w->nodes = 0;
 	w->home_top = 0;
-	w->declined = 0;
-	w->busy = 0;
+	w->hold = 0;
 }
 
 /* Whether some frame strictly outwards of f takes its CFA from rbp: then
@@ -546,33 +551,39 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit,
 	    struct ml_intern_cache *ic, uint64_t lead)
 {
-	if (!w || limit > WALK_MAX || w->busy)
+	if (!w || limit > WALK_MAX)
 		return -1;
-	/* A thread whose stacks keep going through code we decline (JIT code
-	 * without CFI, say) tries again only every 64th capture: libunwind
-	 * would otherwise follow a wasted partial walk every time. */
-	if (__builtin_expect(w->declined >= 8, 0) && (++w->tick & 63))
-		return -1;
-	w->busy = 1;
+	uint32_t hold = w->hold;
+	if (__builtin_expect(hold != 0, 0)) {
+		/* A thread whose stacks keep going through code we decline
+		 * (JIT code without CFI, say) tries again only every 64th
+		 * capture: libunwind would otherwise follow a wasted partial
+		 * walk every time. */
+		if ((hold & HOLD_BUSY) ||
+		    (hold >= 8 * HOLD_DECLINED && (++w->tick & 63)))
+			return -1;
+	}
+	w->hold = hold | HOLD_BUSY;
 	__asm__ volatile("" ::: "memory");
 	int n = walk_in(w, pc, sp, bp, limit, ic, lead);
 	if (__builtin_expect(n < 0, 0)) {
 		w->end = 0;	/* the record may be half written */
 		w->reuse = 0;
 		w->n = w->nodes = 0;
-		w->declined++;
 		__asm__ volatile("" ::: "memory");
-		w->busy = 0;
+		if (hold < 8 * HOLD_DECLINED)
+			hold += HOLD_DECLINED;
+		w->hold = hold;	/* released, one more declined */
 		return -1;
 	}
-	w->declined = 0;
 	return n;
 }
 
+/* Releases the record after a walk that succeeded (no longer declining). */
 HOT void walk_done(struct thread_walk *w)
 {
 	__asm__ volatile("" ::: "memory");
-	w->busy = 0;
+	w->hold = 0;
 }
 
 /* Frame i (innermost = 0) of the record. */
@@ -685,24 +696,24 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	return node;
 }
 
-uint32_t __attribute__((noinline)) ml_unwind_stack(struct ml_intern_cache *ic)
+/* The walk of ml_unwind_stack: the stack id (ML_NODE_LOST without room
+ * for a node), or 0 for the slow path. */
+HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
 {
 	uint64_t pc, sp, bp, lead;
-	if (__builtin_expect(!ml_unwind_gen || ml_rooms_decorating || !ml_config.fast_unwind, 0))
-		return ml_stacktab_here_slow(ic);
 	HERE(pc, sp, bp);
 	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
 	uint32_t max_depth = ml_config.max_depth;
 	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead);
 	if (n < 0)
-		return ml_stacktab_here_slow(ic);
+		return 0;
 	uint32_t node = 0;
 	if (w->end != END_LIMIT) {	/* cut at the limit: the slow path */
 		/* The innermost frames inside the runtime are not the program's:
 		 * the lead (if any) is address 0, frame i's return address is
 		 * address i + 1 (without a lead: i). */
-		uint64_t skip_lo = ml_skip_lo, range = ml_skip_hi - skip_lo;
+		uint64_t skip_lo = ml_skip.lo, range = ml_skip.range;
 		uint32_t lead_n = lead != 0, total = (uint32_t)n + lead_n, skip = 0;
 		if (!lead || lead - skip_lo < range) {
 			skip = lead_n;
@@ -722,9 +733,28 @@ uint32_t __attribute__((noinline)) ml_unwind_stack(struct ml_intern_cache *ic)
 		}
 	}
 	walk_done(w);
+	return node;
+}
+
+/* MEMLINE_VERIFY_UNWIND, decorating rooms, the walker off or declining. */
+static uint32_t __attribute__((noinline)) unwind_stack_other(struct ml_intern_cache *ic)
+{
+	uint32_t node = 0;
+	if (!ml_rooms_decorating && ml_config.fast_unwind && ml_unwind_gen)
+		node = unwind_stack(ic);
+	if (!node)
+		return ml_stacktab_here_slow(ic);
+	if (ml_config.verify_unwind && node != ML_NODE_LOST)
+		ml_stacktab_verify(node);
+	return node;
+}
+
+uint32_t __attribute__((noinline)) ml_unwind_stack(struct ml_intern_cache *ic)
+{
+	if (__builtin_expect(!ml_capture_fast || ml_rooms_decorating, 0))
+		return unwind_stack_other(ic);
+	uint32_t node = unwind_stack(ic);
 	if (__builtin_expect(!node, 0))
 		return ml_stacktab_here_slow(ic);
-	if (__builtin_expect(ml_config.verify_unwind, 0) && node != ML_NODE_LOST)
-		ml_stacktab_verify(node);
 	return node;
 }
