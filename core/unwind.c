@@ -562,8 +562,10 @@ HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint3
 		if ((hold & HOLD_BUSY) ||
 		    (hold >= 8 * HOLD_DECLINED && (++w->tick & 63)))
 			return -1;
+		w->hold = hold | HOLD_BUSY;
+	} else {
+		w->hold = HOLD_BUSY;
 	}
-	w->hold = hold | HOLD_BUSY;
 	__asm__ volatile("" ::: "memory");
 	int n = walk_in(w, pc, sp, bp, limit, ic, lead);
 	if (__builtin_expect(n < 0, 0)) {
@@ -571,9 +573,11 @@ HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint3
 		w->reuse = 0;
 		w->n = w->nodes = 0;
 		__asm__ volatile("" ::: "memory");
-		if (hold < 8 * HOLD_DECLINED)
-			hold += HOLD_DECLINED;
-		w->hold = hold;	/* released, one more declined */
+		/* (a signal handler meanwhile found it busy and left it) */
+		uint32_t declined = w->hold & ~HOLD_BUSY;
+		if (declined < 8 * HOLD_DECLINED)
+			declined += HOLD_DECLINED;
+		w->hold = declined;	/* released, one more declined */
 		return -1;
 	}
 	return n;
