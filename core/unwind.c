@@ -753,7 +753,10 @@ static uint32_t __attribute__((noinline)) unwind_stack_other(struct ml_intern_ca
 	return node;
 }
 
-uint32_t __attribute__((noinline)) ml_unwind_stack(struct ml_intern_cache *ic)
+/* Without a frame pointer of its own (one register more, no frame set up:
+ * its CFI describes its frame; rbp, untouched, keeps its caller's). */
+uint32_t __attribute__((noinline, optimize("omit-frame-pointer")))
+ml_unwind_stack(struct ml_intern_cache *ic)
 {
 	if (__builtin_expect(!ml_capture_fast || ml_rooms_decorating, 0))
 		return unwind_stack_other(ic);
