@@ -275,12 +275,13 @@ HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 	w->n = keep + n;
 }
 
-/* The rule for target, through the thread's first-level copy. */
-HOT const struct l1_slot *rule_of(struct thread_walk *w, uint64_t target)
+/* The rule for key - 1 (a target + 1: the slots' key, 0 being empty),
+ * through the thread's first-level copy. */
+HOT const struct l1_slot *rule_at(struct thread_walk *w, uint64_t key)
 {
-	struct l1_slot *s = &w->l1[(target ^ (target >> 9)) & (L1_SLOTS - 1)];
-	if (__builtin_expect(s->key != target + 1, 0)) {
-		uint64_t packed = ml_unwind_rule(target);
+	struct l1_slot *s = &w->l1[(key ^ (key >> 9)) & (L1_SLOTS - 1)];
+	if (__builtin_expect(s->key != key, 0)) {
+		uint64_t packed = ml_unwind_rule(key - 1);
 		struct ml_unwind_rule r;
 		memcpy(&r, &packed, sizeof(r));
 		s->cfa_off = r.cfa_off;
@@ -289,9 +290,22 @@ HOT const struct l1_slot *rule_of(struct thread_walk *w, uint64_t target)
 		if (r.ra_off != -8 && !(r.flags & ML_RULE_RA_UNDEF))
 			s->flags |= ML_RULE_BAD;
 		s->fbits = r.flags & ML_RULE_CFA_RBP ? BIT_RBP_CFA : 0;
-		s->key = target + 1;
+		s->key = key;
 	}
 	return s;
+}
+
+/* The rule of target. */
+HOT const struct l1_slot *rule_of(struct thread_walk *w, uint64_t target)
+{
+	return rule_at(w, target + 1);
+}
+
+/* The rule of the code a return address ra (nonzero) returns into: its
+ * call instruction's, ra - 1's. */
+HOT const struct l1_slot *rule_of_ra(struct thread_walk *w, uint64_t ra)
+{
+	return rule_at(w, ra);
 }
 
 /* A walk that found no previous frame to reuse becomes the record. */
@@ -373,7 +387,7 @@ HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
 		}
 		if (v == w->o_ra[p])
 			continue;
-		if (!v || !p || rule_of(w, v - 1)->packed != o[p - 1].rule) {
+		if (!v || !p || rule_of_ra(w, v)->packed != o[p - 1].rule) {
 			ok = false;
 			break;
 		}
@@ -438,7 +452,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	} else if (r->flags & ML_RULE_RBP_UNDEF) {
 		bits1 = 0;
 	}
-	if (!ra || !same_state(f1, rule_of(w, ra - 1)->packed, bp1, bits1))
+	if (!ra || !same_state(f1, rule_of_ra(w, ra)->packed, bp1, bits1))
 		return 0;
 	/* (b): f0 becomes the new innermost frame (f1's state is its). */
 	if (ic && lead && w->nodes >= n - 1)
