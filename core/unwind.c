@@ -114,7 +114,6 @@ struct thread_walk {
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
 	struct l1_slot l1[L1_SLOTS];
-	uint32_t lead_hit;	/* this walk's stack id from the near cache, or 0 */
 	struct near_slot near[1u << NEAR_BITS];
 	struct frame o[WALK_MAX];	/* the previous walk, outermost first */
 	/* o's ra_at and ra again, dense: what the check of the reused frames
@@ -344,17 +343,17 @@ HOT uint64_t path_hash(const struct thread_walk *w, uint64_t prev, uint32_t p)
 
 /* The near cache's answer for (parent, f0's return address, lead), when
  * it has it: f0's node (the record's innermost frame, below parent) and
- * the stack id in w->lead_hit.  (Its slot is computed before the check of
+ * the stack id in *hit.  (Its slot is computed before the check of
  * the words, and read after: the miss, if any, overlaps the check.) */
 HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct frame *f0,
-		  uint32_t parent, uint64_t lead)
+		  uint32_t parent, uint64_t lead, uint32_t *hit)
 {
 	if (ns->ra0 == f0->ra && ns->lead == lead && ns->parent == parent) {
 		uint32_t n = w->n;
 		f0->node = ns->node0;
 		w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
 		w->nodes = n;
-		w->lead_hit = ns->node;
+		*hit = ns->node;
 	}
 }
 
@@ -415,9 +414,10 @@ HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
  * Returns the frames recorded, or 0 to leave it to the general walk.
  *
  * With ic (the stack id wanted, lead its innermost address or 0), the near
- * cache is asked for the stack id (see near_hit). */
+ * cache is asked for the stack id (see near_hit: *hit, left alone on a
+ * miss). */
 HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
-		       struct ml_intern_cache *ic, uint64_t lead)
+		       struct ml_intern_cache *ic, uint64_t lead, uint32_t *hit)
 {
 	uint32_t n = w->n;
 	if (n < 2)
@@ -436,7 +436,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		if (c != f0 + 1 && !patch_words(w, (uint32_t)(c - w->o), n, bpm))
 			return 0;
 		if (ns && w->nodes >= n)
-			near_hit(w, ns, f0, f1->node, lead);
+			near_hit(w, ns, f0, f1->node, lead, hit);
 		w->pc0 = pc;
 		return n;
 	}
@@ -477,7 +477,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	if (c != f0 && !patch_words(w, (uint32_t)(c - w->o), n - 1, bpm))
 		return 0;
 	if (ns && w->nodes >= n - 1)
-		near_hit(w, ns, f0, f1->node, lead);
+		near_hit(w, ns, f0, f1->node, lead, hit);
 	return n;
 }
 
@@ -485,7 +485,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
  * into the thread's record.  Returns the frames recorded, or -1 when a
  * frame's rule is not one it handles. */
 HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit,
-	       struct ml_intern_cache *ic, uint64_t lead)
+	       struct ml_intern_cache *ic, uint64_t lead, uint32_t *hit)
 {
 	uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(w->gen != gen, 0)) {
@@ -495,9 +495,8 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		w->reuse = 0;
 	}
 	bool usable = w->reuse == limit;	/* see fresh */
-	w->lead_hit = 0;
 	if (usable) {
-		uint32_t near = walk_near(w, pc, sp, bp, ic, lead);
+		uint32_t near = walk_near(w, pc, sp, bp, ic, lead, hit);
 		if (near)
 			return (int)near;
 	}
@@ -563,7 +562,7 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
  * handler interrupted a walk on this thread: libunwind serves it) or
  * declined.  On success the record stays held: walk_done releases it. */
 HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit,
-	    struct ml_intern_cache *ic, uint64_t lead)
+	    struct ml_intern_cache *ic, uint64_t lead, uint32_t *hit)
 {
 	if (!w || limit > WALK_MAX)
 		return -1;
@@ -581,7 +580,7 @@ HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint3
 		w->hold = HOLD_BUSY;
 	}
 	__asm__ volatile("" ::: "memory");
-	int n = walk_in(w, pc, sp, bp, limit, ic, lead);
+	int n = walk_in(w, pc, sp, bp, limit, ic, lead, hit);
 	if (__builtin_expect(n < 0, 0)) {
 		w->end = 0;	/* the record may be half written */
 		w->reuse = 0;
@@ -647,7 +646,8 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 	HERE(pc, sp, bp);
 	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
-	int n = walk(w, pc, sp, bp, limit - (lead != 0), NULL, 0);
+	uint32_t hit;
+	int n = walk(w, pc, sp, bp, limit - (lead != 0), NULL, 0, &hit);
 	if (n < 0)
 		return -1;
 	uint32_t o = 0;
@@ -723,7 +723,8 @@ HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
 	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
 	uint32_t max_depth = ml_config.max_depth;
-	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead);
+	uint32_t hit = 0;
+	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead, &hit);
 	if (n < 0)
 		return 0;
 	uint32_t node = 0;
@@ -740,7 +741,7 @@ HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
 		}
 		if (total - skip <= max_depth) {
 			if (!skip && lead && n)
-				node = w->lead_hit ? w->lead_hit : lead_node(w, ic, lead);
+				node = hit ? hit : lead_node(w, ic, lead);
 			else if ((node = set_nodes(w, ic, w->n)) && !skip && lead)
 				node = ml_stacktab_child_cached(ic, node, lead);
 			else if (node && skip > lead_n)
