@@ -770,7 +770,12 @@ static uint32_t __attribute__((noinline)) unwind_stack_other(struct ml_intern_ca
 
 /* Without a frame pointer of its own (one register more, no frame set up:
  * its CFI describes its frame; rbp, untouched, keeps its caller's). */
-uint32_t __attribute__((noinline, optimize("omit-frame-pointer")))
+#if defined(__GNUC__) && !defined(__clang__)
+#define OWN_FRAME_OMITTED __attribute__((optimize("omit-frame-pointer")))
+#else
+#define OWN_FRAME_OMITTED
+#endif
+uint32_t __attribute__((noinline)) OWN_FRAME_OMITTED
 ml_unwind_stack(struct ml_intern_cache *ic)
 {
 	if (__builtin_expect(!ml_capture_fast || ml_rooms_decorating, 0))
