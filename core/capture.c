@@ -5,12 +5,18 @@
 #include "core/internal.h"
 #include "common/sigsafe.h"
 
-static uint64_t skip_lo, skip_hi;
+struct ml_skip ml_skip;
+int ml_capture_fast;
 
 void ml_stacktab_set_skip(uint64_t lo, uint64_t hi)
 {
-	skip_lo = lo;
-	skip_hi = hi;
+	ml_skip.lo = lo;
+	ml_skip.range = hi - lo;
+}
+
+void ml_stacktab_set_mode(void)
+{
+	ml_capture_fast = ml_config.fast_unwind && !ml_config.verify_unwind;
 }
 
 /* Inlined into both entry points so that, whichever is used, frame 0 is a
@@ -35,7 +41,7 @@ capture(uint64_t *buf, uint32_t max_depth, uint32_t *flags, uint32_t *skip)
 		ml_warn_once("cannot unwind the stack; some allocations have no call stack");
 		return 0;
 	}
-	while (s < (uint32_t)n && buf[s] >= skip_lo && buf[s] < skip_hi)
+	while (s < (uint32_t)n && buf[s] - ml_skip.lo < ml_skip.range)
 		s++;
 	uint32_t depth = (uint32_t)n - s;
 	if (depth > max_depth) {
@@ -78,12 +84,12 @@ static uint64_t verified, differed;
 /* Compares stack (from the walker's node cache) with what libunwind finds
  * from here, the runtime's own frames dropped: frame for frame, to the
  * same outermost frame.  Counts a difference (and says the first one). */
-static void __attribute__((noinline)) verify(uint32_t stack)
+void __attribute__((noinline)) ml_stacktab_verify(uint32_t stack)
 {
 	uint64_t buf[ML_CAPTURE_BUF];
 	int n = (int)ml_libunwind_capture(buf, ML_CAPTURE_BUF);
 	uint32_t s = 0, id = stack, i = 0;
-	while (s < (uint32_t)(n > 0 ? n : 0) && buf[s] >= skip_lo && buf[s] < skip_hi)
+	while (s < (uint32_t)(n > 0 ? n : 0) && buf[s] - ml_skip.lo < ml_skip.range)
 		s++;
 	for (; id >= ML_NODE_FIRST && s + i < (uint32_t)n; i++) {
 		uint32_t parent;
@@ -117,23 +123,10 @@ void ml_stacktab_verify_report(void)
 	ml_warn(line);
 }
 
-static uint32_t here_slow(struct ml_intern_cache *cache);
-
-uint32_t ml_stacktab_here(struct ml_intern_cache *cache)
-{
-	uint32_t stack;
-	if (__builtin_expect(!ml_rooms_decorating && ml_config.fast_unwind, 1) &&
-	    ml_unwind_stack(ml_config.max_depth, skip_lo, skip_hi, &stack) == 0) {
-		if (__builtin_expect(ml_config.verify_unwind, 0) && stack != ML_NODE_LOST)
-			verify(stack);
-		return stack;
-	}
-	return here_slow(cache);
-}
-
 /* The full capture (libunwind, decorators) into a buffer on the side
- * stack: apart, so that the fast path above sets up no large frame. */
-static uint32_t __attribute__((noinline)) here_slow(struct ml_intern_cache *cache)
+ * stack: apart, so that the fast path (ml_unwind_stack) sets up no large
+ * frame. */
+uint32_t __attribute__((noinline)) ml_stacktab_here_slow(struct ml_intern_cache *cache)
 {
 	uint64_t buf[ML_CAPTURE_BUF];
 	uint32_t flags, skip;

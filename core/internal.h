@@ -119,9 +119,28 @@ static inline uint32_t ml_stacktab_child_at(struct ml_intern_cache *c, uint64_t 
 	return node;
 }
 /* The stack id of the calling thread's stack, captured and interned with
- * the thread's cache (the walker's own node cache when it can, else a
- * capture into a buffer, the rooms' decorations, ml_stacktab_intern). */
-uint32_t ml_stacktab_here(struct ml_intern_cache *cache);
+ * the thread's cache (cache): the walker's own node cache when it can
+ * (ml_unwind_stack, entered directly), else ml_stacktab_here_slow. */
+uint32_t ml_unwind_stack(struct ml_intern_cache *cache);
+static inline uint32_t ml_stacktab_here(struct ml_intern_cache *cache)
+{
+	return ml_unwind_stack(cache);
+}
+/* The same by a capture into a buffer (libunwind where the walker
+ * declines), the rooms' decorations and ml_stacktab_intern. */
+uint32_t ml_stacktab_here_slow(struct ml_intern_cache *cache);
+/* MEMLINE_VERIFY_UNWIND: compares stack with libunwind's capture from the
+ * caller (the runtime's frames dropped); counts and says a difference. */
+void ml_stacktab_verify(uint32_t stack);
+/* The runtime's own code, [lo, lo + range): frames there at a stack's
+ * innermost end are dropped (see ml_stacktab_set_skip). */
+struct ml_skip { uint64_t lo, range; };
+extern struct ml_skip ml_skip;
+/* Whether ml_unwind_stack may answer by itself alone: the walker is on and
+ * no stack is to be checked against libunwind (MEMLINE_VERIFY_UNWIND):
+ * set from ml_config by ml_stacktab_set_mode (ml_stacktab_init calls it). */
+extern int ml_capture_fast;
+void ml_stacktab_set_mode(void);
 /* MEMLINE_VERIFY_UNWIND: one line on stderr, how many stacks were checked
  * and how many differed (at each profile write). */
 void ml_stacktab_verify_report(void);
@@ -664,12 +683,11 @@ void ml_unwind_after_fork(void);
  * Never allocates through malloc; not for signal handlers that may
  * interrupt a walk on the same thread (they get -1). */
 int ml_unwind_fast(uint64_t *buf, uint32_t limit);
-/* The stack id of the calling thread's stack (frames in [skip_lo,
- * skip_hi) at the innermost end dropped), from the walker's record of
- * nodes: only frames that changed since the thread's previous walk are
- * walked and looked up.  Returns 0, or -1 when it cannot (a frame it does
- * not handle, or more than max_depth frames): then capture and intern. */
-int ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo, uint64_t skip_hi, uint32_t *stack);
+/* ml_unwind_stack (declared with the stack table): the stack id from the
+ * walker's record of nodes, only frames that changed since the thread's
+ * previous walk walked and looked up; ml_stacktab_here_slow where it
+ * cannot (rooms decorating, a frame it does not handle, more than
+ * ml_config.max_depth frames, no room for a node). */
 /* Forgets the previous walk kept in walk (a thread state's, handed to a
  * new thread). */
 void ml_unwind_thread_reset(void *walk);

@@ -128,8 +128,10 @@ static uint32_t make_node(uint32_t parent, uint64_t address)
 
 int ml_stacktab_init(void)
 {
-	if (current)
+	if (current) {
+		ml_stacktab_set_mode();
 		return 0;
+	}
 	struct index *ix = index_new(INDEX_MIN_BITS);
 	if (!ix || !(chunks[0] = ml_arena_alloc(CHUNK_NODES * sizeof(struct node))))
 		return -ENOMEM;
@@ -139,6 +141,7 @@ int ml_stacktab_init(void)
 	if (ml_unwind_init() < 0)
 		ml_config.fast_unwind = false;
 	ml_libunwind_init();
+	ml_stacktab_set_mode();
 	return 0;
 }
 

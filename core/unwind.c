@@ -47,6 +47,9 @@
 
 enum { END_OUTERMOST = 1, END_ZERO_RA, END_LIMIT };
 
+#define HOLD_BUSY 1u
+#define HOLD_DECLINED 2u
+
 #define BIT_BP_OK 1u		/* rbp's value entering the frame is known */
 #define BIT_RBP_CFA 2u		/* the frame's CFA is rbp-based */
 
@@ -101,14 +104,16 @@ struct thread_walk {
 				 * (see fresh), else 0 */
 	uint32_t end;		/* END_*: how it stopped (0: no previous walk) */
 	uint32_t gen;		/* ml_unwind_gen of l1 and of the record */
-	volatile int busy;	/* a walk is running (a signal handler's must not reuse) */
-	uint32_t declined;	/* walks declined in a row (code without usable CFI) */
+	/* HOLD_BUSY: a walk is running (a signal handler's must not reuse);
+	 * above it, the walks declined in a row (code without usable CFI), in
+	 * units of HOLD_DECLINED: one test of both on the common path, one
+	 * store to release. */
+	volatile uint32_t hold;
 	uint32_t tick;
 	uint64_t pc0;		/* frame 0's target */
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
 	struct l1_slot l1[L1_SLOTS];
-	uint32_t lead_hit;	/* this walk's stack id from the near cache, or 0 */
 	struct near_slot near[1u << NEAR_BITS];
 	struct frame o[WALK_MAX];	/* the previous walk, outermost first */
 	/* o's ra_at and ra again, dense: what the check of the reused frames
@@ -154,8 +159,7 @@ void ml_unwind_thread_reset(void *walk)
 	w->reuse = 0;
 	w->n = w->nodes = 0;
 	w->home_top = 0;
-	w->declined = 0;
-	w->busy = 0;
+	w->hold = 0;
 }
 
 /* Whether some frame strictly outwards of f takes its CFA from rbp: then
@@ -270,12 +274,13 @@ HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 	w->n = keep + n;
 }
 
-/* The rule for target, through the thread's first-level copy. */
-HOT const struct l1_slot *rule_of(struct thread_walk *w, uint64_t target)
+/* The rule for key - 1 (a target + 1: the slots' key, 0 being empty),
+ * through the thread's first-level copy. */
+HOT const struct l1_slot *rule_at(struct thread_walk *w, uint64_t key)
 {
-	struct l1_slot *s = &w->l1[(target ^ (target >> 9)) & (L1_SLOTS - 1)];
-	if (__builtin_expect(s->key != target + 1, 0)) {
-		uint64_t packed = ml_unwind_rule(target);
+	struct l1_slot *s = &w->l1[(key ^ (key >> 9)) & (L1_SLOTS - 1)];
+	if (__builtin_expect(s->key != key, 0)) {
+		uint64_t packed = ml_unwind_rule(key - 1);
 		struct ml_unwind_rule r;
 		memcpy(&r, &packed, sizeof(r));
 		s->cfa_off = r.cfa_off;
@@ -284,9 +289,22 @@ HOT const struct l1_slot *rule_of(struct thread_walk *w, uint64_t target)
 		if (r.ra_off != -8 && !(r.flags & ML_RULE_RA_UNDEF))
 			s->flags |= ML_RULE_BAD;
 		s->fbits = r.flags & ML_RULE_CFA_RBP ? BIT_RBP_CFA : 0;
-		s->key = target + 1;
+		s->key = key;
 	}
 	return s;
+}
+
+/* The rule of target. */
+HOT const struct l1_slot *rule_of(struct thread_walk *w, uint64_t target)
+{
+	return rule_at(w, target + 1);
+}
+
+/* The rule of the code a return address ra (nonzero) returns into: its
+ * call instruction's, ra - 1's. */
+HOT const struct l1_slot *rule_of_ra(struct thread_walk *w, uint64_t ra)
+{
+	return rule_at(w, ra);
 }
 
 /* A walk that found no previous frame to reuse becomes the record. */
@@ -325,17 +343,17 @@ HOT uint64_t path_hash(const struct thread_walk *w, uint64_t prev, uint32_t p)
 
 /* The near cache's answer for (parent, f0's return address, lead), when
  * it has it: f0's node (the record's innermost frame, below parent) and
- * the stack id in w->lead_hit.  (Its slot is computed before the check of
+ * the stack id in *hit.  (Its slot is computed before the check of
  * the words, and read after: the miss, if any, overlaps the check.) */
 HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct frame *f0,
-		  uint32_t parent, uint64_t lead)
+		  uint32_t parent, uint64_t lead, uint32_t *hit)
 {
 	if (ns->ra0 == f0->ra && ns->lead == lead && ns->parent == parent) {
 		uint32_t n = w->n;
 		f0->node = ns->node0;
 		w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
 		w->nodes = n;
-		w->lead_hit = ns->node;
+		*hit = ns->node;
 	}
 }
 
@@ -368,7 +386,7 @@ HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
 		}
 		if (v == w->o_ra[p])
 			continue;
-		if (!v || !p || rule_of(w, v - 1)->packed != o[p - 1].rule) {
+		if (!v || !p || rule_of_ra(w, v)->packed != o[p - 1].rule) {
 			ok = false;
 			break;
 		}
@@ -396,9 +414,10 @@ HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
  * Returns the frames recorded, or 0 to leave it to the general walk.
  *
  * With ic (the stack id wanted, lead its innermost address or 0), the near
- * cache is asked for the stack id (see near_hit). */
+ * cache is asked for the stack id (see near_hit: *hit, left alone on a
+ * miss). */
 HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp,
-		       struct ml_intern_cache *ic, uint64_t lead)
+		       struct ml_intern_cache *ic, uint64_t lead, uint32_t *hit)
 {
 	uint32_t n = w->n;
 	if (n < 2)
@@ -417,7 +436,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		if (c != f0 + 1 && !patch_words(w, (uint32_t)(c - w->o), n, bpm))
 			return 0;
 		if (ns && w->nodes >= n)
-			near_hit(w, ns, f0, f1->node, lead);
+			near_hit(w, ns, f0, f1->node, lead, hit);
 		w->pc0 = pc;
 		return n;
 	}
@@ -433,7 +452,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	} else if (r->flags & ML_RULE_RBP_UNDEF) {
 		bits1 = 0;
 	}
-	if (!ra || !same_state(f1, rule_of(w, ra - 1)->packed, bp1, bits1))
+	if (!ra || !same_state(f1, rule_of_ra(w, ra)->packed, bp1, bits1))
 		return 0;
 	/* (b): f0 becomes the new innermost frame (f1's state is its). */
 	if (ic && lead && w->nodes >= n - 1)
@@ -458,7 +477,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	if (c != f0 && !patch_words(w, (uint32_t)(c - w->o), n - 1, bpm))
 		return 0;
 	if (ns && w->nodes >= n - 1)
-		near_hit(w, ns, f0, f1->node, lead);
+		near_hit(w, ns, f0, f1->node, lead, hit);
 	return n;
 }
 
@@ -466,7 +485,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
  * into the thread's record.  Returns the frames recorded, or -1 when a
  * frame's rule is not one it handles. */
 HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit,
-	       struct ml_intern_cache *ic, uint64_t lead)
+	       struct ml_intern_cache *ic, uint64_t lead, uint32_t *hit)
 {
 	uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(w->gen != gen, 0)) {
@@ -476,9 +495,8 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		w->reuse = 0;
 	}
 	bool usable = w->reuse == limit;	/* see fresh */
-	w->lead_hit = 0;
 	if (usable) {
-		uint32_t near = walk_near(w, pc, sp, bp, ic, lead);
+		uint32_t near = walk_near(w, pc, sp, bp, ic, lead, hit);
 		if (near)
 			return (int)near;
 	}
@@ -544,35 +562,45 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
  * handler interrupted a walk on this thread: libunwind serves it) or
  * declined.  On success the record stays held: walk_done releases it. */
 HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint32_t limit,
-	    struct ml_intern_cache *ic, uint64_t lead)
+	    struct ml_intern_cache *ic, uint64_t lead, uint32_t *hit)
 {
-	if (!w || limit > WALK_MAX || w->busy)
+	if (!w || limit > WALK_MAX)
 		return -1;
-	/* A thread whose stacks keep going through code we decline (JIT code
-	 * without CFI, say) tries again only every 64th capture: libunwind
-	 * would otherwise follow a wasted partial walk every time. */
-	if (__builtin_expect(w->declined >= 8, 0) && (++w->tick & 63))
-		return -1;
-	w->busy = 1;
+	uint32_t hold = w->hold;
+	if (__builtin_expect(hold != 0, 0)) {
+		/* A thread whose stacks keep going through code we decline
+		 * (JIT code without CFI, say) tries again only every 64th
+		 * capture: libunwind would otherwise follow a wasted partial
+		 * walk every time. */
+		if ((hold & HOLD_BUSY) ||
+		    (hold >= 8 * HOLD_DECLINED && (++w->tick & 63)))
+			return -1;
+		w->hold = hold | HOLD_BUSY;
+	} else {
+		w->hold = HOLD_BUSY;
+	}
 	__asm__ volatile("" ::: "memory");
-	int n = walk_in(w, pc, sp, bp, limit, ic, lead);
+	int n = walk_in(w, pc, sp, bp, limit, ic, lead, hit);
 	if (__builtin_expect(n < 0, 0)) {
 		w->end = 0;	/* the record may be half written */
 		w->reuse = 0;
 		w->n = w->nodes = 0;
-		w->declined++;
 		__asm__ volatile("" ::: "memory");
-		w->busy = 0;
+		/* (a signal handler meanwhile found it busy and left it) */
+		uint32_t declined = w->hold & ~HOLD_BUSY;
+		if (declined < 8 * HOLD_DECLINED)
+			declined += HOLD_DECLINED;
+		w->hold = declined;	/* released, one more declined */
 		return -1;
 	}
-	w->declined = 0;
 	return n;
 }
 
+/* Releases the record after a walk that succeeded (no longer declining). */
 HOT void walk_done(struct thread_walk *w)
 {
 	__asm__ volatile("" ::: "memory");
-	w->busy = 0;
+	w->hold = 0;
 }
 
 /* Frame i (innermost = 0) of the record. */
@@ -618,7 +646,8 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 	HERE(pc, sp, bp);
 	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
-	int n = walk(w, pc, sp, bp, limit - (lead != 0), NULL, 0);
+	uint32_t hit;
+	int n = walk(w, pc, sp, bp, limit - (lead != 0), NULL, 0, &hit);
 	if (n < 0)
 		return -1;
 	uint32_t o = 0;
@@ -685,44 +714,74 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	return node;
 }
 
-int __attribute__((noinline)) ml_unwind_stack(uint32_t max_depth, uint64_t skip_lo,
-					      uint64_t skip_hi, uint32_t *stack)
+/* The walk of ml_unwind_stack: the stack id (ML_NODE_LOST without room
+ * for a node), or 0 for the slow path. */
+HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
 {
 	uint64_t pc, sp, bp, lead;
-	if (!ml_unwind_gen)
-		return -1;
 	HERE(pc, sp, bp);
 	start_point(&pc, &sp, &bp, &lead);
 	struct thread_walk *w = walk_get();
-	struct ml_intern_cache *ic = &ml_tl_thread->intern;
-	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead);
+	uint32_t max_depth = ml_config.max_depth;
+	uint32_t hit = 0;
+	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead, &hit);
 	if (n < 0)
-		return -1;
-	int rc = -1;
-	if (w->end != END_LIMIT) {	/* cut at the limit: the caller's slow path */
+		return 0;
+	uint32_t node = 0;
+	if (w->end != END_LIMIT) {	/* cut at the limit: the slow path */
 		/* The innermost frames inside the runtime are not the program's:
 		 * the lead (if any) is address 0, frame i's return address is
 		 * address i + 1 (without a lead: i). */
+		uint64_t skip_lo = ml_skip.lo, range = ml_skip.range;
 		uint32_t lead_n = lead != 0, total = (uint32_t)n + lead_n, skip = 0;
-		uint64_t range = skip_hi - skip_lo;
 		if (!lead || lead - skip_lo < range) {
 			skip = lead_n;
 			while (skip < total && frame_at(w, skip - lead_n)->ra - skip_lo < range)
 				skip++;
 		}
 		if (total - skip <= max_depth) {
-			uint32_t node;
 			if (!skip && lead && n)
-				node = w->lead_hit ? w->lead_hit : lead_node(w, ic, lead);
+				node = hit ? hit : lead_node(w, ic, lead);
 			else if ((node = set_nodes(w, ic, w->n)) && !skip && lead)
 				node = ml_stacktab_child_cached(ic, node, lead);
 			else if (node && skip > lead_n)
 				node = skip - lead_n < (uint32_t)n ? frame_at(w, skip - lead_n)->node :
 					ML_NODE_ROOT;
-			*stack = node ? node : ML_NODE_LOST;
-			rc = 0;
+			if (!node)
+				node = ML_NODE_LOST;
 		}
 	}
 	walk_done(w);
-	return rc;
+	return node;
+}
+
+/* MEMLINE_VERIFY_UNWIND, decorating rooms, the walker off or declining. */
+static uint32_t __attribute__((noinline)) unwind_stack_other(struct ml_intern_cache *ic)
+{
+	uint32_t node = 0;
+	if (!ml_rooms_decorating && ml_config.fast_unwind && ml_unwind_gen)
+		node = unwind_stack(ic);
+	if (!node)
+		return ml_stacktab_here_slow(ic);
+	if (ml_config.verify_unwind && node != ML_NODE_LOST)
+		ml_stacktab_verify(node);
+	return node;
+}
+
+/* Without a frame pointer of its own (one register more, no frame set up:
+ * its CFI describes its frame; rbp, untouched, keeps its caller's). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define OWN_FRAME_OMITTED __attribute__((optimize("omit-frame-pointer")))
+#else
+#define OWN_FRAME_OMITTED
+#endif
+uint32_t __attribute__((noinline)) OWN_FRAME_OMITTED
+ml_unwind_stack(struct ml_intern_cache *ic)
+{
+	if (__builtin_expect(!ml_capture_fast || ml_rooms_decorating, 0))
+		return unwind_stack_other(ic);
+	uint32_t node = unwind_stack(ic);
+	if (__builtin_expect(!node, 0))
+		return ml_stacktab_here_slow(ic);
+	return node;
 }

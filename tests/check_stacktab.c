@@ -268,7 +268,7 @@ END_TEST
 /* ml_unwind_stack (the walker's node cache) against libunwind and the
  * walker's own buffer, from the same function, several passes (cold,
  * cached, reused) and after walks of other depths. */
-struct three { uint32_t stack; int rc; uint64_t slow[80]; int n_slow; };
+struct three { uint32_t stack; uint64_t slow[80]; int n_slow; };
 
 static int __attribute__((noinline)) three_at(int n, struct three *b)
 {
@@ -277,7 +277,7 @@ static int __attribute__((noinline)) three_at(int n, struct three *b)
 		__asm__ volatile("" ::: "memory");	/* no tail call */
 		return r;
 	}
-	b->rc = ml_unwind_stack(64, 0, 0, &b->stack);
+	b->stack = ml_unwind_stack(&cache_a);
 	b->n_slow = unw_backtrace((void **)b->slow, 80);
 	__asm__ volatile("" ::: "memory");
 	return 0;
@@ -290,7 +290,7 @@ static void check_three(int depth)
 	for (int pass = 0; pass < 3; pass++) {
 		memset(&b, 0, sizeof(b));
 		three_at(depth, &b);
-		ck_assert_int_eq(b.rc, 0);
+		ck_assert_uint_eq(ml_stacktab_root(b.stack), ML_NODE_ROOT);
 		uint32_t n = frames_of(b.stack, f, 80);
 		/* libunwind's frame 0 is its caller's own return address (into
 		 * three_at), as is ours: past it they agree to the end. */
@@ -300,15 +300,32 @@ static void check_three(int depth)
 	}
 }
 
+/* A stack deeper than the limit (through the slow path, whose own frames
+ * are not dropped here: no runtime range is set): its two innermost
+ * frames below the truncated root. */
+static void __attribute__((noinline)) check_cut(void)
+{
+	uint64_t f[4];
+	uint32_t stack = ml_unwind_stack(&cache_b);
+	__asm__ volatile("" ::: "memory");
+	ck_assert_uint_eq(ml_stacktab_root(stack), ML_NODE_ROOT_TRUNCATED);
+	ck_assert_uint_eq(frames_of(stack, f, 4), 2);
+	ck_assert_uint_ne(f[0], 0);
+	ck_assert_uint_ne(f[1], 0);
+}
+
 START_TEST(unwind_stack_matches_libunwind)
 {
+	uint32_t depth = ml_config.max_depth;
+	ml_config.max_depth = 64;
 	check_three(4);
 	check_three(17);
 	check_three(4);
 	check_three(30);
-	/* deeper than the limit: the caller's slow path */
-	uint32_t stack;
-	ck_assert_int_eq(ml_unwind_stack(2, 0, 0, &stack), -1);
+	/* deeper than the limit: the slow path */
+	ml_config.max_depth = 2;
+	check_cut();
+	ml_config.max_depth = depth;
 }
 END_TEST
 
