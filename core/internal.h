@@ -160,8 +160,13 @@ struct ml_sample_weight;
  * negative in one thread's counter (a block freed by another thread than
  * the one that allocated it); sums over threads are not. */
 struct ml_counter {
-	uint32_t stack;
-	uint32_t kind;
+	union {
+		struct {
+			uint32_t stack;
+			uint32_t kind;
+		};
+		uint64_t key;		/* stack | kind << 32: one compare (ml_counter_key) */
+	};
 	uint64_t allocs, alloc_bytes;
 	int64_t live_blocks, live_bytes;
 	int64_t at_peak_blocks, at_peak_bytes;	/* valid when epoch == final peak + 1 */
@@ -261,6 +266,11 @@ static inline struct ml_thread *ml_thread_self(void)
 	struct ml_thread *t = ml_tl_thread;
 	return __builtin_expect(t != NULL, 1) ? t : ml_thread_make();
 }
+/* (stack, kind) as struct ml_counter's key word. */
+static inline uint64_t ml_counter_key(uint32_t stack, uint32_t kind)
+{
+	return (uint64_t)stack | (uint64_t)kind << 32;
+}
 struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, uint32_t kind);
 /* The calling thread's counter for (stack, kind), made on first use; NULL
  * when out of memory.  t is ml_thread_self(). */
@@ -270,7 +280,7 @@ static inline struct ml_counter *ml_thread_counter(struct ml_thread *t, uint32_t
 	uint32_t i = (uint32_t)(((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull >> 52);
 	_Static_assert(ML_COUNTER_CACHE == 4096u, "12 bits");
 	struct ml_counter *c = t->counter_cache[i];
-	if (__builtin_expect(c && c->stack == stack && c->kind == kind, 1))
+	if (__builtin_expect(c && c->key == ml_counter_key(stack, kind), 1))
 		return c;
 	c = ml_thread_counter_slow(t, stack, kind);
 	t->counter_cache[i] = c;

@@ -304,10 +304,15 @@ static COLD size_t track_free_any(void *ptr, enum ml_kind kind)
 INLINE size_t free_block(void *ptr, uint32_t kind)
 {
 	size_t size = 0;
+	/* The state read once, kept in a register (ml_event_begin's read is
+	 * this one: nothing comes between; it makes a missing one, so t is
+	 * read again only then). */
+	struct ml_thread *t = ml_tl_thread;
 	ml_event_begin();
+	if (__builtin_expect(t == NULL, 0))
+		t = ml_tl_thread;
 	struct ml_live_val v = ml_livetab_take((uint64_t)ptr, kind);
 	if (__builtin_expect(v.found != 0, 1)) {
-		struct ml_thread *t = ml_tl_thread;
 		struct ml_counter *c;
 		if (__builtin_expect(t != NULL, 1) &&
 		    __builtin_expect((c = ml_thread_counter(t, v.stack, kind)) != NULL, 1))
