@@ -180,6 +180,20 @@ static long record_heap(uint64_t ptr, uint64_t size, void *t)
 	return 0;
 }
 
+/* The common allocation whole, on the side stack: errno kept, the event
+ * around the record (ml_track_alloc only switches stacks: one frame that
+ * keeps its values in registers, not two). */
+static long record_heap_event(uint64_t ptr, uint64_t size, void *arg)
+{
+	struct ml_thread *t = arg;
+	int *e = errno_at(), saved = *e;
+	ml_event_begin();
+	record_block(t, ptr, size, ML_KIND_HEAP);
+	ml_event_end();
+	*e = saved;
+	return 0;
+}
+
 /* Any allocation event: sampled, or of two kinds. */
 static long record_alloc_any(void *arg)
 {
@@ -238,12 +252,10 @@ static COLD void track_alloc_any(void *ptr, size_t size, enum ml_kind kind, enum
 	ml_event_end();
 }
 
-void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
+/* ml_track_alloc's other cases: sampling, another kind, no state yet, no
+ * mark of the hook, no side stack or on it already. */
+static __attribute__((noinline)) void track_alloc_rest(void *ptr, size_t size, enum ml_kind kind)
 {
-	ML_ASSERT(ml_guard_held());
-	if (!ptr || ml_degraded)
-		return;
-	ml_track_count_thread(size);
 	int *e = errno_at(), saved = *e;
 	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
 		track_alloc_any(ptr, size, kind, ML_KIND_COUNT);
@@ -262,6 +274,23 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	}
 	ml_event_end();
 	*e = saved;
+}
+
+void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
+{
+	ML_ASSERT(ml_guard_held());
+	if (!ptr || ml_degraded)
+		return;
+	ml_track_count_thread(size);
+	/* The common case: exact mode, the heap, a hook's mark, a state with
+	 * a side stack, not on it: straight onto it (a tail call). */
+	struct ml_thread *t = ml_tl_thread;
+	if (__builtin_expect(!ml_config.sample_bytes && kind == ML_KIND_HEAP && t != NULL &&
+			     ml_tl_mark.sp != 0 && !ml_thread_side_here(t), 1)) {
+		ml_side_call3(record_heap_event, (uint64_t)ptr, size, t, t->side_hi);
+		return;
+	}
+	track_alloc_rest(ptr, size, kind);
 }
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
