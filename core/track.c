@@ -85,14 +85,16 @@ static COLD void count_free_on(struct ml_thread *t, uint32_t stack, uint32_t kin
 INLINE void add_block(struct ml_thread *t, struct ml_counter *c, uint64_t ptr, uint64_t size,
 		      uint32_t stack, uint32_t kind)
 {
+	/* The event's mode, read once (the table and the total use it). */
+	bool plain = ml_tl_plain;
 	struct ml_live_block old;
-	if (__builtin_expect(ml_livetab_insert(ptr, kind, size, stack, &old) < 0, 0)) {
+	if (__builtin_expect(ml_livetab_insert_in(ptr, kind, size, stack, &old, plain) < 0, 0)) {
 		no_room();
 		return;
 	}
 	if (__builtin_expect(old.addr != 0, 0))
 		count_free_on(t, old.stack, old.kind, old.size);
-	ml_counters_alloc_k(c, kind, size);
+	ml_counters_alloc_in(c, kind, size, plain);
 }
 
 /* add_block without a counter for (stack, kind) (no memory for a new
@@ -340,12 +342,13 @@ INLINE size_t free_block(void *ptr, uint32_t kind)
 	ml_event_begin();
 	if (__builtin_expect(t == NULL, 0))
 		t = ml_tl_thread;
-	struct ml_live_val v = ml_livetab_take((uint64_t)ptr, kind);
+	bool plain = ml_tl_plain;	/* the event's mode, read once */
+	struct ml_live_val v = ml_livetab_take_in((uint64_t)ptr, kind, plain);
 	if (__builtin_expect(v.found != 0, 1)) {
 		struct ml_counter *c;
 		if (__builtin_expect(t != NULL, 1) &&
 		    __builtin_expect((c = ml_thread_counter(t, v.stack, kind)) != NULL, 1))
-			ml_counters_free_k(c, kind, v.size);
+			ml_counters_free_in(c, kind, v.size, plain);
 		else
 			no_room();
 		size = v.size;
@@ -455,7 +458,8 @@ static long record_move(void *arg)
 	struct ml_thread *t = ml_tl_thread;
 	struct ml_live_block old;
 	uint32_t stack = ml_stacktab_here(&t->intern);
-	int rc = ml_livetab_insert(e->ptr, e->kind, e->size, stack, &old);
+	bool plain = ml_tl_plain;	/* the event's mode, read once */
+	int rc = ml_livetab_insert_in(e->ptr, e->kind, e->size, stack, &old, plain);
 	if (__builtin_expect(e->kind != ML_KIND_HEAP, 0)) {
 		move_rest(t, e, stack, rc, &old);
 		return 0;
@@ -467,7 +471,7 @@ static long record_move(void *arg)
 	if (__builtin_expect(rc == 0 && old.addr == 0, 1) &&
 	    __builtin_expect((from = ml_thread_counter(t, held->stack, ML_KIND_HEAP)) != NULL, 1) &&
 	    __builtin_expect((to = ml_thread_counter(t, stack, ML_KIND_HEAP)) != NULL, 1)) {
-		ml_counters_move_k(from, held->size, to, ML_KIND_HEAP, e->size);
+		ml_counters_move_in(from, held->size, to, ML_KIND_HEAP, e->size, plain);
 		return 0;
 	}
 	move_rest(t, e, stack, rc, &old);
