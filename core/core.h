@@ -85,6 +85,9 @@ void ml_lifecycle_start(void);
  * after the real allocator returned ptr != NULL.  Never allocates through
  * the hooked allocator; thread-safe; no global lock. */
 void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind);
+/* ml_track_alloc(ptr, size, ML_KIND_HEAP) for a ptr known not to be NULL
+ * (the hooks': no test of either). */
+void ml_track_alloc_heap(void *ptr, size_t size);
 
 /* ml_track_alloc, and the same block counted a second time under the
  * pseudo-kind also (one stack capture; its own live-table entry (ptr, also),
@@ -97,6 +100,8 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
  * pointers (allocated before start-up, or by an untracked path) are
  * ignored.  Returns the size recorded at allocation, or 0 if unknown. */
 size_t ml_track_free(void *ptr, enum ml_kind kind);
+/* ml_track_free(ptr, ML_KIND_HEAP) for a ptr known not to be NULL. */
+size_t ml_track_free_heap(void *ptr);
 
 /* A block taken out of the live table while a realloc-like call runs.
  * Sequence, guard held throughout:

@@ -278,10 +278,12 @@ static __attribute__((noinline)) void track_alloc_rest(void *ptr, size_t size, e
 	*e = saved;
 }
 
-void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
+/* ml_track_alloc for a ptr that is not NULL; kind a constant where it can
+ * be. */
+INLINE void track_alloc(void *ptr, size_t size, enum ml_kind kind)
 {
-	ML_ASSERT(ml_guard_held());
-	if (!ptr || ml_degraded)
+	ML_ASSERT(ml_guard_held() && ptr);
+	if (ml_degraded)
 		return;
 	ml_track_count_thread(size);
 	/* The common case: exact mode, the heap, a hook's mark, a state with
@@ -293,6 +295,17 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 		return;
 	}
 	track_alloc_rest(ptr, size, kind);
+}
+
+void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
+{
+	if (ptr)
+		track_alloc(ptr, size, kind);
+}
+
+void ml_track_alloc_heap(void *ptr, size_t size)
+{
+	track_alloc(ptr, size, ML_KIND_HEAP);
 }
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
@@ -354,6 +367,19 @@ INLINE size_t free_block(void *ptr, uint32_t kind)
 		size = v.size;
 	}
 	ml_event_end();
+	return size;
+}
+
+size_t ml_track_free_heap(void *ptr)
+{
+	ML_ASSERT(ml_guard_held() && ptr);
+	int *e = errno_at(), saved = *e;
+	size_t size;
+	if (__builtin_expect(ml_config.sample_bytes != 0, 0))
+		size = track_free_any(ptr, ML_KIND_HEAP);
+	else
+		size = free_block(ptr, ML_KIND_HEAP);
+	*e = saved;
 	return size;
 }
 
