@@ -281,18 +281,16 @@ void *ml_arena_alloc(size_t size);
 typedef struct { volatile int locked; } ml_spin_t;
 /* sched_yield(2); async-signal-safe, never allocates. */
 void ml_spin_yield(void);
-/* Spins briefly, then yields: with more threads than CPUs the holder may
- * be preempted, and spinning through a whole time slice would be waste. */
+/* ml_spin_lock's wait for a lock it found taken (core/spin.c). */
+void ml_spin_wait(ml_spin_t *l);
+/* One exchange inline; a lock found taken is waited for out of line
+ * (spins briefly, then yields: with more threads than CPUs the holder may
+ * be preempted, and spinning through a whole time slice would be waste),
+ * so that callers keep their values in registers around it. */
 static inline void ml_spin_lock(ml_spin_t *l)
 {
-	unsigned spins = 0;
-	while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
-			if (++spins < 64)
-				__builtin_ia32_pause();
-			else
-				ml_spin_yield();
-		}
+	if (__builtin_expect(__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE) != 0, 0))
+		ml_spin_wait(l);
 }
 static inline void ml_spin_unlock(ml_spin_t *l)
 {

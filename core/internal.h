@@ -483,14 +483,11 @@ struct ml_live_shard {
 } __attribute__((aligned(64)));
 extern struct ml_live_shard ml_live_shards[ML_LIVE_SHARDS];
 
-/* A shard's lock (atomic mode): one exchange inline; the wait (spins,
- * then yields: ml_spin_lock's) out of line, so that the hot paths keep
- * their values in registers around it. */
-void ml_livetab_lock_wait(struct ml_live_shard *s);
+/* A shard's lock (atomic mode): ml_spin_lock's one exchange inline, its
+ * wait out of line. */
 static inline __attribute__((always_inline)) void ml_live_lock(struct ml_live_shard *s)
 {
-	if (__builtin_expect(__atomic_exchange_n(&s->lock.locked, 1, __ATOMIC_ACQUIRE) != 0, 0))
-		ml_livetab_lock_wait(s);
+	ml_spin_lock(&s->lock);
 }
 
 static inline uint64_t ml_live_key(uint64_t addr, uint32_t kind)
