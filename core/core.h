@@ -85,8 +85,9 @@ void ml_lifecycle_start(void);
  * after the real allocator returned ptr != NULL.  Never allocates through
  * the hooked allocator; thread-safe; no global lock. */
 void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind);
-/* ml_track_alloc(ptr, size, ML_KIND_HEAP) for a ptr known not to be NULL
- * (the hooks': no test of either). */
+/* ml_track_alloc(ptr, size, ML_KIND_HEAP) for a ptr known not to be NULL,
+ * the hook's mark set (ML_UNWIND_MARK, below): the hooks' entry, no test
+ * of any of these. */
 void ml_track_alloc_heap(void *ptr, size_t size);
 
 /* ml_track_alloc, and the same block counted a second time under the

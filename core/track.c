@@ -279,8 +279,8 @@ static __attribute__((noinline)) void track_alloc_rest(void *ptr, size_t size, e
 }
 
 /* ml_track_alloc for a ptr that is not NULL; kind a constant where it can
- * be. */
-INLINE void track_alloc(void *ptr, size_t size, enum ml_kind kind)
+ * be; marked: the caller set the hook's mark (ML_UNWIND_MARK) for sure. */
+INLINE void track_alloc(void *ptr, size_t size, enum ml_kind kind, bool marked)
 {
 	ML_ASSERT(ml_guard_held() && ptr);
 	if (ml_degraded)
@@ -290,7 +290,7 @@ INLINE void track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	 * a side stack, not on it: straight onto it (a tail call). */
 	struct ml_thread *t = ml_tl_thread;
 	if (__builtin_expect(!ml_config.sample_bytes && kind == ML_KIND_HEAP && t != NULL &&
-			     ml_tl_mark.sp != 0 && !ml_thread_side_here(t), 1)) {
+			     (marked || ml_tl_mark.sp != 0) && !ml_thread_side_here(t), 1)) {
 		ml_side_call3(record_heap_event, (uint64_t)ptr, size, t, t->side_hi);
 		return;
 	}
@@ -300,12 +300,13 @@ INLINE void track_alloc(void *ptr, size_t size, enum ml_kind kind)
 void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 {
 	if (ptr)
-		track_alloc(ptr, size, kind);
+		track_alloc(ptr, size, kind, false);
 }
 
 void ml_track_alloc_heap(void *ptr, size_t size)
 {
-	track_alloc(ptr, size, ML_KIND_HEAP);
+	ML_ASSERT(ml_tl_mark.sp != 0);
+	track_alloc(ptr, size, ML_KIND_HEAP, true);
 }
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
