@@ -240,6 +240,7 @@ struct ml_thread {
 	int32_t tid;			/* the kernel thread using it */
 	int ended;			/* its thread's end ran: given back once it is gone */
 	uint64_t side_lo, side_hi;	/* the side stack (0, 0: none) */
+	int *errno_at;			/* its thread's errno (the core keeps it) */
 	struct ml_counter **index;	/* (stack, kind) -> counter, open addressing */
 	uint32_t index_bits;
 	uint32_t n_counters;

@@ -459,6 +459,7 @@ struct ml_thread *ml_thread_make(void)
 	t->in_event = 0;
 	t->ended = 0;
 	t->tid = (int32_t)syscall(SYS_gettid);
+	t->errno_at = &errno;
 	ml_tl_thread = t;
 	/* On the side stack: registering for the thread's end goes through
 	 * glibc (and its calloc), and this may run on a coroutine's few KiB. */

@@ -188,7 +188,7 @@ static long record_heap(uint64_t ptr, uint64_t size, void *t)
 static long record_heap_event(uint64_t ptr, uint64_t size, void *arg)
 {
 	struct ml_thread *t = arg;
-	int *e = errno_at(), saved = *e;
+	int *e = t->errno_at, saved = *e;
 	ml_event_begin();
 	record_block(t, ptr, size, ML_KIND_HEAP);
 	ml_event_end();
@@ -346,13 +346,12 @@ static COLD size_t track_free_any(void *ptr, enum ml_kind kind)
 
 /* Exact mode's free of a known block: the live table, then this thread's
  * counter of the block's stack.  kind is a constant where it can be. */
-INLINE size_t free_block(void *ptr, uint32_t kind)
+INLINE size_t free_block(struct ml_thread *t, void *ptr, uint32_t kind)
 {
 	size_t size = 0;
-	/* The state read once, kept in a register (ml_event_begin's read is
-	 * this one: nothing comes between; it makes a missing one, so t is
-	 * read again only then). */
-	struct ml_thread *t = ml_tl_thread;
+	/* t: the state as read by the caller, kept in a register
+	 * (ml_event_begin's read is this one: nothing comes between; it makes
+	 * a missing one, so t is read again only then). */
 	ml_event_begin();
 	if (__builtin_expect(t == NULL, 0))
 		t = ml_tl_thread;
@@ -374,12 +373,13 @@ INLINE size_t free_block(void *ptr, uint32_t kind)
 size_t ml_track_free_heap(void *ptr)
 {
 	ML_ASSERT(ml_guard_held() && ptr);
-	int *e = errno_at(), saved = *e;
+	struct ml_thread *t = ml_tl_thread;
+	int *e = __builtin_expect(t != NULL, 1) ? t->errno_at : errno_at(), saved = *e;
 	size_t size;
 	if (__builtin_expect(ml_config.sample_bytes != 0, 0))
 		size = track_free_any(ptr, ML_KIND_HEAP);
 	else
-		size = free_block(ptr, ML_KIND_HEAP);
+		size = free_block(t, ptr, ML_KIND_HEAP);
 	*e = saved;
 	return size;
 }
@@ -392,9 +392,9 @@ size_t ml_track_free(void *ptr, enum ml_kind kind)
 	if (__builtin_expect(ml_config.sample_bytes || !ptr, 0))
 		size = track_free_any(ptr, kind);
 	else if (__builtin_expect(kind == ML_KIND_HEAP, 1))
-		size = free_block(ptr, ML_KIND_HEAP);	/* the hooks' kind, its look-ups folded */
+		size = free_block(ml_tl_thread, ptr, ML_KIND_HEAP);	/* its look-ups folded */
 	else
-		size = free_block(ptr, kind);
+		size = free_block(ml_tl_thread, ptr, kind);
 	*e = saved;
 	return size;
 }
