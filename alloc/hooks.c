@@ -65,7 +65,7 @@ static inline __attribute__((always_inline)) void record(bool held, void *p, siz
 {
 	if (held && p) {
 		ML_UNWIND_MARK();
-		ml_track_alloc(p, size, HEAP);
+		ml_track_alloc_heap(p, size);
 		ml_unwind_unmark();
 	}
 }
@@ -73,7 +73,7 @@ static inline __attribute__((always_inline)) void record(bool held, void *p, siz
 static inline void forget(bool held, void *p)
 {
 	if (held && p)
-		ml_track_free(p, HEAP);
+		ml_track_free_heap(p);
 }
 
 /* The guarded part of a hook for a C allocation function (which never

@@ -85,6 +85,10 @@ void ml_lifecycle_start(void);
  * after the real allocator returned ptr != NULL.  Never allocates through
  * the hooked allocator; thread-safe; no global lock. */
 void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind);
+/* ml_track_alloc(ptr, size, ML_KIND_HEAP) for a ptr known not to be NULL,
+ * the hook's mark set (ML_UNWIND_MARK, below): the hooks' entry, no test
+ * of any of these. */
+void ml_track_alloc_heap(void *ptr, size_t size);
 
 /* ml_track_alloc, and the same block counted a second time under the
  * pseudo-kind also (one stack capture; its own live-table entry (ptr, also),
@@ -97,6 +101,8 @@ void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind
  * pointers (allocated before start-up, or by an untracked path) are
  * ignored.  Returns the size recorded at allocation, or 0 if unknown. */
 size_t ml_track_free(void *ptr, enum ml_kind kind);
+/* ml_track_free(ptr, ML_KIND_HEAP) for a ptr known not to be NULL. */
+size_t ml_track_free_heap(void *ptr);
 
 /* A block taken out of the live table while a realloc-like call runs.
  * Sequence, guard held throughout:
@@ -276,18 +282,16 @@ void *ml_arena_alloc(size_t size);
 typedef struct { volatile int locked; } ml_spin_t;
 /* sched_yield(2); async-signal-safe, never allocates. */
 void ml_spin_yield(void);
-/* Spins briefly, then yields: with more threads than CPUs the holder may
- * be preempted, and spinning through a whole time slice would be waste. */
+/* ml_spin_lock's wait for a lock it found taken (core/spin.c). */
+void ml_spin_wait(ml_spin_t *l);
+/* One exchange inline; a lock found taken is waited for out of line
+ * (spins briefly, then yields: with more threads than CPUs the holder may
+ * be preempted, and spinning through a whole time slice would be waste),
+ * so that callers keep their values in registers around it. */
 static inline void ml_spin_lock(ml_spin_t *l)
 {
-	unsigned spins = 0;
-	while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
-			if (++spins < 64)
-				__builtin_ia32_pause();
-			else
-				ml_spin_yield();
-		}
+	if (__builtin_expect(__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE) != 0, 0))
+		ml_spin_wait(l);
 }
 static inline void ml_spin_unlock(ml_spin_t *l)
 {

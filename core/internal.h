@@ -179,8 +179,13 @@ struct ml_sample_weight;
  * negative in one thread's counter (a block freed by another thread than
  * the one that allocated it); sums over threads are not. */
 struct ml_counter {
-	uint32_t stack;
-	uint32_t kind;
+	union {
+		struct {
+			uint32_t stack;
+			uint32_t kind;
+		};
+		uint64_t key;		/* stack | kind << 32: one compare (ml_counter_key) */
+	};
 	uint64_t allocs, alloc_bytes;
 	int64_t live_blocks, live_bytes;
 	int64_t at_peak_blocks, at_peak_bytes;	/* valid when epoch == final peak + 1 */
@@ -254,6 +259,7 @@ struct ml_thread {
 	int32_t tid;			/* the kernel thread using it */
 	int ended;			/* its thread's end ran: given back once it is gone */
 	uint64_t side_lo, side_hi;	/* the side stack (0, 0: none) */
+	int *errno_at;			/* its thread's errno (the core keeps it) */
 	struct ml_counter **index;	/* (stack, kind) -> counter, open addressing */
 	uint32_t index_bits;
 	uint32_t n_counters;
@@ -280,6 +286,11 @@ static inline struct ml_thread *ml_thread_self(void)
 	struct ml_thread *t = ml_tl_thread;
 	return __builtin_expect(t != NULL, 1) ? t : ml_thread_make();
 }
+/* (stack, kind) as struct ml_counter's key word. */
+static inline uint64_t ml_counter_key(uint32_t stack, uint32_t kind)
+{
+	return (uint64_t)stack | (uint64_t)kind << 32;
+}
 struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, uint32_t kind);
 /* The calling thread's counter for (stack, kind), made on first use; NULL
  * when out of memory.  t is ml_thread_self(). */
@@ -289,7 +300,7 @@ static inline struct ml_counter *ml_thread_counter(struct ml_thread *t, uint32_t
 	uint32_t i = (uint32_t)(((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull >> 52);
 	_Static_assert(ML_COUNTER_CACHE == 4096u, "12 bits");
 	struct ml_counter *c = t->counter_cache[i];
-	if (__builtin_expect(c && c->stack == stack && c->kind == kind, 1))
+	if (__builtin_expect(c && c->key == ml_counter_key(stack, kind), 1))
 		return c;
 	c = ml_thread_counter_slow(t, stack, kind);
 	t->counter_cache[i] = c;
@@ -492,14 +503,11 @@ struct ml_live_shard {
 } __attribute__((aligned(64)));
 extern struct ml_live_shard ml_live_shards[ML_LIVE_SHARDS];
 
-/* A shard's lock (atomic mode): one exchange inline; the wait (spins,
- * then yields: ml_spin_lock's) out of line, so that the hot paths keep
- * their values in registers around it. */
-void ml_livetab_lock_wait(struct ml_live_shard *s);
+/* A shard's lock (atomic mode): ml_spin_lock's one exchange inline, its
+ * wait out of line. */
 static inline __attribute__((always_inline)) void ml_live_lock(struct ml_live_shard *s)
 {
-	if (__builtin_expect(__atomic_exchange_n(&s->lock.locked, 1, __ATOMIC_ACQUIRE) != 0, 0))
-		ml_livetab_lock_wait(s);
+	ml_spin_lock(&s->lock);
 }
 
 static inline uint64_t ml_live_key(uint64_t addr, uint32_t kind)
@@ -540,12 +548,11 @@ int ml_livetab_insert_slow(uint64_t addr, uint32_t kind, uint64_t size, uint32_t
  * An existing entry for the same (addr, kind) is removed first and
  * returned in *old (old->addr = 0 if none).  Thread-safe. */
 static inline __attribute__((always_inline)) int
-ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size,
-				    uint32_t stack, struct ml_live_block *old)
+ml_livetab_insert_in(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
+		     struct ml_live_block *old, bool plain)
 {
 	uint64_t key = ml_live_key(addr, kind);
 	struct ml_live_shard *s = ml_live_shard_of(addr);
-	bool plain = ml_tl_plain;
 	if (!plain)
 		ml_live_lock(s);
 	/* The key in neither bucket (else the allocator reused an address
@@ -576,6 +583,12 @@ ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size,
 		ml_spin_unlock(&s->lock);
 	return ml_livetab_insert_slow(addr, kind, size, stack, old);
 }
+static inline __attribute__((always_inline)) int
+ml_livetab_insert(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
+		  struct ml_live_block *old)
+{
+	return ml_livetab_insert_in(addr, kind, size, stack, old, ml_tl_plain);
+}
 
 /* What a remove found: in registers, not through memory. */
 struct ml_live_val {
@@ -588,13 +601,14 @@ struct ml_live_val ml_livetab_take_slow(uint64_t addr, uint32_t kind);
 
 /* Takes (addr, kind) out of the table and returns its size and stack
  * (found = 0 if unknown).  Thread-safe.  Inline: the key in its first
- * bucket, of a size below 4 GiB; else the slow path. */
+ * bucket, of a size below 4 GiB; else the slow path.  The _in forms take
+ * the event's ml_tl_plain, read once by the caller (ml_livetab_insert_in
+ * too). */
 static inline __attribute__((always_inline)) struct ml_live_val
-ml_livetab_take(uint64_t addr, uint32_t kind)
+ml_livetab_take_in(uint64_t addr, uint32_t kind, bool plain)
 {
 	uint64_t key = ml_live_key(addr, kind);
 	struct ml_live_shard *s = ml_live_shard_of(addr);
-	bool plain = ml_tl_plain;
 	if (!plain)
 		ml_live_lock(s);
 	if (__builtin_expect(s->shift != 0, 1)) {
@@ -616,6 +630,11 @@ ml_livetab_take(uint64_t addr, uint32_t kind)
 	if (!plain)
 		ml_spin_unlock(&s->lock);
 	return ml_livetab_take_slow(addr, kind);
+}
+static inline __attribute__((always_inline)) struct ml_live_val
+ml_livetab_take(uint64_t addr, uint32_t kind)
+{
+	return ml_livetab_take_in(addr, kind, ml_tl_plain);
 }
 
 /* Removes (addr, kind) and returns it in *out.  Returns false if unknown.
@@ -902,11 +921,12 @@ int ml_dump_write(uint32_t reason, int32_t status);
  * python shares the heap's) (plain stores while one thread records, else
  * cmpxchg16b); returns the peak after it, the peak before it
  * in *before. */
-static inline uint64_t ml_counters_apply(uint32_t kind, int64_t delta, uint64_t *before)
+static inline __attribute__((always_inline)) uint64_t
+ml_counters_apply_in(uint32_t kind, int64_t delta, uint64_t *before, bool plain)
 {
 	union ml_kind_word old, new;
 	kind = ml_kind_peak_of((enum ml_kind)kind);	/* python: the heap's total */
-	if (__builtin_expect(ml_tl_plain, 1)) {	/* the one recording thread */
+	if (__builtin_expect(plain, 1)) {	/* the one recording thread */
 		old.live = ml_kinds[kind].total.live;
 		old.peak = ml_kinds[kind].total.peak;
 		new.live = old.live + (uint64_t)delta;
@@ -932,6 +952,10 @@ static inline uint64_t ml_counters_apply(uint32_t kind, int64_t delta, uint64_t 
 	if (__builtin_expect(new.peak > old.peak, 0))
 		ml_counters_note_peak_time(kind, new.peak);
 	return new.peak;
+}
+static inline uint64_t ml_counters_apply(uint32_t kind, int64_t delta, uint64_t *before)
+{
+	return ml_counters_apply_in(kind, delta, before, ml_tl_plain);
 }
 
 /* Before c changes: if the kind reached a peak since c last changed, c's
@@ -959,12 +983,12 @@ static inline void ml_counters_after(struct ml_counter *c, uint64_t peak_before,
 
 /* The kind's total falls by size (a free: its peak cannot rise), as
  * ml_counters_apply; returns the peak, the same before and after. */
-static inline __attribute__((always_inline)) uint64_t ml_counters_apply_down(uint32_t kind,
-									  uint64_t size)
+static inline __attribute__((always_inline)) uint64_t
+ml_counters_apply_down(uint32_t kind, uint64_t size, bool plain)
 {
 	union ml_kind_word old, new;
 	kind = ml_kind_peak_of((enum ml_kind)kind);
-	if (__builtin_expect(ml_tl_plain, 1)) {
+	if (__builtin_expect(plain, 1)) {
 		old.peak = ml_kinds[kind].total.peak;
 		old.live = ml_kinds[kind].total.live;
 		new.live = old.live - size;
@@ -990,11 +1014,12 @@ static inline __attribute__((always_inline)) uint64_t ml_counters_apply_down(uin
 
 /* Applies one allocation (+size) to c, the calling thread's counter of
  * kind (c->kind: a constant here folds the kind's look-ups away).  Exact
- * under any interleaving of threads (see counters.c). */
-static inline __attribute__((always_inline)) void ml_counters_alloc_k(struct ml_counter *c,
-								      uint32_t kind, uint64_t size)
+ * under any interleaving of threads (see counters.c).  plain: the
+ * event's ml_tl_plain. */
+static inline __attribute__((always_inline)) void
+ml_counters_alloc_in(struct ml_counter *c, uint32_t kind, uint64_t size, bool plain)
 {
-	uint64_t before, after = ml_counters_apply(kind, (int64_t)size, &before);
+	uint64_t before, after = ml_counters_apply_in(kind, (int64_t)size, &before, plain);
 	ml_counters_before(c, before);
 	c->allocs++;
 	c->alloc_bytes += size;
@@ -1003,23 +1028,34 @@ static inline __attribute__((always_inline)) void ml_counters_alloc_k(struct ml_
 	ml_counters_after(c, before, after);
 }
 
+static inline __attribute__((always_inline)) void ml_counters_alloc_k(struct ml_counter *c,
+								      uint32_t kind, uint64_t size)
+{
+	ml_counters_alloc_in(c, kind, size, ml_tl_plain);
+}
+
 /* Applies one free of size bytes to c (the calling thread's, of kind). */
+static inline __attribute__((always_inline)) void
+ml_counters_free_in(struct ml_counter *c, uint32_t kind, uint64_t size, bool plain)
+{
+	/* A free never sets a new peak: nothing to note after it. */
+	ml_counters_before(c, ml_counters_apply_down(kind, size, plain));
+	c->live_blocks--;
+	c->live_bytes -= (int64_t)size;
+}
 static inline __attribute__((always_inline)) void ml_counters_free_k(struct ml_counter *c,
 								     uint32_t kind, uint64_t size)
 {
-	/* A free never sets a new peak: nothing to note after it. */
-	ml_counters_before(c, ml_counters_apply_down(kind, size));
-	c->live_blocks--;
-	c->live_bytes -= (int64_t)size;
+	ml_counters_free_in(c, kind, size, ml_tl_plain);
 }
 
 /* A move (ml_counters_move), inline, of kind (from's and to's). */
 static inline __attribute__((always_inline)) void
-ml_counters_move_k(struct ml_counter *from, uint64_t old_size, struct ml_counter *to,
-		   uint32_t kind, uint64_t new_size)
+ml_counters_move_in(struct ml_counter *from, uint64_t old_size, struct ml_counter *to,
+		    uint32_t kind, uint64_t new_size, bool plain)
 {
-	uint64_t before, after = ml_counters_apply(kind, (int64_t)new_size - (int64_t)old_size,
-						   &before);
+	uint64_t before, after = ml_counters_apply_in(kind, (int64_t)new_size - (int64_t)old_size,
+						      &before, plain);
 	ml_counters_before(from, before);
 	ml_counters_before(to, before);
 	from->live_blocks--;
@@ -1030,6 +1066,12 @@ ml_counters_move_k(struct ml_counter *from, uint64_t old_size, struct ml_counter
 	to->live_bytes += (int64_t)new_size;
 	ml_counters_after(from, before, after);
 	ml_counters_after(to, before, after);
+}
+static inline __attribute__((always_inline)) void
+ml_counters_move_k(struct ml_counter *from, uint64_t old_size, struct ml_counter *to,
+		   uint32_t kind, uint64_t new_size)
+{
+	ml_counters_move_in(from, old_size, to, kind, new_size, ml_tl_plain);
 }
 
 static inline __attribute__((always_inline)) void ml_counters_alloc(struct ml_counter *c,

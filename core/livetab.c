@@ -46,10 +46,6 @@ struct entry {
 	uint32_t stack, size;
 };
 
-void ml_livetab_lock_wait(struct ml_live_shard *s)
-{
-	ml_spin_lock(&s->lock);
-}
 
 static inline uint32_t empty_way(const struct ml_live_bucket *b)
 {

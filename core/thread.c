@@ -13,6 +13,7 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -156,6 +157,18 @@ static bool index_grow(struct ml_thread *t)
 	return true;
 }
 
+/* A new chunk, at a cache line's start: each counter (64 bytes) then
+ * sits in one line, so an allocation or a free touches one line of its
+ * counter.  (The arena's 16-byte alignment, rounded up; arena memory is
+ * never given back.) */
+static struct ml_counter_chunk *chunk_alloc(void)
+{
+	_Static_assert(offsetof(struct ml_counter_chunk, c) == 64 && sizeof(struct ml_counter) == 64,
+		       "counters on line boundaries");
+	uint64_t p = (uint64_t)(uintptr_t)ml_arena_alloc(sizeof(struct ml_counter_chunk) + 48);
+	return p ? (struct ml_counter_chunk *)(uintptr_t)((p + 63) & ~63ull) : NULL;
+}
+
 /* A zeroed counter for (stack, kind) in t's chunks; NULL if out of memory. */
 static struct ml_counter *counter_new(struct ml_thread *t, uint32_t stack, uint32_t kind)
 {
@@ -164,7 +177,7 @@ static struct ml_counter *counter_new(struct ml_thread *t, uint32_t stack, uint3
 		struct ml_counter_chunk *fresh = t->spare;
 		if (fresh)
 			t->spare = fresh->next;
-		else if (!(fresh = ml_arena_alloc(sizeof(*fresh))))
+		else if (!(fresh = chunk_alloc()))
 			return NULL;
 		fresh->used = 0;
 		fresh->next = ch;
@@ -446,6 +459,7 @@ struct ml_thread *ml_thread_make(void)
 	t->in_event = 0;
 	t->ended = 0;
 	t->tid = (int32_t)syscall(SYS_gettid);
+	t->errno_at = &errno;
 	ml_tl_thread = t;
 	/* On the side stack: registering for the thread's end goes through
 	 * glibc (and its calloc), and this may run on a coroutine's few KiB. */

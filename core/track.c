@@ -85,14 +85,16 @@ static COLD void count_free_on(struct ml_thread *t, uint32_t stack, uint32_t kin
 INLINE void add_block(struct ml_thread *t, struct ml_counter *c, uint64_t ptr, uint64_t size,
 		      uint32_t stack, uint32_t kind)
 {
+	/* The event's mode, read once (the table and the total use it). */
+	bool plain = ml_tl_plain;
 	struct ml_live_block old;
-	if (__builtin_expect(ml_livetab_insert(ptr, kind, size, stack, &old) < 0, 0)) {
+	if (__builtin_expect(ml_livetab_insert_in(ptr, kind, size, stack, &old, plain) < 0, 0)) {
 		no_room();
 		return;
 	}
 	if (__builtin_expect(old.addr != 0, 0))
 		count_free_on(t, old.stack, old.kind, old.size);
-	ml_counters_alloc_k(c, kind, size);
+	ml_counters_alloc_in(c, kind, size, plain);
 }
 
 /* add_block without a counter for (stack, kind) (no memory for a new
@@ -180,6 +182,20 @@ static long record_heap(uint64_t ptr, uint64_t size, void *t)
 	return 0;
 }
 
+/* The common allocation whole, on the side stack: errno kept, the event
+ * around the record (ml_track_alloc only switches stacks: one frame that
+ * keeps its values in registers, not two). */
+static long record_heap_event(uint64_t ptr, uint64_t size, void *arg)
+{
+	struct ml_thread *t = arg;
+	int *e = t->errno_at, saved = *e;
+	ml_event_begin();
+	record_block(t, ptr, size, ML_KIND_HEAP);
+	ml_event_end();
+	*e = saved;
+	return 0;
+}
+
 /* Any allocation event: sampled, or of two kinds. */
 static long record_alloc_any(void *arg)
 {
@@ -238,12 +254,10 @@ static COLD void track_alloc_any(void *ptr, size_t size, enum ml_kind kind, enum
 	ml_event_end();
 }
 
-void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
+/* ml_track_alloc's other cases: sampling, another kind, no state yet, no
+ * mark of the hook, no side stack or on it already. */
+static __attribute__((noinline)) void track_alloc_rest(void *ptr, size_t size, enum ml_kind kind)
 {
-	ML_ASSERT(ml_guard_held());
-	if (!ptr || ml_degraded)
-		return;
-	ml_track_count_thread(size);
 	int *e = errno_at(), saved = *e;
 	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
 		track_alloc_any(ptr, size, kind, ML_KIND_COUNT);
@@ -262,6 +276,37 @@ void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
 	}
 	ml_event_end();
 	*e = saved;
+}
+
+/* ml_track_alloc for a ptr that is not NULL; kind a constant where it can
+ * be; marked: the caller set the hook's mark (ML_UNWIND_MARK) for sure. */
+INLINE void track_alloc(void *ptr, size_t size, enum ml_kind kind, bool marked)
+{
+	ML_ASSERT(ml_guard_held() && ptr);
+	if (ml_degraded)
+		return;
+	ml_track_count_thread(size);
+	/* The common case: exact mode, the heap, a hook's mark, a state with
+	 * a side stack, not on it: straight onto it (a tail call). */
+	struct ml_thread *t = ml_tl_thread;
+	if (__builtin_expect(!ml_config.sample_bytes && kind == ML_KIND_HEAP && t != NULL &&
+			     (marked || ml_tl_mark.sp != 0) && !ml_thread_side_here(t), 1)) {
+		ml_side_call3(record_heap_event, (uint64_t)ptr, size, t, t->side_hi);
+		return;
+	}
+	track_alloc_rest(ptr, size, kind);
+}
+
+void ml_track_alloc(void *ptr, size_t size, enum ml_kind kind)
+{
+	if (ptr)
+		track_alloc(ptr, size, kind, false);
+}
+
+void ml_track_alloc_heap(void *ptr, size_t size)
+{
+	ML_ASSERT(ml_tl_mark.sp != 0);
+	track_alloc(ptr, size, ML_KIND_HEAP, true);
 }
 
 void ml_track_alloc_also(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
@@ -301,22 +346,41 @@ static COLD size_t track_free_any(void *ptr, enum ml_kind kind)
 
 /* Exact mode's free of a known block: the live table, then this thread's
  * counter of the block's stack.  kind is a constant where it can be. */
-INLINE size_t free_block(void *ptr, uint32_t kind)
+INLINE size_t free_block(struct ml_thread *t, void *ptr, uint32_t kind)
 {
 	size_t size = 0;
+	/* t: the state as read by the caller, kept in a register
+	 * (ml_event_begin's read is this one: nothing comes between; it makes
+	 * a missing one, so t is read again only then). */
 	ml_event_begin();
-	struct ml_live_val v = ml_livetab_take((uint64_t)ptr, kind);
+	if (__builtin_expect(t == NULL, 0))
+		t = ml_tl_thread;
+	bool plain = ml_tl_plain;	/* the event's mode, read once */
+	struct ml_live_val v = ml_livetab_take_in((uint64_t)ptr, kind, plain);
 	if (__builtin_expect(v.found != 0, 1)) {
-		struct ml_thread *t = ml_tl_thread;
 		struct ml_counter *c;
 		if (__builtin_expect(t != NULL, 1) &&
 		    __builtin_expect((c = ml_thread_counter(t, v.stack, kind)) != NULL, 1))
-			ml_counters_free_k(c, kind, v.size);
+			ml_counters_free_in(c, kind, v.size, plain);
 		else
 			no_room();
 		size = v.size;
 	}
 	ml_event_end();
+	return size;
+}
+
+size_t ml_track_free_heap(void *ptr)
+{
+	ML_ASSERT(ml_guard_held() && ptr);
+	struct ml_thread *t = ml_tl_thread;
+	int *e = __builtin_expect(t != NULL, 1) ? t->errno_at : errno_at(), saved = *e;
+	size_t size;
+	if (__builtin_expect(ml_config.sample_bytes != 0, 0))
+		size = track_free_any(ptr, ML_KIND_HEAP);
+	else
+		size = free_block(t, ptr, ML_KIND_HEAP);
+	*e = saved;
 	return size;
 }
 
@@ -328,9 +392,9 @@ size_t ml_track_free(void *ptr, enum ml_kind kind)
 	if (__builtin_expect(ml_config.sample_bytes || !ptr, 0))
 		size = track_free_any(ptr, kind);
 	else if (__builtin_expect(kind == ML_KIND_HEAP, 1))
-		size = free_block(ptr, ML_KIND_HEAP);	/* the hooks' kind, its look-ups folded */
+		size = free_block(ml_tl_thread, ptr, ML_KIND_HEAP);	/* its look-ups folded */
 	else
-		size = free_block(ptr, kind);
+		size = free_block(ml_tl_thread, ptr, kind);
 	*e = saved;
 	return size;
 }
@@ -421,7 +485,8 @@ static long record_move(void *arg)
 	struct ml_thread *t = ml_tl_thread;
 	struct ml_live_block old;
 	uint32_t stack = ml_stacktab_here(&t->intern);
-	int rc = ml_livetab_insert(e->ptr, e->kind, e->size, stack, &old);
+	bool plain = ml_tl_plain;	/* the event's mode, read once */
+	int rc = ml_livetab_insert_in(e->ptr, e->kind, e->size, stack, &old, plain);
 	if (__builtin_expect(e->kind != ML_KIND_HEAP, 0)) {
 		move_rest(t, e, stack, rc, &old);
 		return 0;
@@ -433,7 +498,7 @@ static long record_move(void *arg)
 	if (__builtin_expect(rc == 0 && old.addr == 0, 1) &&
 	    __builtin_expect((from = ml_thread_counter(t, held->stack, ML_KIND_HEAP)) != NULL, 1) &&
 	    __builtin_expect((to = ml_thread_counter(t, stack, ML_KIND_HEAP)) != NULL, 1)) {
-		ml_counters_move_k(from, held->size, to, ML_KIND_HEAP, e->size);
+		ml_counters_move_in(from, held->size, to, ML_KIND_HEAP, e->size, plain);
 		return 0;
 	}
 	move_rest(t, e, stack, rc, &old);
