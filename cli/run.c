@@ -236,6 +236,13 @@ static void exec_child(const char *path, const struct run_opts *o, const char *r
 	 * libmemline through it. */
 	if (!o->no_follow && !getenv("NVTX_INJECTION64_PATH"))
 		setenv("NVTX_INJECTION64_PATH", runtime, 1);
+	/* A shell that started us set "_" to memline's path: the program sees
+	 * its own, as it would run alone (any other value is left as is). */
+	const char *underscore = getenv("_");
+	char self[PATH_MAX], named[PATH_MAX];
+	if (underscore && realpath("/proc/self/exe", self) && realpath(underscore, named) &&
+	    strcmp(self, named) == 0)
+		setenv("_", path, 1);
 	execv(path, o->prog_argv);
 	int err = errno;
 	if (err == ENOEXEC)

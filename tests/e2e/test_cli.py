@@ -20,6 +20,20 @@ def depth_option():
 		eq(sorted({r["truncated"] for r in recs}), [want], "truncated, with %r" % (opts,))
 
 
+@test
+def run_keeps_the_programs_underscore():
+	"""A shell sets "_" to the command it runs (memline): the program sees
+	its own path there, as when the shell runs it alone; a "_" the shell
+	did not set is left as it is."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	p = run(["bash", "-c", '"$0" run -o "$1" -- /usr/bin/printenv _', memline(), d], cwd=d)
+	eq(p.returncode, 0, "exit status under bash")
+	eq(text(p.stdout).strip(), "/usr/bin/printenv", "_ under bash")
+	p = run([memline(), "run", "-o", d, "--", "/usr/bin/printenv", "_"], cwd=d,
+		env=dict(os.environ, _="/not/memline"))
+	eq(text(p.stdout).strip(), "/not/memline", "_ set by someone else")
+
+
 # ---------------------------------------------------------------- errors
 
 def run_error(prog, *keywords, rc=126, opts=()):
