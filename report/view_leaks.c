@@ -82,28 +82,33 @@ static bool has_prefix(const char *s, const char *prefix)
 	return s && strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* Whether a native frame lies in the interpreter (python3.X, libpython,
- * its standard library's extension modules in lib-dynload) or in the C
- * library and the loader beneath it. */
-static bool interpreter_module(const char *module)
+/* Whether a native frame's module is the interpreter's (the module of its
+ * eval loop, interp, and the python executable that runs it, launcher;
+ * its standard library's extension modules in lib-dynload, as
+ * report/pyframes.c counts them) or the C library and the loader beneath
+ * it. */
+static bool interpreter_module(const char *module, const char *const interp[2])
 {
 	const char *base = module ? strrchr(module, '/') : NULL;
 	base = base ? base + 1 : module;
-	return has_prefix(base, "python3") || has_prefix(base, "libpython") ||
-	       has_prefix(base, "libc.so") || has_prefix(base, "ld-linux") ||
-	       (module && strstr(module, "/lib-dynload/"));
+	for (int i = 0; i < 2; i++)
+		if (module && interp[i] && strcmp(module, interp[i]) == 0)
+			return true;
+	return
+	       (module && strstr(module, "/lib-dynload/")) ||
+	       has_prefix(base, "libc.so") || has_prefix(base, "ld-linux");
 }
 
 /* Whether every frame of st is the interpreter's or its import system's
  * (<frozen importlib._bootstrap>, memline's own boot code). */
-static bool interpreter_own(const struct ml_agg_stack *st)
+static bool interpreter_own(const struct ml_agg_stack *st, const char *const interp[2])
 {
 	if (!st->n_frames)
 		return false;
 	for (size_t i = 0; i < st->n_frames; i++) {
 		const struct ml_frame *f = st->frames[i];
 		if (f->python ? !(f->own || has_prefix(f->file, "<frozen importlib")) :
-				!interpreter_module(f->module))
+				!interpreter_module(f->module, interp))
 			return false;
 	}
 	return true;
@@ -117,16 +122,22 @@ static size_t program_rows(const struct ml_agg *a, const struct ml_view_opts *o,
 	*held = ml_amount_zero;
 	if (!a->profile->has_python || o->native)
 		return n;
+	const struct ml_profile *p = a->profile;
+	const struct ml_module *im = p->python.eval_lo ? ml_profile_module(p, p->python.eval_lo) : NULL;
+	const char *interp[2] = { im ? im->path : NULL, NULL };
+	for (size_t i = 0; i < p->n_modules; i++) {	/* the python3.X executable */
+		const char *path = p->modules[i].path, *slash = path ? strrchr(path, '/') : NULL;
+		if ((p->modules[i].flags & ML_MOD_MAIN) && has_prefix(slash ? slash + 1 : path, "python"))
+			interp[1] = path;
+	}
 	size_t kept = 0;
 	const struct ml_agg_stack **own = malloc(n * sizeof(*own));
 	if (!own)
 		return n;
 	size_t n_own = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (interpreter_own(rows[i])) {
-			const struct ml_amount *m = ml_agg_stack_kind(rows[i], o->kind);
-			held->live_bytes += m->live_bytes;
-			held->live_blocks += m->live_blocks;
+		if (interpreter_own(rows[i], interp)) {
+			ml_amount_add(held, ml_agg_stack_kind(rows[i], o->kind));
 			own[n_own++] = rows[i];
 		} else {
 			rows[kept++] = rows[i];
