@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "common/pyline.h"
 #include "core/core.h"	/* the format: Python frames, PYTHON and PYCODE */
 
 /* ---- layout.c: where the interpreter keeps what the walker reads ---- */
@@ -126,7 +127,9 @@ void ml_py_detect(void);
 /* ---- codetab.c: code objects seen on stacks ---- */
 
 /* One code object, as copied the first time a stack held it.  Strings are
- * UTF-8 without a NUL; data holds filename, name, linetable in that order. */
+ * UTF-8 without a NUL; data holds filename, name, linetable in that order:
+ * the lines-only form (flags ML_PYCODE_LINES, common/pyline.h) when its
+ * runs could be made, else co_linetable's bytes. */
 struct ml_py_code {
 	uint64_t code;			/* the object's address when it was seen */
 	uint64_t filename_obj, name_obj, linetable_obj;	/* what it pointed to then */
@@ -135,6 +138,8 @@ struct ml_py_code {
 	uint32_t id;			/* > 0 */
 	uint32_t flags;			/* ML_PYCODE_* */
 	uint32_t filename_len, name_len, linetable_len;
+	uint32_t n_runs;		/* runs' length (end mark included); 0: none */
+	const struct ml_pyline_run *runs;	/* by code unit, with each line's first unit */
 	struct ml_py_code *next;	/* every code, newest first */
 	char data[];
 };

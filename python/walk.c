@@ -1,6 +1,8 @@
 /* python/walk.c - the calling thread's Python frames, read raw from the
  * interpreter's structures (layout.c): tstate, then the frame chain, each
- * frame as (code object id, instruction offset), tagged (common/pyformat.h).
+ * frame as (code object id, instruction offset), tagged (common/pyformat.h);
+ * the offset is the first code unit of its source line (codetab.c's runs),
+ * so that the instructions of one line make one frame.
  * Never calls the interpreter beyond two plain getters, never takes the GIL,
  * never allocates through malloc (code objects are copied into the arena
  * the first time, codetab.c). */
@@ -124,7 +126,10 @@ uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, ui
 		bool entry = L->model == ML_PY_FRAME_OBJECTS || v.is_entry;
 		bool hidden = L->model != ML_PY_FRAME_OBJECTS && v.owner != ML_PY_OWNED_BY_GENERATOR &&
 			      lasti < c->firsttraceable;
-		frames[depth++] = ml_pyframe_make(c->id, (int32_t)lasti, entry, hidden);
+		/* One line, one frame: the line's first code unit stands for it. */
+		int32_t at = c->n_runs ? ml_pyline_canon(c->runs, c->n_runs, (int32_t)lasti) :
+					 (int32_t)lasti;
+		frames[depth++] = ml_pyframe_make(c->id, at, entry, hidden);
 		if (entry)
 			run_start = depth;
 	}
