@@ -35,6 +35,7 @@ static struct ml_py_code *volatile *slots;
 struct code_memo {
 	uint64_t frame, code, linetable;
 	const struct ml_py_code *entry;
+	int32_t lasti[2], unit[2];	/* the last two offsets seen, their lines' first units */
 };
 static __thread struct code_memo ml_tl_code_memo[MEMO_SLOTS] __attribute__((tls_model("initial-exec")));
 static struct ml_py_code *all;
@@ -365,23 +366,49 @@ const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code)
 	return NULL;
 }
 
-const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code)
+/* The first code unit of c on the line of the instruction at lasti. */
+static int32_t unit_of(const struct ml_py_code *c, int32_t lasti)
+{
+	return c->n_runs ? ml_pyline_canon(c->runs, c->n_runs, lasti) : lasti;
+}
+
+const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code,
+				       int32_t lasti, int32_t *unit)
 {
 	const struct ml_py_layout *L = ml_py.layout;
-	if (r->safe || !code || (code & 7))
-		return ml_py_code_get(r, code);
+	const struct ml_py_code *c;
+	if (r->safe || !code || (code & 7)) {
+		c = ml_py_code_get(r, code);
+		if (c)
+			*unit = unit_of(c, lasti);
+		return c;
+	}
 	struct code_memo *m = &ml_tl_code_memo[(frame * 0x9e3779b97f4a7c15ull) >> 58];
 	if (m->frame == frame && m->code == code && m->entry) {
 		uint64_t lt;
 		int32_t first;
 		memcpy(&lt, (const void *)(uintptr_t)(code + L->co_linetable), 8);
 		memcpy(&first, (const void *)(uintptr_t)(code + L->co_firstlineno), 4);
-		if (lt == m->linetable && first == m->entry->firstlineno)
+		if (lt == m->linetable && first == m->entry->firstlineno) {
+			/* An outer frame stays at its call while inner ones
+			 * allocate; a loop's body moves between a few. */
+			if (m->lasti[0] != lasti) {
+				int32_t u = m->lasti[1] == lasti ? m->unit[1] : unit_of(m->entry, lasti);
+				m->lasti[1] = m->lasti[0];
+				m->unit[1] = m->unit[0];
+				m->lasti[0] = lasti;
+				m->unit[0] = u;
+			}
+			*unit = m->unit[0];
 			return m->entry;
+		}
 	}
-	const struct ml_py_code *c = ml_py_code_get(r, code);
-	if (c)
-		*m = (struct code_memo){ frame, code, c->linetable_obj, c };
+	c = ml_py_code_get(r, code);
+	if (c) {
+		*m = (struct code_memo){ frame, code, c->linetable_obj, c, { lasti, INT32_MIN },
+					 { unit_of(c, lasti), 0 } };
+		*unit = m->unit[0];
+	}
 	return c;
 }
 

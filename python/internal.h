@@ -165,8 +165,12 @@ bool ml_py_read(struct ml_py_reader *r, void *out, uint64_t addr, size_t len);
  * reader; never allocates through malloc. */
 const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code);
 /* ml_py_code_get for the code object of the frame at address frame,
- * through a per-thread memo of the frames last read (plain readers only). */
-const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code);
+ * through a per-thread memo of the frames last read (plain readers only);
+ * and in *unit the instruction offset stacks record for the frame's lasti
+ * (code units, -1 or more): the first code unit of the code object on the
+ * same line (its runs), or lasti itself where it has none. */
+const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code,
+				       int32_t lasti, int32_t *unit);
 /* Calls fn for every code object recorded. */
 void ml_py_codes_foreach(void (*fn)(const struct ml_py_code *c, void *arg), void *arg);
 uint32_t ml_py_codes_count(void);

@@ -111,9 +111,11 @@ uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, ui
 			run_start = depth;
 			continue;
 		}
-		const struct ml_py_code *c = ml_py_code_at(&r, here, v.code);
 		int64_t lasti = lasti_of(&v);
-		if (!c || lasti < -1 || lasti > INT32_MAX) {
+		int32_t unit = 0;
+		const struct ml_py_code *c = lasti < -1 || lasti > INT32_MAX ? NULL :
+			ml_py_code_at(&r, here, v.code, (int32_t)lasti, &unit);
+		if (!c) {
 			lost++;
 			if (r.failed)
 				break;
@@ -127,9 +129,7 @@ uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, ui
 		bool hidden = L->model != ML_PY_FRAME_OBJECTS && v.owner != ML_PY_OWNED_BY_GENERATOR &&
 			      lasti < c->firsttraceable;
 		/* One line, one frame: the line's first code unit stands for it. */
-		int32_t at = c->n_runs ? ml_pyline_canon(c->runs, c->n_runs, (int32_t)lasti) :
-					 (int32_t)lasti;
-		frames[depth++] = ml_pyframe_make(c->id, at, entry, hidden);
+		frames[depth++] = ml_pyframe_make(c->id, unit, entry, hidden);
 		if (entry)
 			run_start = depth;
 	}
