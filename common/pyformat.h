@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "common/pyline.h"	/* PYCODE line tables: decoding, the lines-only form */
 
 /*
  * A stack (ML_SEC_STACKS, ML_SEC_SAMPLES) of a thread that runs Python code

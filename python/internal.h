@@ -7,7 +7,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "common/pyline.h"
 #include "core/core.h"	/* the format: Python frames, PYTHON and PYCODE */
 
 /* ---- layout.c: where the interpreter keeps what the walker reads ---- */
