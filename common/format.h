@@ -1,8 +1,9 @@
-/* common/format.h - the memline profile file format, version 3 (on-disk layout).
+/* common/format.h - the memline profile file format, version 4 (on-disk layout).
  * Shared by the runtime's writer and the report's reader; docs/format.md is the prose. */
 #ifndef ML_COMMON_FORMAT_H
 #define ML_COMMON_FORMAT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "common/kinds.h"
 #include "common/pyformat.h"	/* Python frames, PYTHON and PYCODE records */
@@ -33,7 +34,7 @@
  */
 
 #define ML_FMT_MAGIC "MEMLINE\0"	/* 8 bytes */
-#define ML_FMT_VERSION 3u
+#define ML_FMT_VERSION 4u
 #define ML_FMT_ALIGN 8u
 
 struct ml_fmt_header {
@@ -175,12 +176,31 @@ struct ml_fmt_stack {
 
 /* Allocation kinds (enum ml_kind): common/kinds.h. */
 
+/* COUNTERS' live_bytes and peak_bytes columns (version 4): for a counter
+ * with blocks (live, or live at the peak), alloc_bytes minus the bytes
+ * modulo 2^64 (0 when all it allocated is live: the common case, one
+ * byte); for one without, the bytes themselves (0 but in sampled
+ * estimates' rounding).  A bijection for any alloc_bytes and blocks. */
+static inline uint64_t ml_fmt_rel_put(uint64_t alloc_bytes, uint64_t blocks, uint64_t bytes)
+{
+	return blocks ? alloc_bytes - bytes : bytes;
+}
+
+/* The inverse of ml_fmt_rel_put. */
+static inline uint64_t ml_fmt_rel_get(uint64_t alloc_bytes, uint64_t blocks, uint64_t v)
+{
+	return blocks ? alloc_bytes - v : v;
+}
+
 /* ML_SEC_COUNTERS: one per (stack, kind) that saw an event, in the order
  * of STACKS (ascending stack ids), stored as 8 varint columns of count
  * values each: the stack (its index in STACKS minus the previous counter's
  * index: 0 or more), kind, allocs, alloc_bytes, live_blocks, live_bytes,
  * peak_blocks, peak_bytes.  frees = allocs - live_blocks and freed_bytes =
  * alloc_bytes - live_bytes (every block allocated was freed or is live).
+ * Since version 4 the live_bytes and peak_bytes columns are stored
+ * relative to alloc_bytes where blocks are live (at the peak): a stack's
+ * live or peak bytes are most often all it allocated (ml_fmt_rel_put).
  * In a sampled profile (ML_META_SAMPLED) the amounts are estimates, block
  * counts in 1/count_unit blocks (ml_fmt_sampled), and four more columns
  * follow: samples, var_alloc_bytes, var_live_bytes, var_peak_bytes (the

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "common/pyline.h"	/* PYCODE line tables: decoding, the lines-only form */
 
 /*
  * A stack (ML_SEC_STACKS, ML_SEC_SAMPLES) of a thread that runs Python code
@@ -23,7 +24,10 @@
  *               with frames; never shown (traceback does not show it)
  *   bits 32-60  the code object's id (ML_SEC_PYCODE)
  *   bits 0-31   the instruction offset in code units (f_lasti; 0xffffffff
- *               for -1, a 3.10 frame that has not started)
+ *               for -1, a 3.10 frame that has not started); for a code
+ *               object flagged ML_PYCODE_LINES, the first code unit of the
+ *               code object on the instruction's source line (one line,
+ *               one frame)
  *
  * The report puts each eval-loop run of Python frames in the place of the
  * native frame of the eval loop that runs it (report/pysplice.c).
@@ -81,6 +85,8 @@ static inline bool ml_pyframe_hidden(uint64_t addr)
 enum ml_py_linetable {
 	ML_PY_LINETABLE_310 = 310,	/* (bytecode delta, line delta) byte pairs */
 	ML_PY_LINETABLE_311 = 311,	/* 3.11+ location entries (Objects/locations.md) */
+	ML_PY_LINETABLE_LINES = 1,	/* memline's lines-only form (common/pyline.c): a
+					 * record flagged ML_PYCODE_LINES holds it */
 };
 
 /* ML_SEC_PYTHON: one record, for a process that ran a CPython interpreter
@@ -105,7 +111,8 @@ struct ml_fmt_python {
 
 /* ML_SEC_PYCODE record: one code object seen on a stack; this struct, then
  * filename_len bytes of co_filename, name_len bytes of co_qualname (3.10:
- * co_name), linetable_len bytes of co_linetable, padded.  Strings are
+ * co_name), linetable_len bytes of its line table (co_linetable, or with
+ * ML_PYCODE_LINES memline's lines-only form of it), padded.  Strings are
  * UTF-8 without a NUL. */
 struct ml_fmt_pycode {
 	uint32_t id;		/* > 0, unique in the file */
@@ -117,5 +124,10 @@ struct ml_fmt_pycode {
 };
 
 #define ML_PYCODE_LINETABLE_CUT 0x1u	/* co_linetable was longer than the runtime keeps */
+/* The line table is memline's lines-only form of co_linetable
+ * (ML_PY_LINETABLE_LINES), not the interpreter's bytes; and the instruction
+ * offsets of this code's frames on stacks are each the first code unit of
+ * the code object on the same line, so that one line is one frame. */
+#define ML_PYCODE_LINES 0x2u
 
 #endif

@@ -21,9 +21,11 @@
 #define ZSTD_STATIC_LINKING_ONLY	/* ZSTD_initStaticCCtx: no malloc */
 #include <zstd.h>
 
-/* zstd's level 3: about 300 MB/s here, a few times smaller than the raw
- * sections; higher levels cost more time at exit than they save. */
-#define ZSTD_LEVEL 3
+/* zstd's level 6: measured on the sections of two real runs (2.6 MB of
+ * numpy_step.py's, 3.3 MB of cc1plus's), 9 % and 8 % smaller files than
+ * level 3 for 0.02 and 0.06 s more at exit (of a 1.2 and a 5.4 s run);
+ * level 9 saves 2 % more and needs a 17 MB context, against 6 MB. */
+#define ZSTD_LEVEL 6
 #define SEC_MIN_CAP (64u << 10)
 
 #define FNV_PRIME 0x100000001b3ull

@@ -290,9 +290,13 @@ static uint64_t field(const struct scratch *s, const struct agg *a, int f)
 	case F_ALLOCS: return a->sum.allocs;
 	case F_ALLOC_BYTES: return a->sum.alloc_bytes;
 	case F_LIVE_BLOCKS: return (uint64_t)a->sum.live_blocks;
-	case F_LIVE_BYTES: return (uint64_t)a->sum.live_bytes;
+	case F_LIVE_BYTES:
+		return ml_fmt_rel_put(a->sum.alloc_bytes, (uint64_t)a->sum.live_blocks,
+				      (uint64_t)a->sum.live_bytes);
 	case F_PEAK_BLOCKS: return (uint64_t)a->sum.peak_blocks;
-	case F_PEAK_BYTES: return (uint64_t)a->sum.peak_bytes;
+	case F_PEAK_BYTES:
+		return ml_fmt_rel_put(a->sum.alloc_bytes, (uint64_t)a->sum.peak_blocks,
+				      (uint64_t)a->sum.peak_bytes);
 	case F_SAMPLES: return v ? v->allocs : 0;
 	case F_VAR_ALLOC: return v ? v->alloc_bytes : 0;
 	case F_VAR_LIVE: return v ? (uint64_t)v->live_bytes : 0;

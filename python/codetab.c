@@ -35,6 +35,7 @@ static struct ml_py_code *volatile *slots;
 struct code_memo {
 	uint64_t frame, code, linetable;
 	const struct ml_py_code *entry;
+	int32_t lasti[2], unit[2];	/* the last two offsets seen, their lines' first units */
 };
 static __thread struct code_memo ml_tl_code_memo[MEMO_SLOTS] __attribute__((tls_model("initial-exec")));
 static struct ml_py_code *all;
@@ -209,6 +210,56 @@ static bool view_code(struct ml_py_reader *r, uint64_t code, struct code_view *v
 	return v->filename && v->name && v->linetable;
 }
 
+/* Tables of more runs than this are kept as the interpreter's bytes. */
+#define RUNS_MAX (1u << 20)
+
+/* A code object's line table as it will be kept. */
+struct lines {
+	const uint8_t *raw;		/* the interpreter's bytes */
+	size_t raw_len;
+	struct ml_pyline_run *runs;	/* NULL: keep raw */
+	size_t n_runs, len;		/* len: the bytes kept */
+	bool any;			/* ml_pyline_range's answer on raw */
+	int lo, hi;
+};
+
+/* Makes the runs of raw (in the arena) and measures its lines-only form;
+ * leaves runs NULL where they cannot be made.  False on ENOMEM. */
+static bool plan_lines(struct lines *t, int firstlineno)
+{
+	uint32_t format = ml_py.layout->linetable;
+	size_t n = ml_pyline_runs(format, t->raw, t->raw_len, firstlineno, NULL, 0);
+	t->runs = NULL;
+	t->len = t->raw_len;
+	if (n == ML_PYLINE_RUNS_BAD || n > RUNS_MAX)
+		return true;
+	t->runs = ml_arena_alloc(n * sizeof(*t->runs));
+	if (!t->runs)
+		return false;
+	t->n_runs = ml_pyline_runs(format, t->raw, t->raw_len, firstlineno, t->runs, n);
+	ml_pyline_canonical(t->runs, t->n_runs);
+	t->any = ml_pyline_range(format, t->raw, t->raw_len, firstlineno, &t->lo, &t->hi) == 0;
+	t->len = ml_pyline_encode(t->runs, t->n_runs, firstlineno, t->any ? &t->lo : NULL,
+				  t->any ? &t->hi : NULL, NULL);
+	return true;
+}
+
+/* Writes t into c (after its strings; t->len bytes of room there). */
+static void put_lines(struct ml_py_code *c, const struct lines *t)
+{
+	uint8_t *out = (uint8_t *)c->data + c->filename_len + c->name_len;
+	c->linetable_len = (uint32_t)t->len;
+	if (!t->runs) {
+		memcpy(out, t->raw, t->raw_len);
+		return;
+	}
+	ml_pyline_encode(t->runs, t->n_runs, c->firstlineno, t->any ? &t->lo : NULL,
+			 t->any ? &t->hi : NULL, out);
+	c->runs = t->runs;
+	c->n_runs = (uint32_t)t->n_runs;
+	c->flags |= ML_PYCODE_LINES;
+}
+
 /* A new entry for code (not yet published); NULL on trouble. */
 static struct ml_py_code *make(struct ml_py_reader *r, uint64_t code, const struct code_view *v)
 {
@@ -225,23 +276,35 @@ static struct ml_py_code *make(struct ml_py_reader *r, uint64_t code, const stru
 		lt_len = LINETABLE_MAX;
 		flags |= ML_PYCODE_LINETABLE_CUT;
 	}
-	size_t room = str_room(&file) + str_room(&name) + (size_t)lt_len;
+	/* The raw table, read in place by a plain reader (a bytes object the
+	 * code keeps alive, never changed), else copied first (the arena keeps
+	 * the copy: a safe reader makes few entries). */
+	struct lines t = { .raw = (const uint8_t *)(uintptr_t)(v->linetable + L->bytes_data),
+			   .raw_len = (size_t)lt_len };
+	if (r->safe && lt_len) {
+		uint8_t *copy = ml_arena_alloc(t.raw_len);
+		if (!copy || !ml_py_read(r, copy, v->linetable + L->bytes_data, t.raw_len))
+			return NULL;
+		t.raw = copy;
+	}
+	if (!plan_lines(&t, v->firstlineno))
+		return NULL;
+	size_t room = str_room(&file) + str_room(&name) + t.len;
 	struct ml_py_code *c = ml_arena_alloc(sizeof(*c) + room);
 	if (!c)
 		return NULL;
 	c->filename_len = str_copy(r, &file, c->data);
 	c->name_len = str_copy(r, &name, c->data + c->filename_len);
-	char *lt = c->data + c->filename_len + c->name_len;
-	if (lt_len && !ml_py_read(r, lt, v->linetable + L->bytes_data, (size_t)lt_len))
+	if (r->failed)
 		return NULL;	/* the arena keeps it: never published */
-	c->linetable_len = (uint32_t)lt_len;
+	c->firstlineno = v->firstlineno;
+	c->flags = flags;
+	put_lines(c, &t);
 	c->code = code;
 	c->filename_obj = v->filename;
 	c->name_obj = v->name;
 	c->linetable_obj = v->linetable;
-	c->firstlineno = v->firstlineno;
 	c->firsttraceable = v->firsttraceable;
-	c->flags = flags;
 	return c;
 }
 
@@ -303,23 +366,49 @@ const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code)
 	return NULL;
 }
 
-const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code)
+/* The first code unit of c on the line of the instruction at lasti. */
+static int32_t unit_of(const struct ml_py_code *c, int32_t lasti)
+{
+	return c->n_runs ? ml_pyline_canon(c->runs, c->n_runs, lasti) : lasti;
+}
+
+const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code,
+				       int32_t lasti, int32_t *unit)
 {
 	const struct ml_py_layout *L = ml_py.layout;
-	if (r->safe || !code || (code & 7))
-		return ml_py_code_get(r, code);
+	const struct ml_py_code *c;
+	if (r->safe || !code || (code & 7)) {
+		c = ml_py_code_get(r, code);
+		if (c)
+			*unit = unit_of(c, lasti);
+		return c;
+	}
 	struct code_memo *m = &ml_tl_code_memo[(frame * 0x9e3779b97f4a7c15ull) >> 58];
 	if (m->frame == frame && m->code == code && m->entry) {
 		uint64_t lt;
 		int32_t first;
 		memcpy(&lt, (const void *)(uintptr_t)(code + L->co_linetable), 8);
 		memcpy(&first, (const void *)(uintptr_t)(code + L->co_firstlineno), 4);
-		if (lt == m->linetable && first == m->entry->firstlineno)
+		if (lt == m->linetable && first == m->entry->firstlineno) {
+			/* An outer frame stays at its call while inner ones
+			 * allocate; a loop's body moves between a few. */
+			if (m->lasti[0] != lasti) {
+				int32_t u = m->lasti[1] == lasti ? m->unit[1] : unit_of(m->entry, lasti);
+				m->lasti[1] = m->lasti[0];
+				m->unit[1] = m->unit[0];
+				m->lasti[0] = lasti;
+				m->unit[0] = u;
+			}
+			*unit = m->unit[0];
 			return m->entry;
+		}
 	}
-	const struct ml_py_code *c = ml_py_code_get(r, code);
-	if (c)
-		*m = (struct code_memo){ frame, code, c->linetable_obj, c };
+	c = ml_py_code_get(r, code);
+	if (c) {
+		*m = (struct code_memo){ frame, code, c->linetable_obj, c, { lasti, INT32_MIN },
+					 { unit_of(c, lasti), 0 } };
+		*unit = m->unit[0];
+	}
 	return c;
 }
 

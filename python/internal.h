@@ -126,7 +126,9 @@ void ml_py_detect(void);
 /* ---- codetab.c: code objects seen on stacks ---- */
 
 /* One code object, as copied the first time a stack held it.  Strings are
- * UTF-8 without a NUL; data holds filename, name, linetable in that order. */
+ * UTF-8 without a NUL; data holds filename, name, linetable in that order:
+ * the lines-only form (flags ML_PYCODE_LINES, common/pyline.h) when its
+ * runs could be made, else co_linetable's bytes. */
 struct ml_py_code {
 	uint64_t code;			/* the object's address when it was seen */
 	uint64_t filename_obj, name_obj, linetable_obj;	/* what it pointed to then */
@@ -135,6 +137,8 @@ struct ml_py_code {
 	uint32_t id;			/* > 0 */
 	uint32_t flags;			/* ML_PYCODE_* */
 	uint32_t filename_len, name_len, linetable_len;
+	uint32_t n_runs;		/* runs' length (end mark included); 0: none */
+	const struct ml_pyline_run *runs;	/* by code unit, with each line's first unit */
 	struct ml_py_code *next;	/* every code, newest first */
 	char data[];
 };
@@ -160,8 +164,12 @@ bool ml_py_read(struct ml_py_reader *r, void *out, uint64_t addr, size_t len);
  * reader; never allocates through malloc. */
 const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code);
 /* ml_py_code_get for the code object of the frame at address frame,
- * through a per-thread memo of the frames last read (plain readers only). */
-const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code);
+ * through a per-thread memo of the frames last read (plain readers only);
+ * and in *unit the instruction offset stacks record for the frame's lasti
+ * (code units, -1 or more): the first code unit of the code object on the
+ * same line (its runs), or lasti itself where it has none. */
+const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code,
+				       int32_t lasti, int32_t *unit);
 /* Calls fn for every code object recorded. */
 void ml_py_codes_foreach(void (*fn)(const struct ml_py_code *c, void *arg), void *arg);
 uint32_t ml_py_codes_count(void);

@@ -1,6 +1,8 @@
 /* python/walk.c - the calling thread's Python frames, read raw from the
  * interpreter's structures (layout.c): tstate, then the frame chain, each
- * frame as (code object id, instruction offset), tagged (common/pyformat.h).
+ * frame as (code object id, instruction offset), tagged (common/pyformat.h);
+ * the offset is the first code unit of its source line (codetab.c's runs),
+ * so that the instructions of one line make one frame.
  * Never calls the interpreter beyond two plain getters, never takes the GIL,
  * never allocates through malloc (code objects are copied into the arena
  * the first time, codetab.c). */
@@ -109,9 +111,11 @@ uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, ui
 			run_start = depth;
 			continue;
 		}
-		const struct ml_py_code *c = ml_py_code_at(&r, here, v.code);
 		int64_t lasti = lasti_of(&v);
-		if (!c || lasti < -1 || lasti > INT32_MAX) {
+		int32_t unit = 0;
+		const struct ml_py_code *c = lasti < -1 || lasti > INT32_MAX ? NULL :
+			ml_py_code_at(&r, here, v.code, (int32_t)lasti, &unit);
+		if (!c) {
 			lost++;
 			if (r.failed)
 				break;
@@ -124,7 +128,8 @@ uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, ui
 		bool entry = L->model == ML_PY_FRAME_OBJECTS || v.is_entry;
 		bool hidden = L->model != ML_PY_FRAME_OBJECTS && v.owner != ML_PY_OWNED_BY_GENERATOR &&
 			      lasti < c->firsttraceable;
-		frames[depth++] = ml_pyframe_make(c->id, (int32_t)lasti, entry, hidden);
+		/* One line, one frame: the line's first code unit stands for it. */
+		frames[depth++] = ml_pyframe_make(c->id, unit, entry, hidden);
 		if (entry)
 			run_start = depth;
 	}

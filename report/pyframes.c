@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/pyframes.h"
-#include "report/pyline.h"
+#include "common/pyline.h"
 #include "report/source.h"
 
 struct code_info {

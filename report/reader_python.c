@@ -50,7 +50,8 @@ static int parse_codes(struct parse *ps)
 		pc->name = ml_reader_copy_string(ps->o, var + r.filename_len, r.name_len);
 		pc->linetable = var + r.filename_len + r.name_len;
 		pc->linetable_len = r.linetable_len;
-		pc->linetable_format = p->python.linetable;
+		pc->linetable_format = (r.flags & ML_PYCODE_LINES) ? ML_PY_LINETABLE_LINES :
+								       p->python.linetable;
 		pc->cwd = p->python_cwd;
 		if (!pc->filename || !pc->name)
 			return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");

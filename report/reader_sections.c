@@ -415,6 +415,9 @@ static int decode_counters(struct parse *ps)
 		rc = BAD(ps, "corrupt: COUNTERS does not hold %u x %u varints", cols, s->count);
 	for (uint64_t i = 0; !rc && i < n; i++) {
 		const uint64_t *f = col + i;	/* field k of counter i: f[k * n] */
+		/* Stored relative to alloc_bytes (ml_fmt_rel_put). */
+		uint64_t live_bytes = ml_fmt_rel_get(f[3 * n], f[4 * n], f[5 * n]);
+		uint64_t peak_bytes = ml_fmt_rel_get(f[3 * n], f[6 * n], f[7 * n]);
 
 		index += f[0];
 		if (index >= ps->p->n_stacks)
@@ -423,7 +426,7 @@ static int decode_counters(struct parse *ps)
 		else if (f[n] >= ML_KIND_COUNT || ml_kind_is_derived((enum ml_kind)f[n]))
 			rc = BAD(ps, "corrupt: counter %llu has kind %llu", (unsigned long long)i,
 				 (unsigned long long)f[n]);
-		else if (f[4 * n] > f[2 * n] || f[5 * n] > f[3 * n])
+		else if (f[4 * n] > f[2 * n] || live_bytes > f[3 * n])
 			rc = BAD(ps, "corrupt: counter %llu has more live than allocated",
 				 (unsigned long long)i);
 		else {
@@ -432,9 +435,9 @@ static int decode_counters(struct parse *ps)
 			ct[i] = (struct ml_fmt_counter){
 				.stack_id = ps->p->stacks[index].id, .kind = (uint32_t)f[n],
 				.allocs = allocs, .alloc_bytes = f[3 * n],
-				.frees = allocs - live, .freed_bytes = f[3 * n] - f[5 * n],
-				.live_blocks = live, .live_bytes = f[5 * n],
-				.peak_blocks = blocks_of(ps, f[6 * n]), .peak_bytes = f[7 * n] };
+				.frees = allocs - live, .freed_bytes = f[3 * n] - live_bytes,
+				.live_blocks = live, .live_bytes = live_bytes,
+				.peak_blocks = blocks_of(ps, f[6 * n]), .peak_bytes = peak_bytes };
 			if (cols == 12) {
 				ct[i].samples = f[8 * n];
 				ct[i].var_alloc_bytes = f[9 * n];

@@ -10,7 +10,7 @@
 #include <string.h>
 #include "report/view_common.h"
 #include "report/pyframes.h"
-#include "report/pyline.h"
+#include "common/pyline.h"
 #include "report/source.h"
 #include "report/units.h"
 

@@ -1,4 +1,4 @@
-/* tests/check_format.c - the profile writer and reader (format version 3:
+/* tests/check_format.c - the profile writer and reader (format version 4:
  * zstd-compressed sections, varint columns): round trip, compressed and
  * raw, and the reader's rejection of truncated, corrupt, foreign,
  * malformed and forged files. */
@@ -235,9 +235,11 @@ static void put_counter_recs(struct ml_writer *w, const struct ml_fmt_counter *c
 			col[2 * n + k] = c[i].allocs;
 			col[3 * n + k] = c[i].alloc_bytes;
 			col[4 * n + k] = c[i].live_blocks;
-			col[5 * n + k] = c[i].live_bytes;
+			col[5 * n + k] = ml_fmt_rel_put(c[i].alloc_bytes, c[i].live_blocks,
+							c[i].live_bytes);
 			col[6 * n + k] = c[i].peak_blocks;
-			col[7 * n + k] = c[i].peak_bytes;
+			col[7 * n + k] = ml_fmt_rel_put(c[i].alloc_bytes, c[i].peak_blocks,
+							c[i].peak_bytes);
 			k++;
 		}
 	ck_assert_uint_eq(k, n);
@@ -549,7 +551,7 @@ START_TEST(round_trip)
 	raw = slurp(path, &len);
 	memcpy(&h, raw, sizeof(h));
 	ck_assert_mem_eq(h.magic, "MEMLINE\0", 8);
-	ck_assert_uint_eq(h.version, 3);
+	ck_assert_uint_eq(h.version, 4);
 	ck_assert_uint_eq(h.header_size, 64);
 	ck_assert_uint_eq(h.file_size, len);
 	ck_assert_uint_eq(h.section_count, 10);
@@ -690,11 +692,30 @@ START_TEST(wrong_magic_and_version)
 	ck_assert_str_eq(parse_fails("#!/bin/sh\n", 10), "not a memline profile");
 	ck_assert_str_eq(parse_fails("MEM", 3), "truncated: 3 bytes, shorter than the 64-byte header");
 	raw[0] = 'M';
-	raw[8] = 4;
-	ck_assert_str_eq(parse_fails(raw, len), "profile version 4, this memline reads version 3");
-	raw[8] = 2;	/* version 2 was not compressed, its stacks fixed records */
-	ck_assert_str_eq(parse_fails(raw, len), "profile version 2, this memline reads version 3");
+	raw[8] = 5;
+	ck_assert_str_eq(parse_fails(raw, len), "profile version 5, this memline reads version 4");
+	raw[8] = 3;	/* version 3 stored live and peak bytes as they were */
+	ck_assert_str_eq(parse_fails(raw, len), "profile version 3, this memline reads version 4");
 	free(raw);
+}
+END_TEST
+
+/* live_bytes and peak_bytes relative to alloc_bytes: every value comes
+ * back, the common ones as 0. */
+START_TEST(relative_bytes)
+{
+	static const uint64_t cases[][3] = {	/* alloc_bytes, blocks, bytes */
+		{ 100, 0, 0 }, { 100, 0, 7 }, { 100, 1, 100 }, { 100, 2, 40 }, { 100, 1, 0 },
+		{ 100, 1, 101 }, { 0, 1, UINT64_MAX }, { UINT64_MAX, 1, 0 },
+		{ UINT64_MAX, 3, UINT64_MAX }, { 5, 1, UINT64_MAX - 3 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = ml_fmt_rel_put(cases[i][0], cases[i][1], cases[i][2]);
+		ck_assert_uint_eq(ml_fmt_rel_get(cases[i][0], cases[i][1], v), cases[i][2]);
+	}
+	ck_assert_uint_eq(ml_fmt_rel_put(4096, 1, 4096), 0);	/* all live */
+	ck_assert_uint_eq(ml_fmt_rel_put(4096, 0, 0), 0);	/* none */
+	ck_assert_uint_eq(ml_fmt_rel_put(4096, 3, 4000), 96);
 }
 END_TEST
 
@@ -1614,6 +1635,7 @@ int main(void)
 	tcase_add_test(tc, truncated_everywhere);
 	tcase_add_test(tc, corrupt_every_byte);
 	tcase_add_test(tc, wrong_magic_and_version);
+	tcase_add_test(tc, relative_bytes);
 	tcase_add_test(tc, empty_dir_missing);
 	tcase_add_test(tc, notes_and_file_kinds);
 	tcase_add_test(tc, malformed_structure);

@@ -1,11 +1,13 @@
-/* tests/check_pyline.c - report/pyline.c against the interpreters themselves:
+/* tests/check_pyline.c - common/pyline.c against the interpreters themselves:
  * real co_linetable bytes of CPython 3.10 to 3.13 with the line co_lines()
  * gives every instruction (tests/pyline_vectors.h, made by
- * tests/python/gen_pyline_vectors.py), plus hand-made edge cases. */
+ * tests/python/gen_pyline_vectors.py), plus hand-made edge cases; and the
+ * runtime's lines-only form and first-unit-of-the-line map made from them. */
 #include <check.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include "common/pyformat.h"
-#include "report/pyline.h"
+#include "common/pyline.h"
 
 struct vector {
 	uint32_t format;
@@ -61,6 +63,93 @@ START_TEST(range_covers_every_line)
 }
 END_TEST
 
+/* The runs of v, with their first units (freed by the caller). */
+static struct ml_pyline_run *runs_of(const struct vector *v, size_t *n)
+{
+	*n = ml_pyline_runs(v->format, v->table, v->len, v->firstlineno, NULL, 0);
+	ck_assert_msg(*n != ML_PYLINE_RUNS_BAD, "%s: no runs", v->what);
+	struct ml_pyline_run *runs = calloc(*n, sizeof(*runs));
+	ck_assert_ptr_nonnull(runs);
+	ck_assert_uint_eq(ml_pyline_runs(v->format, v->table, v->len, v->firstlineno, runs, *n), *n);
+	ml_pyline_canonical(runs, *n);
+	return runs;
+}
+
+START_TEST(lines_form_keeps_every_line_and_range)
+{
+	const struct vector *v = &vectors[_i];
+	size_t n;
+	struct ml_pyline_run *runs = runs_of(v, &n);
+	int lo, hi;
+	bool any = ml_pyline_range(v->format, v->table, v->len, v->firstlineno, &lo, &hi) == 0;
+	size_t len = ml_pyline_encode(runs, n, v->firstlineno, any ? &lo : NULL, any ? &hi : NULL,
+				      NULL);
+	uint8_t *t = malloc(ML_PYLINE_ENCODED_MAX(n));
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_eq(ml_pyline_encode(runs, n, v->firstlineno, any ? &lo : NULL,
+					   any ? &hi : NULL, t), len);
+	ck_assert_uint_le(len, ML_PYLINE_ENCODED_MAX(n));
+	/* Every instruction, and a few past the end, as the original table. */
+	for (int unit = -1; unit < v->units + 3; unit++) {
+		int want = ml_pyline_at(v->format, v->table, v->len, v->firstlineno, unit);
+		int got = ml_pyline_at(ML_PY_LINETABLE_LINES, t, len, v->firstlineno, unit);
+		ck_assert_msg(got == want, "%s: unit %d: line %d, want %d", v->what, unit, got, want);
+	}
+	int lo2, hi2;
+	ck_assert_int_eq(ml_pyline_range(ML_PY_LINETABLE_LINES, t, len, v->firstlineno, &lo2, &hi2),
+			 any ? 0 : -1);
+	ck_assert_int_eq(lo2, lo);
+	ck_assert_int_eq(hi2, hi);
+	/* Smaller than the 3.11+ tables, whose columns it drops. */
+	if (v->format == ML_PY_LINETABLE_311 && v->units > 16)
+		ck_assert_uint_lt(len, v->len);
+	free(t);
+	free(runs);
+}
+END_TEST
+
+START_TEST(first_unit_of_each_line)
+{
+	const struct vector *v = &vectors[_i];
+	size_t n;
+	struct ml_pyline_run *runs = runs_of(v, &n);
+	for (int unit = 0; unit < v->units; unit++) {
+		int first = 0;
+		while (v->lines[first] != v->lines[unit])
+			first++;
+		int32_t got = ml_pyline_canon(runs, n, unit);
+		ck_assert_msg(got == first, "%s: unit %d (line %d): first unit %d, want %d", v->what,
+			      unit, v->lines[unit], got, first);
+	}
+	ck_assert_int_eq(ml_pyline_canon(runs, n, -1), -1);
+	ck_assert_int_eq(ml_pyline_canon(runs, n, v->units), v->units);
+	ck_assert_int_eq(ml_pyline_canon(runs, n, v->units + 100), v->units + 100);
+	free(runs);
+}
+END_TEST
+
+START_TEST(lines_form_rejects_bad_bytes)
+{
+	/* A header that says 2, an entry of 0 units, a cut varint. */
+	static const uint8_t bad_header[] = { 2, 0, 0 };
+	static const uint8_t zero_units[] = { 0, 0, 1 };
+	static const uint8_t cut[] = { 0, 0x85 };
+	int lo, hi;
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_LINES, bad_header, 3, 4, 0), -1);
+	ck_assert_int_eq(ml_pyline_range(ML_PY_LINETABLE_LINES, bad_header, 3, 4, &lo, &hi), -1);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_LINES, zero_units, 3, 4, 0), -1);
+	ck_assert_int_eq(ml_pyline_at(ML_PY_LINETABLE_LINES, cut, 2, 4, 0), -1);
+	/* Lines-only tables are never made again from themselves, and a
+	 * 3.10 range of an odd byte length makes none. */
+	static const uint8_t lines[] = { 0, 2, 3 };
+	ck_assert_uint_eq(ml_pyline_runs(ML_PY_LINETABLE_LINES, lines, 3, 1, NULL, 0),
+			  ML_PYLINE_RUNS_BAD);
+	static const uint8_t odd[] = { 3, 1 };
+	ck_assert_uint_eq(ml_pyline_runs(ML_PY_LINETABLE_310, odd, 2, 1, NULL, 0),
+			  ML_PYLINE_RUNS_BAD);
+}
+END_TEST
+
 START_TEST(not_started_is_first_line)
 {
 	static const uint8_t t310[] = { 6, 1, 4, 1 };
@@ -110,6 +199,9 @@ int main(void)
 	TCase *tc = tcase_create("pyline");
 	tcase_add_loop_test(tc, every_instruction_of_every_version, 0, (int)N_VECTORS);
 	tcase_add_loop_test(tc, range_covers_every_line, 0, (int)N_VECTORS);
+	tcase_add_loop_test(tc, lines_form_keeps_every_line_and_range, 0, (int)N_VECTORS);
+	tcase_add_loop_test(tc, first_unit_of_each_line, 0, (int)N_VECTORS);
+	tcase_add_test(tc, lines_form_rejects_bad_bytes);
 	tcase_add_test(tc, not_started_is_first_line);
 	tcase_add_test(tc, no_line_marks);
 	tcase_add_test(tc, truncated_tables_stop);

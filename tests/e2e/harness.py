@@ -180,7 +180,7 @@ class Run:
 
 def profile_plain(data):
 	"""A profile's bytes with its sections as they are when decompressed
-	(format v3 stores them as one zstd frame after the 64-byte header), so
+	(format v3 and later store them as one zstd frame after the 64-byte header), so
 	that section offsets read as docs/format.md describes them."""
 	hs, flags = struct.unpack_from("<I", data, 12)[0], struct.unpack_from("<I", data, 36)[0]
 	if not flags & 1:

@@ -123,7 +123,8 @@ def python_objects_equal_tracemalloc(py):
 def python_leaks_program_first(py):
 	"""The leaks view of a Python program lists the program's blocks and
 	sums in one line what the interpreter and the modules it imported hold
-	at exit (--native lists those too); the amounts add up to the total."""
+	at exit (--native lists those too); the amounts add up to the total.
+	Two calls on one line share the line's stack."""
 	r = Run(py, [py_fixture("exit_leak.py")])
 	prof = python_profile(r)
 	doc = report(prof, "leaks", "--limit", "100000")["leaks"]
@@ -136,6 +137,12 @@ def python_leaks_program_first(py):
 	buffers = [rec for rec in recs if rec["frames"][0].get("line") == keep and
 		   rec["bytes"] == sum(1001 + i for i in range(50))]
 	eq([rec["blocks"] for rec in buffers], [50], "the bytearrays' buffers at line %d" % keep)
+	# Two calls on one line are one frame (the line's), so their buffers
+	# share one stack; each call its own was the instruction-level way.
+	pair = py_line("exit_leak.py", "pair")
+	pairs = [rec for rec in recs if rec["frames"][0].get("line") == pair and
+		 rec["bytes"] == sum(2001 + i + 3001 + i for i in range(50))]
+	eq([rec["blocks"] for rec in pairs], [100], "the pairs' buffers at line %d" % pair)
 	check(summary["interpreter_records"] > 0, "nothing summed as the interpreter's")
 	eq(sum(rec["bytes"] for rec in recs) + summary["interpreter_bytes"],
 	   summary["in_use_bytes"], "listed + interpreter's bytes")
