@@ -38,6 +38,9 @@ struct sym_module {
 	 * (sym_symtab.c); NULL when that ran out of memory. */
 	struct sym_symtab *symtab;
 	bool symtab_built;
+	/* A loaded module at addresses where another file was unloaded
+	 * before: its frames there may be the other's (warned once). */
+	enum { REUSE_UNKNOWN, REUSE_NO, REUSE_YES, REUSE_WARNED } reuse;
 };
 
 struct sym_string {

@@ -202,8 +202,40 @@ void ml_sym_close(struct ml_symbolizer *s)
 	free(s);
 }
 
+/* Whether another file was unloaded from addresses that m (loaded) covers. */
+static bool range_reused(const struct ml_symbolizer *s, const struct sym_module *m)
+{
+	for (size_t i = 0; i < s->n_mods; i++) {
+		const struct sym_module *u = &s->mods[i];
+
+		if ((u->flags & ML_MOD_UNLOADED) && u->lo < m->hi && m->lo < u->hi &&
+		    strcmp(u->path, m->path) != 0)
+			return true;
+	}
+	return false;
+}
+
+/* Says once that frames at pc, named after the loaded module m, may belong
+ * to another file that was unloaded from there before m was loaded: a
+ * stack keeps return addresses, not which module held them. */
+static void warn_reused(struct ml_symbolizer *s, struct sym_module *m, uint64_t pc)
+{
+	for (size_t i = 0; i < s->n_mods; i++) {
+		const struct sym_module *u = &s->mods[i];
+
+		if ((u->flags & ML_MOD_UNLOADED) && pc >= u->lo && pc < u->hi &&
+		    strcmp(u->path, m->path) != 0) {
+			fprintf(stderr, "memline: warning: %s was loaded where %s had been "
+				"unloaded; frames recorded there before the unload belong to the "
+				"second but are shown as the first's\n", m->path, u->path);
+			m->reuse = REUSE_WARNED;
+			return;
+		}
+	}
+}
+
 /* The module holding pc; a loaded module wins over an unloaded one that
- * once sat at the same place. */
+ * once sat at the same place (and says so, once). */
 static struct sym_module *find_module(struct ml_symbolizer *s, uint64_t pc)
 {
 	struct sym_module *found = NULL;
@@ -213,8 +245,13 @@ static struct sym_module *find_module(struct ml_symbolizer *s, uint64_t pc)
 
 		if (pc < m->lo || pc >= m->hi)
 			continue;
-		if (!(m->flags & ML_MOD_UNLOADED))
+		if (!(m->flags & ML_MOD_UNLOADED)) {
+			if (m->reuse == REUSE_UNKNOWN)
+				m->reuse = range_reused(s, m) ? REUSE_YES : REUSE_NO;
+			if (m->reuse == REUSE_YES)
+				warn_reused(s, m, pc);
 			return m;
+		}
 		if (!found)
 			found = m;
 	}

@@ -168,7 +168,9 @@ def dlclose_unload_then_other_module():
 	"""A dlclose that gives a reference back unloads nothing (and keeps the
 	cached unwind rules); one that unloads flushes them: the module loaded
 	next, likely where the first was, unwinds by its own rules (every fast
-	stack equal to libunwind's) and its leaks have its own frames."""
+	stack equal to libunwind's) and its leaks have its own frames; frames
+	the first left where the second now sits are named after the second,
+	with one warning."""
 	r = Run("dlclose_swap", args=[fixture("libdlmod.so"), fixture("libdlmod2.so")],
 		env=dict(os.environ, MEMLINE_VERIFY_UNWIND="1"))
 	err = text(r.proc.stderr)
@@ -186,6 +188,19 @@ def dlclose_unload_then_other_module():
 		 ("call", "dlclose_swap.c", got[2][2]),
 		 ("main", "dlclose_swap.c", line_of_file("dlclose_swap.c", "s_second"))],
 	   "the second module's leak, innermost frames")
+	# The first module's leak (555 bytes) has return addresses where the
+	# second now sits: it is named after the second, and the report says
+	# so, once, when the two were loaded at the same addresses.
+	p = run([rcli(), "report", r.file("dlclose_swap"), "leaks"])
+	err = text(p.stderr)
+	warned = [l for l in err.splitlines() if "had been unloaded" in l]
+	if any(s["bytes"] == 555 and "dlmod2" in (s["frames"][0].get("function") or "")
+	       for s in doc["leaks"]["records"]):
+		eq(len(warned), 1, "warnings of the reused addresses: " + err[-600:])
+		check("libdlmod2.so was loaded where" in warned[0] and "libdlmod.so had been" in
+		      warned[0], "the warning names both modules: " + warned[0])
+	else:
+		eq(warned, [], "warnings without a reused address range")
 
 
 @test
