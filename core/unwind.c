@@ -755,11 +755,13 @@ HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
 	return node;
 }
 
-/* MEMLINE_VERIFY_UNWIND, decorating rooms, the walker off or declining. */
+/* Decorating rooms, MEMLINE_VERIFY_UNWIND, the walker off or declining. */
 static uint32_t __attribute__((noinline)) unwind_stack_other(struct ml_intern_cache *ic)
 {
+	if (ml_rooms_decorating)
+		return ml_stacktab_here_rooms(ic);
 	uint32_t node = 0;
-	if (!ml_rooms_decorating && ml_config.fast_unwind && ml_unwind_gen)
+	if (ml_config.fast_unwind && ml_unwind_gen)
 		node = unwind_stack(ic);
 	if (!node)
 		return ml_stacktab_here_slow(ic);
@@ -784,4 +786,67 @@ ml_unwind_stack(struct ml_intern_cache *ic)
 	if (__builtin_expect(!node, 0))
 		return ml_stacktab_here_slow(ic);
 	return node;
+}
+
+/* The frames of a room's stack below its own (the Python room: a Python
+ * object's native frames end at the innermost eval-loop frame): from the
+ * hook's mark outwards, only as far as the first return address in
+ * [lo, lo + span), with the rules and the thread's copies of them that
+ * every walk uses (the words are those the full walk reads, so the
+ * addresses are those it finds).  The record is left alone: it stays the
+ * previous full walk's. */
+int ml_unwind_until(uint64_t *ras, uint32_t max, uint64_t lo, uint64_t span)
+{
+	const struct ml_unwind_mark *m = &ml_tl_mark;
+	if (!m->sp || !max || !ml_unwind_gen)
+		return -1;
+	uint64_t lead = m->ra, sp = m->sp, bp = m->bp;
+	if (!lead || lead - ml_skip.lo < ml_skip.range)
+		return -1;	/* the runtime's own frames first: the full capture */
+	struct thread_walk *w = walk_get();
+	if (!w)
+		return -1;
+	uint32_t hold = w->hold;
+	if (hold & HOLD_BUSY)
+		return -1;
+	w->hold = hold | HOLD_BUSY;	/* l1 is ours (see walk) */
+	__asm__ volatile("" ::: "memory");
+	uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(w->gen != gen, 0)) {
+		memset(w->l1, 0, sizeof(w->l1));
+		w->gen = gen;
+		w->reuse = 0;
+	}
+	int n = 0;
+	ras[n++] = lead;
+	uint64_t target = lead - 1;
+	uint32_t stop = ML_RULE_BAD | ML_RULE_RA_UNDEF;
+	while (lead - 1 - lo >= span) {
+		if ((uint32_t)n == max) {
+			n = -1;
+			break;
+		}
+		const struct l1_slot *r = rule_of(w, target);
+		uint64_t cfa = ((r->fbits & BIT_RBP_CFA) ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
+		/* As walk_in; its outermost frame too: the range was not met. */
+		if (cfa <= sp || (cfa & 7) || (r->flags & stop)) {
+			n = -1;
+			break;
+		}
+		lead = *(const uint64_t *)(uintptr_t)(cfa - 8);
+		if (r->flags & ML_RULE_RBP_SAVED)
+			bp = *(const uint64_t *)(uintptr_t)(cfa + (uint64_t)(int64_t)r->bp_off);
+		else if (r->flags & ML_RULE_RBP_UNDEF)
+			stop |= ML_RULE_CFA_RBP;
+		sp = cfa;
+		if (!lead) {
+			n = -1;
+			break;
+		}
+		ras[n++] = lead;
+		target = lead - 1;
+	}
+	__asm__ volatile("" ::: "memory");
+	w->hold = hold;
+	return n;
 }

@@ -198,6 +198,30 @@ extern __thread int ml_tl_py_object __attribute__((tls_model("initial-exec")));
 uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags,
 			      unsigned mode);
 
+/* One frame of the calling thread's chain as read plainly: what its tagged
+ * form in a stack is a function of (the code object as codetab.c tells
+ * code objects apart, the instruction, the owner and entry flags, whether
+ * a shim frame follows it).  A shim (3.12+) is bits ML_PY_RAW_SHIM alone. */
+struct ml_py_raw {
+	uint64_t code, instr;
+	uint64_t filename, name, linetable;	/* what code points to */
+	int32_t firstlineno;
+	uint32_t bits;			/* owner | is_entry << 8 | ML_PY_RAW_* */
+};
+#define ML_PY_RAW_SHIM 0x10000u
+#define ML_PY_RAW_NEXT_SHIM 0x20000u	/* the next frame out is a shim */
+/* Reads the chain, innermost first, into out[0..max): the count, or -1
+ * when it is longer, a frame cannot be read, or there is no thread state
+ * (the interpreter finalizing): ml_py_walk then says what to do.  Plain
+ * reads; no code-table lookup (walk.c). */
+int ml_py_chain(struct ml_py_raw *out, uint32_t max);
+
+/* ---- stackfast.c: a Python object's stack id without the full capture ---- */
+
+/* The Python room's stack_id (struct ml_room), and its memo's size. */
+uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic);
+#define ML_PY_STACK_MEMO_BYTES (28u << 10)
+
 /* ---- hooks.c: the PyMem domains and the arena allocator, wrapped ---- */
 
 /* Wraps RAW, MEM and OBJ (Python objects, ML_KIND_PYTHON) and the arena

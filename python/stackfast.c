@@ -1,0 +1,149 @@
+/* python/stackfast.c - the stack id of a Python object without the full
+ * capture.  A Python object's stack is its native frames up to the
+ * innermost eval-loop frame, then the Python frames (room.c's decorate):
+ * as a path of the stack trie, outermost first, the Python frames come
+ * first and the few native frames hang below them.
+ *
+ * Per thread (the memo): the chain of Python frames read at the previous
+ * object, each frame as what its tagged form is a function of (struct
+ * ml_py_raw: the code object as codetab.c tells code objects apart, the
+ * instruction, the owner and entry flags, a shim outside it), with the
+ * trie node of the path up to it; and a small table from such a frame to
+ * its tagged form, filled from full walks.  A new object's chain is read
+ * plainly (no code-table lookup), compared from the outermost frame with
+ * the previous one: the equal outer part keeps its nodes, the frames
+ * inside it get their tags from the table and their nodes from the trie;
+ * a frame the table lacks makes a full walk (walk.c), which fills it.
+ * The native frames come from a walk that stops at the eval loop (core:
+ * ml_core_native_until).  The answer is the node the full capture would
+ * intern (checked with MEMLINE_VERIFY_UNWIND); where it might not be (a
+ * frame that cannot be read, a chain longer than FAST_MAX, the depth
+ * limit near), the full capture runs. */
+#include <string.h>
+#include "core/core.h"
+#include "python/internal.h"
+
+#define FAST_MAX 128u		/* Python frames followed; more: the full capture */
+#define TAG_BITS 8u
+
+struct tag_slot {
+	struct ml_py_raw key;
+	uint64_t tag;		/* 0: empty */
+};
+
+struct memo {
+	uint32_t valid;		/* raw[cur][0, n) is the previous chain */
+	uint32_t cur;
+	uint32_t n;
+	uint32_t node[FAST_MAX];	/* position p from the outermost: its path's node */
+	struct ml_py_raw raw[2][FAST_MAX];	/* innermost first */
+	struct tag_slot tags[1u << TAG_BITS];
+};
+_Static_assert(sizeof(struct memo) <= ML_PY_STACK_MEMO_BYTES, "the room's memo size");
+
+static inline bool same_raw(const struct ml_py_raw *a, const struct ml_py_raw *b)
+{
+	return ((a->code ^ b->code) | (a->instr ^ b->instr) | (a->filename ^ b->filename) |
+		(a->name ^ b->name) | (a->linetable ^ b->linetable) |
+		((uint64_t)(uint32_t)(a->firstlineno ^ b->firstlineno)) |
+		(uint64_t)(a->bits ^ b->bits)) == 0;
+}
+
+static inline struct tag_slot *tag_slot(struct memo *m, const struct ml_py_raw *x)
+{
+	uint64_t h = (x->code ^ (x->instr << 7) ^ x->bits) * 0x9e3779b97f4a7c15ull;
+	return &m->tags[h >> (64 - TAG_BITS)];
+}
+
+/* The native frames (ras[0, k), innermost first) below node. */
+static uint32_t below(struct ml_intern_cache *ic, uint32_t node, const uint64_t *ras, int k)
+{
+	while (k-- > 0)
+		if (!(node = ml_core_stack_child(ic, node, ras[k])))
+			return ML_CORE_STACK_LOST;
+	return node;
+}
+
+/* The chain now[0, n) with a full walk: its tags into the table and its
+ * nodes into the memo, when the walk gives a tag for each frame (else,
+ * some frame lost, the walk's frames alone: what the full capture
+ * interns).  Returns the Python part's node, 0 when out of room. */
+static uint32_t __attribute__((noinline))
+walk_full(struct memo *m, struct ml_intern_cache *ic, struct ml_py_raw *now, uint32_t n)
+{
+	uint64_t out[FAST_MAX];
+	uint32_t flags = 0, frames = 0, parent = ML_CORE_STACK_ROOT;
+	uint32_t k = ml_py_walk_unchecked(out, 0, FAST_MAX, &flags, 0);
+	for (uint32_t i = 0; i < n; i++)
+		frames += !(now[i].bits & ML_PY_RAW_SHIM);
+	m->valid = 0;
+	if (k != frames) {
+		while (k-- > 0)
+			if (!(parent = ml_core_stack_child(ic, parent, out[k])))
+				return 0;
+		return parent;
+	}
+	for (uint32_t p = 0; p < n; p++) {
+		const struct ml_py_raw *x = &now[n - 1 - p];
+		if (!(x->bits & ML_PY_RAW_SHIM)) {
+			uint64_t tag = out[--k];
+			struct tag_slot *s = tag_slot(m, x);
+			s->key = *x;
+			s->tag = tag;
+			if (!(parent = ml_core_stack_child(ic, parent, tag)))
+				return 0;
+		}
+		m->node[p] = parent;
+	}
+	m->cur ^= 1;
+	m->n = n;
+	m->valid = 1;
+	return parent;
+}
+
+uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
+{
+	struct memo *m = memo;
+	uint64_t ras[ML_DEPTH_MAX];
+	if (!ml_tl_py_object || !ml_py.walking || ml_config.max_depth < 2)
+		return 0;
+	/* Native frames to the eval loop: fewer than the depth limit, so the
+	 * full capture cuts there and is not truncated. */
+	int k = ml_core_native_until(ras, ml_config.max_depth - 1, ml_py.eval_lo,
+				     ml_py.eval_hi - ml_py.eval_lo);
+	if (k <= 0)
+		return 0;
+	struct ml_py_raw *now = m->raw[m->cur ^ 1];
+	int got = ml_py_chain(now, FAST_MAX);
+	if (got < 0 || (uint32_t)k + (uint32_t)got > ML_DEPTH_MAX)
+		return 0;
+	uint32_t n = (uint32_t)got, p = 0;
+	if (m->valid) {
+		const struct ml_py_raw *was = m->raw[m->cur];
+		uint32_t old = m->n, same = old < n ? old : n;
+		while (p < same && same_raw(&now[n - 1 - p], &was[old - 1 - p]))
+			p++;
+		if (p == n && old == n)
+			return below(ic, n ? m->node[n - 1] : ML_CORE_STACK_ROOT, ras, k);
+	}
+	uint32_t parent = p ? m->node[p - 1] : ML_CORE_STACK_ROOT;
+	for (; p < n; p++) {
+		const struct ml_py_raw *x = &now[n - 1 - p];
+		if (!(x->bits & ML_PY_RAW_SHIM)) {
+			const struct tag_slot *s = tag_slot(m, x);
+			if (!s->tag || !same_raw(&s->key, x)) {
+				parent = walk_full(m, ic, now, n);
+				return parent ? below(ic, parent, ras, k) : ML_CORE_STACK_LOST;
+			}
+			if (!(parent = ml_core_stack_child(ic, parent, s->tag))) {
+				m->valid = 0;
+				return ML_CORE_STACK_LOST;
+			}
+		}
+		m->node[p] = parent;
+	}
+	m->cur ^= 1;
+	m->n = n;
+	m->valid = 1;
+	return below(ic, parent, ras, k);
+}
