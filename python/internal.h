@@ -170,6 +170,10 @@ const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code);
  * same line (its runs), or lasti itself where it has none. */
 const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code,
 				       int32_t lasti, int32_t *unit);
+/* Counts the times an address's entry was replaced by a new one (another
+ * code object there now): until it changes, ml_py_code_get gives every code
+ * object it gave an entry to that same entry again.  Atomic. */
+extern uint32_t ml_py_code_epoch;
 /* Calls fn for every code object recorded. */
 void ml_py_codes_foreach(void (*fn)(const struct ml_py_code *c, void *arg), void *arg);
 uint32_t ml_py_codes_count(void);
@@ -220,7 +224,7 @@ int ml_py_chain(struct ml_py_raw *out, uint32_t max);
 
 /* The Python room's stack_id (struct ml_room), and its memo's size. */
 uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic);
-#define ML_PY_STACK_MEMO_BYTES (28u << 10)
+#define ML_PY_STACK_MEMO_BYTES (32u << 10)
 
 /* ---- hooks.c: the PyMem domains and the arena allocator, wrapped ---- */
 

@@ -29,12 +29,14 @@
 struct tag_slot {
 	struct ml_py_raw key;
 	uint64_t tag;		/* 0: empty */
+	uint32_t epoch;		/* ml_py_code_epoch when it was made */
 };
 
 struct memo {
 	uint32_t valid;		/* raw[cur][0, n) is the previous chain */
 	uint32_t cur;
 	uint32_t n;
+	uint32_t epoch;		/* ml_py_code_epoch of the chain's nodes */
 	uint32_t node[FAST_MAX];	/* position p from the outermost: its path's node */
 	struct ml_py_raw raw[2][FAST_MAX];	/* innermost first */
 	struct tag_slot tags[1u << TAG_BITS];
@@ -69,7 +71,8 @@ static uint32_t below(struct ml_intern_cache *ic, uint32_t node, const uint64_t 
  * some frame lost, the walk's frames alone: what the full capture
  * interns).  Returns the Python part's node, 0 when out of room. */
 static uint32_t __attribute__((noinline))
-walk_full(struct memo *m, struct ml_intern_cache *ic, struct ml_py_raw *now, uint32_t n)
+walk_full(struct memo *m, struct ml_intern_cache *ic, struct ml_py_raw *now, uint32_t n,
+	  uint32_t epoch)
 {
 	uint64_t out[FAST_MAX];
 	uint32_t flags = 0, frames = 0, parent = ML_CORE_STACK_ROOT;
@@ -90,6 +93,7 @@ walk_full(struct memo *m, struct ml_intern_cache *ic, struct ml_py_raw *now, uin
 			struct tag_slot *s = tag_slot(m, x);
 			s->key = *x;
 			s->tag = tag;
+			s->epoch = epoch;
 			if (!(parent = ml_core_stack_child(ic, parent, tag)))
 				return 0;
 		}
@@ -97,6 +101,7 @@ walk_full(struct memo *m, struct ml_intern_cache *ic, struct ml_py_raw *now, uin
 	}
 	m->cur ^= 1;
 	m->n = n;
+	m->epoch = epoch;
 	m->valid = 1;
 	return parent;
 }
@@ -117,8 +122,13 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 	int got = ml_py_chain(now, FAST_MAX);
 	if (got < 0 || (uint32_t)k + (uint32_t)got > ML_DEPTH_MAX)
 		return 0;
+	/* A code object's entry is the one it had while no address got a new
+	 * entry (codetab.c): then the table's tags and the chain's nodes
+	 * stand.  Read before the chain (a new entry made meanwhile, by
+	 * another thread, is made during this capture). */
+	uint32_t epoch = __atomic_load_n(&ml_py_code_epoch, __ATOMIC_SEQ_CST);
 	uint32_t n = (uint32_t)got, p = 0;
-	if (m->valid) {
+	if (m->valid && m->epoch == epoch) {
 		const struct ml_py_raw *was = m->raw[m->cur];
 		uint32_t old = m->n, same = old < n ? old : n;
 		while (p < same && same_raw(&now[n - 1 - p], &was[old - 1 - p]))
@@ -131,8 +141,8 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 		const struct ml_py_raw *x = &now[n - 1 - p];
 		if (!(x->bits & ML_PY_RAW_SHIM)) {
 			const struct tag_slot *s = tag_slot(m, x);
-			if (!s->tag || !same_raw(&s->key, x)) {
-				parent = walk_full(m, ic, now, n);
+			if (!s->tag || s->epoch != epoch || !same_raw(&s->key, x)) {
+				parent = walk_full(m, ic, now, n, epoch);
 				return parent ? below(ic, parent, ras, k) : ML_CORE_STACK_LOST;
 			}
 			if (!(parent = ml_core_stack_child(ic, parent, s->tag))) {
@@ -144,6 +154,7 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 	}
 	m->cur ^= 1;
 	m->n = n;
+	m->epoch = epoch;
 	m->valid = 1;
 	return below(ic, parent, ras, k);
 }

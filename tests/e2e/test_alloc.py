@@ -329,13 +329,6 @@ def hooks_stack_use():
 	eq(text(r.proc.stdout), "ok\n", "coroutines on 8 KiB stacks, sampled at 20 kHz")
 
 
-def verified(r, what):
-	m = re.findall(r"MEMLINE_VERIFY_UNWIND: (\d+) stacks checked against libunwind, (\d+) differ",
-		       text(r.proc.stderr))
-	check(m, "%s: no verification line in %r" % (what, text(r.proc.stderr)[-300:]))
-	return sum(int(a) for a, _ in m), sum(int(b) for _, b in m)
-
-
 @test
 def fast_stacks_match_libunwind():
 	"""Every stack the walker's fast path records (its node cache, reused
