@@ -211,12 +211,22 @@ struct ml_intern_cache;
 #define ML_CORE_STACK_LOST 3u
 uint32_t ml_core_stack_child(struct ml_intern_cache *ic, uint32_t parent, uint64_t address);
 /* The allocation's native return addresses, innermost first (those the
- * full capture gives, memline's own frames left out), into ras[0..max),
- * up to and including the first one, ra, with ra - 1 - lo < span.
- * Returns their count, or -1 when there is no such address among the
- * first max, or the walk cannot tell (then the full capture must).  Only
- * in an allocation hook's recording (its mark set: ML_UNWIND_MARK). */
-int ml_core_native_until(uint64_t *ras, uint32_t max, uint64_t lo, uint64_t span);
+ * full capture gives, memline's own frames left out), up to and including
+ * the first one, ra, with ra - 1 - lo < span, at most max of them: in
+ * out->ras[0, out->n), which is buf (max slots) or the thread's cache of
+ * such walks (valid until the next call).  out->token, when not 0, names
+ * them: the thread gets the same token again only for the same
+ * addresses.  Returns their count, or -1 when there is no such address
+ * among the first max, or the walk cannot tell (then the full capture
+ * must).  Only in an allocation hook's recording (its mark set:
+ * ML_UNWIND_MARK). */
+struct ml_native_path {
+	const uint64_t *ras;
+	uint32_t n;
+	uint64_t token;
+};
+int ml_core_native_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uint64_t lo,
+			 uint64_t span);
 
 /* The Python room calls this once its interpreter runs the program: every
  * room's python_ready (struct ml_room), GIL and guard held. */

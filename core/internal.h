@@ -280,6 +280,7 @@ struct ml_thread {
 	struct ml_counter *counter_cache[ML_COUNTER_CACHE];	/* direct-mapped */
 	void *walk;			/* unwind.c's record of the last walk */
 	void *room_memo;		/* the stack-id room's (rooms.c), or NULL */
+	void *until;			/* unwind.c's walks to a range (rooms' stack ids) */
 	struct ml_intern_cache intern;
 };
 extern __thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")));
@@ -717,8 +718,12 @@ int ml_unwind_fast(uint64_t *buf, uint32_t limit);
  * new thread). */
 void ml_unwind_thread_reset(void *walk);
 /* ml_core_native_until (core.h), from the hook's mark: the addresses a
- * full walk would find first, up to the first in the range. */
-int ml_unwind_until(uint64_t *ras, uint32_t max, uint64_t lo, uint64_t span);
+ * full walk would find first, up to the first in the range; through the
+ * thread's cache of such walks (its ml_thread's until). */
+int ml_unwind_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uint64_t lo,
+		    uint64_t span);
+/* Empties a thread state's cache of those walks (a new thread's). */
+void ml_unwind_until_reset(void *cache);
 
 /* ---- libunwind.c: libunwind without descriptors or pthread keys ---- */
 /* Sets libunwind up: its memory accessor replaced, the pipe it opened

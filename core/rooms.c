@@ -64,9 +64,10 @@ uint32_t ml_core_stack_child(struct ml_intern_cache *ic, uint32_t parent, uint64
 	return ml_stacktab_child_cached(ic, parent, address);
 }
 
-int ml_core_native_until(uint64_t *ras, uint32_t max, uint64_t lo, uint64_t span)
+int ml_core_native_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uint64_t lo,
+			 uint64_t span)
 {
-	return ml_unwind_until(ras, max, lo, span);
+	return ml_unwind_until(out, buf, max, lo, span);
 }
 
 void ml_rooms_fork_child(void)

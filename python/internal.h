@@ -224,7 +224,7 @@ int ml_py_chain(struct ml_py_raw *out, uint32_t max);
 
 /* The Python room's stack_id (struct ml_room), and its memo's size. */
 uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic);
-#define ML_PY_STACK_MEMO_BYTES (32u << 10)
+#define ML_PY_STACK_MEMO_BYTES (36u << 10)
 
 /* ---- hooks.c: the PyMem domains and the arena allocator, wrapped ---- */
 

@@ -15,7 +15,9 @@
  * inside it get their tags from the table and their nodes from the trie;
  * a frame the table lacks makes a full walk (walk.c), which fills it.
  * The native frames come from a walk that stops at the eval loop (core:
- * ml_core_native_until).  The answer is the node the full capture would
+ * ml_core_native_until, which keeps such walks per thread and names each
+ * with a token): the node below the Python part is kept per (token,
+ * Python part's node).  The answer is the node the full capture would
  * intern (checked with MEMLINE_VERIFY_UNWIND); where it might not be (a
  * frame that cannot be read, a chain longer than FAST_MAX, the depth
  * limit near), the full capture runs. */
@@ -25,6 +27,7 @@
 
 #define FAST_MAX 128u		/* Python frames followed; more: the full capture */
 #define TAG_BITS 8u
+#define BELOW_BITS 8u
 
 struct tag_slot {
 	struct ml_py_raw key;
@@ -40,6 +43,11 @@ struct memo {
 	uint32_t node[FAST_MAX];	/* position p from the outermost: its path's node */
 	struct ml_py_raw raw[2][FAST_MAX];	/* innermost first */
 	struct tag_slot tags[1u << TAG_BITS];
+	/* (native path's token, the Python part's node) -> the stack's node */
+	struct below_slot {
+		uint64_t token;
+		uint32_t parent, node;
+	} below[1u << BELOW_BITS];
 };
 _Static_assert(sizeof(struct memo) <= ML_PY_STACK_MEMO_BYTES, "the room's memo size");
 
@@ -57,12 +65,20 @@ static inline struct tag_slot *tag_slot(struct memo *m, const struct ml_py_raw *
 	return &m->tags[h >> (64 - TAG_BITS)];
 }
 
-/* The native frames (ras[0, k), innermost first) below node. */
-static uint32_t below(struct ml_intern_cache *ic, uint32_t node, const uint64_t *ras, int k)
+/* The native frames np below parent (the Python part's node). */
+static uint32_t below(struct memo *m, struct ml_intern_cache *ic, uint32_t parent,
+		      const struct ml_native_path *np)
 {
-	while (k-- > 0)
-		if (!(node = ml_core_stack_child(ic, node, ras[k])))
+	uint64_t h = (np->token * 0x9e3779b97f4a7c15ull ^ parent) * 0xd6e8feb86659fd93ull;
+	struct below_slot *s = &m->below[h >> (64 - BELOW_BITS)];
+	if (np->token && s->token == np->token && s->parent == parent)
+		return s->node;
+	uint32_t node = parent;
+	for (uint32_t k = np->n; k-- > 0;)
+		if (!(node = ml_core_stack_child(ic, node, np->ras[k])))
 			return ML_CORE_STACK_LOST;
+	if (np->token)
+		*s = (struct below_slot){ np->token, parent, node };
 	return node;
 }
 
@@ -109,12 +125,13 @@ walk_full(struct memo *m, struct ml_intern_cache *ic, struct ml_py_raw *now, uin
 uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 {
 	struct memo *m = memo;
-	uint64_t ras[ML_DEPTH_MAX];
+	uint64_t buf[ML_DEPTH_MAX];
+	struct ml_native_path np;
 	if (!ml_tl_py_object || !ml_py.walking || ml_config.max_depth < 2)
 		return 0;
 	/* Native frames to the eval loop: fewer than the depth limit, so the
 	 * full capture cuts there and is not truncated. */
-	int k = ml_core_native_until(ras, ml_config.max_depth - 1, ml_py.eval_lo,
+	int k = ml_core_native_until(&np, buf, ml_config.max_depth - 1, ml_py.eval_lo,
 				     ml_py.eval_hi - ml_py.eval_lo);
 	if (k <= 0)
 		return 0;
@@ -134,7 +151,7 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 		while (p < same && same_raw(&now[n - 1 - p], &was[old - 1 - p]))
 			p++;
 		if (p == n && old == n)
-			return below(ic, n ? m->node[n - 1] : ML_CORE_STACK_ROOT, ras, k);
+			return below(m, ic, n ? m->node[n - 1] : ML_CORE_STACK_ROOT, &np);
 	}
 	uint32_t parent = p ? m->node[p - 1] : ML_CORE_STACK_ROOT;
 	for (; p < n; p++) {
@@ -143,7 +160,7 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 			const struct tag_slot *s = tag_slot(m, x);
 			if (!s->tag || s->epoch != epoch || !same_raw(&s->key, x)) {
 				parent = walk_full(m, ic, now, n, epoch);
-				return parent ? below(ic, parent, ras, k) : ML_CORE_STACK_LOST;
+				return parent ? below(m, ic, parent, &np) : ML_CORE_STACK_LOST;
 			}
 			if (!(parent = ml_core_stack_child(ic, parent, s->tag))) {
 				m->valid = 0;
@@ -156,5 +173,5 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 	m->n = n;
 	m->epoch = epoch;
 	m->valid = 1;
-	return below(ic, parent, ras, k);
+	return below(m, ic, parent, &np);
 }

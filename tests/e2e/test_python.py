@@ -204,8 +204,9 @@ def python_fast_stacks_exact(py):
 	on reuse.py's traps for a stale cache (paths that alternate, a
 	generator resumed from two callers, two functions taking turns in one
 	frame slot, code objects made and dropped, recursion of changing
-	depth past the cache's limit, four threads), and each path has
-	exactly its buffers in the leaks view."""
+	depth past the cache's limit, native parts short and long in turns,
+	four threads), and each path has exactly its buffers in the leaks
+	view."""
 	env = dict(os.environ, MEMLINE_VERIFY_UNWIND="1")
 	r = Run(py, [py_fixture("reuse.py")], env=env)
 	n, bad = verified(r, "reuse.py")
@@ -242,6 +243,7 @@ def python_fast_stacks_exact(py):
 		want[(1004, (fr(fn, fn), fr("turns", "turns"), mod("m_turns")))] = rounds
 	for k in range(3):
 		want[(1005, (("made", "made%d.py" % k, 2), fr("made", "made"), mod("m_made")))] = rounds
+	want[(1008, (fr("native", "shallow"), mod("m_native")))] = rounds
 	for depth in range(0, 150, 7):
 		want[(1006, (fr("rec", "rec"),) + (fr("rec", "rec_call"),) * depth +
 		      (fr("recursion", "recursion"), mod("m_rec")))] = rounds // 10
