@@ -820,6 +820,9 @@ struct until_entry {
 struct ml_until_cache {
 	uint64_t serial;	/* tokens handed out */
 	uint8_t next[1u << UNTIL_SET_BITS];	/* the way a set replaces next */
+	/* Each way's start sp, side by side: a set's ways are told apart on
+	 * one line before one entry is read (0: empty). */
+	uint64_t sp[1u << UNTIL_SET_BITS][UNTIL_WAYS];
 	struct until_entry e[1u << UNTIL_SET_BITS][UNTIL_WAYS];
 };
 
@@ -971,20 +974,30 @@ int ml_unwind_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uin
 		uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
 		struct until_entry *ways = c->e[set];
 		for (uint32_t i = 0; i < UNTIL_WAYS; i++)
-			if (until_holds(&ways[i], lead, sp, bp, gen) && ways[i].n <= max) {
+			if (c->sp[set][i] == sp && until_holds(&ways[i], lead, sp, bp, gen) &&
+			    ways[i].n <= max) {
 				out->ras = ways[i].ras;
 				out->n = ways[i].n;
 				out->token = ways[i].token;
 				return (int)ways[i].n;
 			}
-		e = &ways[c->next[set]];
-		c->next[set] = (uint8_t)((c->next[set] + 1) % UNTIL_WAYS);
+		uint32_t way = c->next[set];
+		c->next[set] = (uint8_t)((way + 1) % UNTIL_WAYS);
+		c->sp[set][way] = 0;
+		e = &ways[way];
+		int n = until_walk(buf, max, lo, span, lead, sp, bp, e);
+		out->ras = buf;
+		out->n = n > 0 ? (uint32_t)n : 0;
+		out->token = 0;
+		if (e->token) {
+			out->token = e->token = ++c->serial;
+			c->sp[set][way] = sp;
+		}
+		return n;
 	}
 	int n = until_walk(buf, max, lo, span, lead, sp, bp, e);
 	out->ras = buf;
 	out->n = n > 0 ? (uint32_t)n : 0;
 	out->token = 0;
-	if (c && e->token)
-		out->token = e->token = ++c->serial;
 	return n;
 }
