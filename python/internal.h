@@ -214,17 +214,27 @@ struct ml_py_raw {
 };
 #define ML_PY_RAW_SHIM 0x10000u
 #define ML_PY_RAW_NEXT_SHIM 0x20000u	/* the next frame out is a shim */
+static inline bool ml_py_raw_same(const struct ml_py_raw *a, const struct ml_py_raw *b)
+{
+	return ((a->code ^ b->code) | (a->instr ^ b->instr) | (a->filename ^ b->filename) |
+		(a->name ^ b->name) | (a->linetable ^ b->linetable) |
+		(uint64_t)(uint32_t)(a->firstlineno ^ b->firstlineno) |
+		(uint64_t)(a->bits ^ b->bits)) == 0;
+}
 /* Reads the chain, innermost first, into out[0..max): the count, or -1
  * when it is longer, a frame cannot be read, or there is no thread state
- * (the interpreter finalizing): ml_py_walk then says what to do.  Plain
- * reads; no code-table lookup (walk.c). */
-int ml_py_chain(struct ml_py_raw *out, uint32_t max);
+ * (the interpreter finalizing): ml_py_walk then says what to do.  Compares
+ * it on the way with was[0, was_n) frame by frame from the innermost:
+ * *diff_top is 1 + the outermost index where they differ, 0 when none
+ * does.  Plain reads; no code-table lookup (walk.c). */
+int ml_py_chain(struct ml_py_raw *out, uint32_t max, const struct ml_py_raw *was,
+		uint32_t was_n, uint32_t *diff_top);
 
 /* ---- stackfast.c: a Python object's stack id without the full capture ---- */
 
 /* The Python room's stack_id (struct ml_room), and its memo's size. */
 uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic);
-#define ML_PY_STACK_MEMO_BYTES (36u << 10)
+#define ML_PY_STACK_MEMO_BYTES (84u << 10)
 
 /* ---- hooks.c: the PyMem domains and the arena allocator, wrapped ---- */
 

@@ -26,7 +26,7 @@
 #include "python/internal.h"
 
 #define FAST_MAX 128u		/* Python frames followed; more: the full capture */
-#define TAG_BITS 8u
+#define TAG_SET_BITS 9u		/* sets of two */
 #define BELOW_BITS 8u
 
 struct tag_slot {
@@ -42,7 +42,7 @@ struct memo {
 	uint32_t epoch;		/* ml_py_code_epoch of the chain's nodes */
 	uint32_t node[FAST_MAX];	/* position p from the outermost: its path's node */
 	struct ml_py_raw raw[2][FAST_MAX];	/* innermost first */
-	struct tag_slot tags[1u << TAG_BITS];
+	struct tag_slot tags[1u << TAG_SET_BITS][2];	/* [0]: the newer */
 	/* (native path's token, the Python part's node) -> the stack's node */
 	struct below_slot {
 		uint64_t token;
@@ -51,18 +51,28 @@ struct memo {
 };
 _Static_assert(sizeof(struct memo) <= ML_PY_STACK_MEMO_BYTES, "the room's memo size");
 
-static inline bool same_raw(const struct ml_py_raw *a, const struct ml_py_raw *b)
-{
-	return ((a->code ^ b->code) | (a->instr ^ b->instr) | (a->filename ^ b->filename) |
-		(a->name ^ b->name) | (a->linetable ^ b->linetable) |
-		((uint64_t)(uint32_t)(a->firstlineno ^ b->firstlineno)) |
-		(uint64_t)(a->bits ^ b->bits)) == 0;
-}
-
-static inline struct tag_slot *tag_slot(struct memo *m, const struct ml_py_raw *x)
+static inline struct tag_slot *tag_set(struct memo *m, const struct ml_py_raw *x)
 {
 	uint64_t h = (x->code ^ (x->instr << 7) ^ x->bits) * 0x9e3779b97f4a7c15ull;
-	return &m->tags[h >> (64 - TAG_BITS)];
+	return m->tags[h >> (64 - TAG_SET_BITS)];
+}
+
+/* x's tag made while the epoch was epoch, or 0. */
+static inline uint64_t tag_get(struct memo *m, const struct ml_py_raw *x, uint32_t epoch)
+{
+	const struct tag_slot *s = tag_set(m, x);
+	for (int w = 0; w < 2; w++)
+		if (s[w].tag && s[w].epoch == epoch && ml_py_raw_same(&s[w].key, x))
+			return s[w].tag;
+	return 0;
+}
+
+static void tag_put(struct memo *m, const struct ml_py_raw *x, uint64_t tag, uint32_t epoch)
+{
+	struct tag_slot *s = tag_set(m, x);
+	if (!ml_py_raw_same(&s[0].key, x))
+		s[1] = s[0];
+	s[0] = (struct tag_slot){ *x, tag, epoch };
 }
 
 /* The native frames np below parent (the Python part's node). */
@@ -106,10 +116,7 @@ walk_full(struct memo *m, struct ml_intern_cache *ic, struct ml_py_raw *now, uin
 		const struct ml_py_raw *x = &now[n - 1 - p];
 		if (!(x->bits & ML_PY_RAW_SHIM)) {
 			uint64_t tag = out[--k];
-			struct tag_slot *s = tag_slot(m, x);
-			s->key = *x;
-			s->tag = tag;
-			s->epoch = epoch;
+			tag_put(m, x, tag, epoch);
 			if (!(parent = ml_core_stack_child(ic, parent, tag)))
 				return 0;
 		}
@@ -135,34 +142,42 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 				     ml_py.eval_hi - ml_py.eval_lo);
 	if (k <= 0)
 		return 0;
-	struct ml_py_raw *now = m->raw[m->cur ^ 1];
-	int got = ml_py_chain(now, FAST_MAX);
-	if (got < 0 || (uint32_t)k + (uint32_t)got > ML_DEPTH_MAX)
-		return 0;
 	/* A code object's entry is the one it had while no address got a new
 	 * entry (codetab.c): then the table's tags and the chain's nodes
 	 * stand.  Read before the chain (a new entry made meanwhile, by
 	 * another thread, is made during this capture). */
 	uint32_t epoch = __atomic_load_n(&ml_py_code_epoch, __ATOMIC_SEQ_CST);
+	bool usable = m->valid && m->epoch == epoch;
+	struct ml_py_raw *now = m->raw[m->cur ^ 1];
+	const struct ml_py_raw *was = m->raw[m->cur];
+	uint32_t old = usable ? m->n : 0, top;
+	int got = ml_py_chain(now, FAST_MAX, was, old, &top);
+	if (got < 0 || (uint32_t)k + (uint32_t)got > ML_DEPTH_MAX)
+		return 0;
 	uint32_t n = (uint32_t)got, p = 0;
-	if (m->valid && m->epoch == epoch) {
-		const struct ml_py_raw *was = m->raw[m->cur];
-		uint32_t old = m->n, same = old < n ? old : n;
-		while (p < same && same_raw(&now[n - 1 - p], &was[old - 1 - p]))
-			p++;
-		if (p == n && old == n)
-			return below(m, ic, n ? m->node[n - 1] : ML_CORE_STACK_ROOT, &np);
+	if (usable) {
+		/* The equal outer part: of the same depth, past the outermost
+		 * frame that differs; else compared from the outermost. */
+		if (old == n) {
+			p = n - top;
+			if (p == n)
+				return below(m, ic, n ? m->node[n - 1] : ML_CORE_STACK_ROOT, &np);
+		} else {
+			uint32_t same = old < n ? old : n;
+			while (p < same && ml_py_raw_same(&now[n - 1 - p], &was[old - 1 - p]))
+				p++;
+		}
 	}
 	uint32_t parent = p ? m->node[p - 1] : ML_CORE_STACK_ROOT;
 	for (; p < n; p++) {
 		const struct ml_py_raw *x = &now[n - 1 - p];
 		if (!(x->bits & ML_PY_RAW_SHIM)) {
-			const struct tag_slot *s = tag_slot(m, x);
-			if (!s->tag || s->epoch != epoch || !same_raw(&s->key, x)) {
+			uint64_t tag = tag_get(m, x, epoch);
+			if (!tag) {
 				parent = walk_full(m, ic, now, n, epoch);
 				return parent ? below(m, ic, parent, &np) : ML_CORE_STACK_LOST;
 			}
-			if (!(parent = ml_core_stack_child(ic, parent, s->tag))) {
+			if (!(parent = ml_core_stack_child(ic, parent, tag))) {
 				m->valid = 0;
 				return ML_CORE_STACK_LOST;
 			}

@@ -149,7 +149,8 @@ static inline uint64_t ld64(const unsigned char *at)
 
 /* view_frame and first_frame's plain reads, with the layout's offsets
  * held in registers: this runs at every Python object. */
-int ml_py_chain(struct ml_py_raw *out, uint32_t max)
+int ml_py_chain(struct ml_py_raw *out, uint32_t max, const struct ml_py_raw *was,
+		uint32_t was_n, uint32_t *diff_top)
 {
 	const struct ml_py_layout *L = ml_py.layout;
 	const unsigned char *ts = ml_py.api.this_thread_state();
@@ -167,7 +168,7 @@ int ml_py_chain(struct ml_py_raw *out, uint32_t max)
 	} else {
 		f = ld64(ts + L->ts_frame);
 	}
-	uint32_t n = 0;
+	uint32_t n = 0, top = 0;
 	for (; f; n++) {
 		if (n == max || (f & 7))
 			return -1;
@@ -186,8 +187,13 @@ int ml_py_chain(struct ml_py_raw *out, uint32_t max)
 		f = ld64(b + o_prev);
 		if (shims && (bits & 0xff) == ML_PY_OWNED_BY_CSTACK) {
 			*o = (struct ml_py_raw){ .bits = ML_PY_RAW_SHIM };
-			if (n && !(o[-1].bits & ML_PY_RAW_SHIM))
+			if (n && !(o[-1].bits & ML_PY_RAW_SHIM)) {
 				o[-1].bits |= ML_PY_RAW_NEXT_SHIM;
+				if (n - 1 < was_n && !ml_py_raw_same(&o[-1], &was[n - 1]) && top < n)
+					top = n;
+			}
+			if (n < was_n && !ml_py_raw_same(o, &was[n]))
+				top = n + 1;
 			continue;
 		}
 		if (!code || (code & 7))
@@ -200,6 +206,9 @@ int ml_py_chain(struct ml_py_raw *out, uint32_t max)
 		o->linetable = ld64(c + c_lt);
 		memcpy(&o->firstlineno, c + c_first, 4);
 		o->bits = bits;
+		if (n < was_n && !ml_py_raw_same(o, &was[n]))
+			top = n + 1;
 	}
+	*diff_top = top;
 	return (int)n;
 }
