@@ -337,8 +337,9 @@ def fast_stacks_match_libunwind():
 	json/regex workload: ~110k allocations through the interpreter), 16
 	threads allocating at once, and stack_shapes (call paths changed
 	between allocations in every way the reuse must notice).  Python frames are off in python3
-	(MEMLINE_PY_FRAMES=0): stacks the Python room decorates take the
-	full walk, not the fast path.  The json/regex run leaves the PyMem
+	(MEMLINE_PY_FRAMES=0): with them on, native stacks take the full walk
+	and Python objects' stacks the Python room's own path, checked by
+	python_fast_stacks_exact.  The json/regex run leaves the PyMem
 	allocators alone (--no-pymem: its ~3.4 M Python objects would take
 	libunwind over a minute under load); a smaller script checks the
 	stacks of Python objects (the PyMem hooks' entry) too."""
