@@ -141,3 +141,36 @@ uint32_t __attribute__((noinline)) ml_stacktab_here_slow(struct ml_intern_cache 
 		__atomic_or_fetch(&ml_core_flags, ML_META_TRUNCATED_STACKS, __ATOMIC_RELAXED);
 	return ml_stacktab_intern(cache, buf + skip, depth, flags);
 }
+
+/* MEMLINE_VERIFY_UNWIND with a room's stack id (ml_rooms_stack_id): the
+ * stack libunwind finds from here (the runtime's own frames dropped, cut
+ * at the depth limit) decorated by the rooms, as here_slow makes it, must
+ * be the very node the room gave. */
+static void __attribute__((noinline)) verify_room(uint32_t stack, struct ml_intern_cache *cache)
+{
+	uint64_t buf[ML_CAPTURE_BUF];
+	uint32_t flags = 0, s = 0;
+	int n = (int)ml_libunwind_capture(buf, ML_CAPTURE_BUF);
+	while (s < (uint32_t)(n > 0 ? n : 0) && buf[s] - ml_skip.lo < ml_skip.range)
+		s++;
+	uint32_t depth = (uint32_t)(n > 0 ? n : 0) - s;
+	if (depth > ml_config.max_depth) {
+		depth = ml_config.max_depth;
+		flags |= ML_STACK_TRUNCATED;
+	}
+	depth = ml_rooms_decorate(buf + s, depth, ML_CAPTURE_BUF - s, &flags);
+	uint32_t want = ml_stacktab_intern(cache, buf + s, depth, flags);
+	__atomic_add_fetch(&verified, 1, __ATOMIC_RELAXED);
+	if (want != stack && __atomic_add_fetch(&differed, 1, __ATOMIC_RELAXED) == 1)
+		ml_warn("MEMLINE_VERIFY_UNWIND: a stack a room gave differs from libunwind's");
+}
+
+uint32_t ml_stacktab_here_rooms(struct ml_intern_cache *cache)
+{
+	uint32_t node = ml_config.fast_unwind ? ml_rooms_stack_id(cache) : 0;
+	if (!node)
+		return ml_stacktab_here_slow(cache);
+	if (__builtin_expect(ml_config.verify_unwind, 0) && node != ML_NODE_LOST)
+		verify_room(node, cache);
+	return node;
+}

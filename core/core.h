@@ -201,6 +201,33 @@ uint64_t ml_core_live_block_size(const void *ptr, enum ml_kind kind);
 uint32_t ml_core_decorate_stack(uint64_t *frames, uint32_t depth, uint32_t cap,
 				uint32_t *flags);
 
+/* For a room's stack_id (struct ml_room).  Stacks are paths of a trie of
+ * frames, outermost first: the path of no frames is ML_CORE_STACK_ROOT,
+ * a frame's node the child (its caller's node, its address).  Returns 0
+ * when the table has no room for a new node (the stack is then
+ * ML_CORE_STACK_LOST).  ic: the thread's caches, as stack_id got them. */
+struct ml_intern_cache;
+#define ML_CORE_STACK_ROOT 1u
+#define ML_CORE_STACK_LOST 3u
+uint32_t ml_core_stack_child(struct ml_intern_cache *ic, uint32_t parent, uint64_t address);
+/* The allocation's native return addresses, innermost first (those the
+ * full capture gives, memline's own frames left out), up to and including
+ * the first one, ra, with ra - 1 - lo < span, at most max of them: in
+ * out->ras[0, out->n), which is buf (max slots) or the thread's cache of
+ * such walks (valid until the next call).  out->token, when not 0, names
+ * them: the thread gets the same token again only for the same
+ * addresses.  Returns their count, or -1 when there is no such address
+ * among the first max, or the walk cannot tell (then the full capture
+ * must).  Only in an allocation hook's recording (its mark set:
+ * ML_UNWIND_MARK). */
+struct ml_native_path {
+	const uint64_t *ras;
+	uint32_t n;
+	uint64_t token;
+};
+int ml_core_native_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uint64_t lo,
+			 uint64_t span);
+
 /* The Python room calls this once its interpreter runs the program: every
  * room's python_ready (struct ml_room), GIL and guard held. */
 void ml_core_python_ready(void);
@@ -403,6 +430,16 @@ struct ml_room {
 	 * signal handler: async-signal-safe, no malloc, no locks. */
 	uint32_t (*decorate_stack)(uint64_t *frames, uint32_t depth, uint32_t cap,
 				   uint32_t *flags);
+	/* At an allocation's capture, when this room is the only one that
+	 * decorates: the stack id that the full capture decorated by
+	 * decorate_stack would give, found faster (its frames through
+	 * ml_core_stack_child, its native ones with ml_core_native_until),
+	 * or 0: the full capture runs.  memo: stack_memo_size bytes of the
+	 * calling thread's own, zeroed when made and when a new thread takes
+	 * the thread state over.  Guard held, on the side stack; never in a
+	 * signal handler.  NULL: none. */
+	uint32_t (*stack_id)(void *memo, struct ml_intern_cache *ic);
+	uint32_t stack_memo_size;
 	/* Asked once after start: whether this process needs decorate_stack
 	 * (NULL: yes).  While no room does, captures take the core's fast
 	 * unwinder (e.g. the Python room: only in a Python interpreter). */

@@ -129,6 +129,11 @@ static inline uint32_t ml_stacktab_here(struct ml_intern_cache *cache)
 /* The same by a capture into a buffer (libunwind where the walker
  * declines), the rooms' decorations and ml_stacktab_intern. */
 uint32_t ml_stacktab_here_slow(struct ml_intern_cache *cache);
+/* The same where rooms decorate: the decorating room's own stack id
+ * (struct ml_room's stack_id) when it gives one, else here_slow; with
+ * MEMLINE_VERIFY_UNWIND the room's answer is checked against libunwind's
+ * capture decorated as here_slow decorates it. */
+uint32_t ml_stacktab_here_rooms(struct ml_intern_cache *cache);
 /* MEMLINE_VERIFY_UNWIND: compares stack with libunwind's capture from the
  * caller (the runtime's frames dropped); counts and says a difference. */
 void ml_stacktab_verify(uint32_t stack);
@@ -274,6 +279,8 @@ struct ml_thread {
 	uint64_t all_allocs, all_bytes;	/* --sample: every allocation, exactly */
 	struct ml_counter *counter_cache[ML_COUNTER_CACHE];	/* direct-mapped */
 	void *walk;			/* unwind.c's record of the last walk */
+	void *room_memo;		/* the stack-id room's (rooms.c), or NULL */
+	void *until;			/* unwind.c's walks to a range (rooms' stack ids) */
 	struct ml_intern_cache intern;
 };
 extern __thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")));
@@ -710,6 +717,13 @@ int ml_unwind_fast(uint64_t *buf, uint32_t limit);
 /* Forgets the previous walk kept in walk (a thread state's, handed to a
  * new thread). */
 void ml_unwind_thread_reset(void *walk);
+/* ml_core_native_until (core.h), from the hook's mark: the addresses a
+ * full walk would find first, up to the first in the range; through the
+ * thread's cache of such walks (its ml_thread's until). */
+int ml_unwind_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uint64_t lo,
+		    uint64_t span);
+/* Empties a thread state's cache of those walks (a new thread's). */
+void ml_unwind_until_reset(void *cache);
 
 /* ---- libunwind.c: libunwind without descriptors or pthread keys ---- */
 /* Sets libunwind up: its memory accessor replaced, the pipe it opened
@@ -888,6 +902,11 @@ void ml_rooms_thread_end(void);
 void ml_rooms_write_sections(struct ml_writer *w);
 /* Rooms' decorate_stack callbacks, in order (ml_core_decorate_stack). */
 uint32_t ml_rooms_decorate(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags);
+/* The stack id the one decorating room gives for this allocation (struct
+ * ml_room's stack_id, with the thread's memo), or 0: capture and decorate. */
+uint32_t ml_rooms_stack_id(struct ml_intern_cache *ic);
+/* A thread state handed to a new thread: its room memo starts empty. */
+void ml_rooms_memo_reset(void *memo);
 /* Whether any room decorates stacks (the hot path's test). */
 extern volatile int ml_rooms_decorating;
 

@@ -2,12 +2,18 @@
  * (struct ml_room, core/core.h): start-up, fork children, signals the
  * program takes, stack decorators and profile sections.  Rooms never call
  * each other; the core calls them here, in registration order. */
+#include <string.h>
 #include "core/internal.h"
 
 static const struct ml_room *rooms[ML_ROOMS_MAX];
 static uint32_t n_rooms;
 static uint32_t decorating_mask;	/* bit i: rooms[i] decorates (set at start) */
 volatile int ml_rooms_decorating;
+/* The one decorating room, when it gives stack ids itself (set at start). */
+static const struct ml_room *stack_room;
+
+_Static_assert(ML_CORE_STACK_ROOT == ML_NODE_ROOT && ML_CORE_STACK_LOST == ML_NODE_LOST,
+	       "the trie's roots as rooms see them");
 
 /* Constructors run one at a time, before any thread: no lock needed. */
 void ml_room_register(const struct ml_room *room)
@@ -30,6 +36,38 @@ void ml_rooms_start(void)
 			ml_rooms_decorating = 1;
 		}
 	}
+	for (uint32_t i = 0; i < n_rooms; i++)
+		if (decorating_mask == 1u << i && rooms[i]->stack_id && rooms[i]->stack_memo_size)
+			stack_room = rooms[i];
+}
+
+uint32_t ml_rooms_stack_id(struct ml_intern_cache *ic)
+{
+	const struct ml_room *r = stack_room;
+	struct ml_thread *t;
+	if (!r || !(t = ml_thread_self()))
+		return 0;
+	if (__builtin_expect(!t->room_memo, 0) &&
+	    !(t->room_memo = ml_arena_alloc(r->stack_memo_size)))
+		return 0;
+	return r->stack_id(t->room_memo, ic);
+}
+
+void ml_rooms_memo_reset(void *memo)
+{
+	if (memo && stack_room)
+		memset(memo, 0, stack_room->stack_memo_size);
+}
+
+uint32_t ml_core_stack_child(struct ml_intern_cache *ic, uint32_t parent, uint64_t address)
+{
+	return ml_stacktab_child_cached(ic, parent, address);
+}
+
+int ml_core_native_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uint64_t lo,
+			 uint64_t span)
+{
+	return ml_unwind_until(out, buf, max, lo, span);
 }
 
 void ml_rooms_fork_child(void)

@@ -453,6 +453,8 @@ struct ml_thread *ml_thread_make(void)
 	if (ml_config.sample_bytes)
 		ml_sampling_thread_start(t, __atomic_fetch_add(&made, 1, __ATOMIC_RELAXED));
 	ml_unwind_thread_reset(t->walk);
+	ml_rooms_memo_reset(t->room_memo);
+	ml_unwind_until_reset(t->until);
 	t->intern.depth = 0;
 	t->intern.root = 0;
 	t->alive = 1;

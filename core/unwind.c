@@ -755,11 +755,13 @@ HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
 	return node;
 }
 
-/* MEMLINE_VERIFY_UNWIND, decorating rooms, the walker off or declining. */
+/* Decorating rooms, MEMLINE_VERIFY_UNWIND, the walker off or declining. */
 static uint32_t __attribute__((noinline)) unwind_stack_other(struct ml_intern_cache *ic)
 {
+	if (ml_rooms_decorating)
+		return ml_stacktab_here_rooms(ic);
 	uint32_t node = 0;
-	if (!ml_rooms_decorating && ml_config.fast_unwind && ml_unwind_gen)
+	if (ml_config.fast_unwind && ml_unwind_gen)
 		node = unwind_stack(ic);
 	if (!node)
 		return ml_stacktab_here_slow(ic);
@@ -784,4 +786,218 @@ ml_unwind_stack(struct ml_intern_cache *ic)
 	if (__builtin_expect(!node, 0))
 		return ml_stacktab_here_slow(ic);
 	return node;
+}
+
+/* ---- a room's native frames: from the mark to an address range ---- */
+
+/* The frames of a room's stack below its own (the Python room: a Python
+ * object's native frames end at the innermost eval-loop frame): from the
+ * hook's mark outwards, only as far as the first return address in
+ * [lo, lo + span), with the rules and the thread's copies of them that
+ * every walk uses (the words are those the full walk reads, so the
+ * addresses are those it finds).  The record is left alone: it stays the
+ * previous full walk's.
+ *
+ * Such a walk is a function of its start (the mark's return address, sp
+ * and, where a CFA comes from it before a saved rbp replaces it, rbp) and
+ * of the words it reads that matter (return addresses; saved rbp values
+ * some CFA comes from): a per-thread cache keyed by the start keeps the
+ * walk's words and addresses, and a start found there whose words still
+ * hold them has its walk without a rule looked up. */
+#define UNTIL_SET_BITS 5u
+#define UNTIL_WAYS 4u		/* starts alike, other words: other callers */
+#define UNTIL_FRAMES 12u		/* longer walks are not kept */
+#define UNTIL_WORDS (2u * UNTIL_FRAMES)
+
+struct until_entry {
+	uint64_t lead, sp, bp;	/* the start (bp: when bp_in) */
+	uint64_t token;		/* 0: empty */
+	uint32_t gen, n, words, bp_in;
+	uint64_t at[UNTIL_WORDS], val[UNTIL_WORDS];
+	uint64_t ras[UNTIL_FRAMES];
+};
+
+struct ml_until_cache {
+	uint64_t serial;	/* tokens handed out */
+	uint8_t next[1u << UNTIL_SET_BITS];	/* the way a set replaces next */
+	/* Each way's start sp, side by side: a set's ways are told apart on
+	 * one line before one entry is read (0: empty). */
+	uint64_t sp[1u << UNTIL_SET_BITS][UNTIL_WAYS];
+	struct until_entry e[1u << UNTIL_SET_BITS][UNTIL_WAYS];
+};
+
+void ml_unwind_until_reset(void *cache)
+{
+	if (cache)
+		memset(cache, 0, sizeof(struct ml_until_cache));
+}
+
+HOT uint32_t until_set(uint64_t lead, uint64_t sp)
+{
+	uint64_t h = (lead ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xd6e8feb86659fd93ull;
+	return (uint32_t)(h >> (64 - UNTIL_SET_BITS));
+}
+
+/* Whether e is the walk from (lead, sp, bp) as it would be now. */
+HOT bool until_holds(const struct until_entry *e, uint64_t lead, uint64_t sp, uint64_t bp,
+		     uint32_t gen)
+{
+	if (!e->token || e->lead != lead || e->sp != sp || (e->bp_in && e->bp != bp) ||
+	    e->gen != gen)
+		return false;
+	uint64_t diff = 0;
+	for (uint32_t i = 0; i < e->words; i++)
+		diff |= *(const volatile uint64_t *)(uintptr_t)e->at[i] ^ e->val[i];
+	return !diff;
+}
+
+/* The walk itself into ras[0, max) (see ml_unwind_until); e gets what a
+ * later start may check to reuse it (its token then left to the caller),
+ * or is emptied. */
+static int __attribute__((noinline))
+until_walk(uint64_t *ras, uint32_t max, uint64_t lo, uint64_t span, uint64_t lead, uint64_t sp,
+	   uint64_t bp, struct until_entry *e)
+{
+	bool keep = true;
+	uint64_t lead0 = lead, sp0 = sp, bp0 = bp;
+	struct thread_walk *w = walk_get();
+	if (!w)
+		return -1;
+	uint32_t hold = w->hold;
+	if (hold & HOLD_BUSY)
+		return -1;
+	w->hold = hold | HOLD_BUSY;	/* l1 is ours (see walk) */
+	__asm__ volatile("" ::: "memory");
+	uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(w->gen != gen, 0)) {
+		memset(w->l1, 0, sizeof(w->l1));
+		w->gen = gen;
+		w->reuse = 0;
+	}
+	/* The words read, and whether each matters (a saved rbp only when a
+	 * CFA comes from it); bp_src: the word rbp holds now, -1 the start's. */
+	uint64_t at[UNTIL_WORDS], val[UNTIL_WORDS];
+	bool used[UNTIL_WORDS];
+	uint32_t words = 0, bp_in = 0;
+	int bp_src = -1;
+	int n = 0;
+	ras[n++] = lead;
+	uint64_t target = lead - 1;
+	uint32_t stop = ML_RULE_BAD | ML_RULE_RA_UNDEF;
+	while (lead - 1 - lo >= span) {
+		if ((uint32_t)n == max) {
+			n = -1;
+			break;
+		}
+		const struct l1_slot *r = rule_of(w, target);
+		uint64_t cfa = ((r->fbits & BIT_RBP_CFA) ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
+		/* As walk_in; its outermost frame too: the range was not met. */
+		if (cfa <= sp || (cfa & 7) || (r->flags & stop)) {
+			n = -1;
+			break;
+		}
+		if (r->fbits & BIT_RBP_CFA) {
+			if (bp_src < 0)
+				bp_in = 1;
+			else
+				used[bp_src] = true;
+		}
+		lead = *(const uint64_t *)(uintptr_t)(cfa - 8);
+		if (words < UNTIL_WORDS) {
+			at[words] = cfa - 8;
+			val[words] = lead;
+			used[words++] = true;
+		} else {
+			keep = false;
+		}
+		if (r->flags & ML_RULE_RBP_SAVED) {
+			uint64_t bw_at = cfa + (uint64_t)(int64_t)r->bp_off;
+			bp = *(const uint64_t *)(uintptr_t)bw_at;
+			if (words < UNTIL_WORDS) {
+				at[words] = bw_at;
+				val[words] = bp;
+				used[words] = false;
+				bp_src = (int)words++;
+			} else {
+				keep = false;
+			}
+		} else if (r->flags & ML_RULE_RBP_UNDEF) {
+			stop |= ML_RULE_CFA_RBP;
+		}
+		sp = cfa;
+		if (!lead) {
+			n = -1;
+			break;
+		}
+		ras[n++] = lead;
+		target = lead - 1;
+	}
+	__asm__ volatile("" ::: "memory");
+	w->hold = hold;
+	e->token = 0;
+	if (keep && n > 0 && (uint32_t)n <= UNTIL_FRAMES) {
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < words; i++)
+			if (used[i]) {
+				e->at[k] = at[i];
+				e->val[k++] = val[i];
+			}
+		e->words = k;
+		e->bp_in = bp_in;
+		e->gen = gen;
+		e->n = (uint32_t)n;
+		memcpy(e->ras, ras, (size_t)n * sizeof(*ras));
+		e->lead = lead0;
+		e->sp = sp0;
+		e->bp = bp0;
+		e->token = 1;
+	}
+	return n;
+}
+
+int ml_unwind_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uint64_t lo,
+		    uint64_t span)
+{
+	const struct ml_unwind_mark *m = &ml_tl_mark;
+	if (!m->sp || !max || !ml_unwind_gen)
+		return -1;
+	uint64_t lead = m->ra, sp = m->sp, bp = m->bp;
+	if (!lead || lead - ml_skip.lo < ml_skip.range)
+		return -1;	/* the runtime's own frames first: the full capture */
+	struct ml_thread *t = ml_thread_self();
+	struct ml_until_cache *c = t ? t->until : NULL;
+	if (__builtin_expect(!c, 0) && t)
+		c = t->until = ml_arena_alloc(sizeof(*c));
+	struct until_entry scratch, *e = &scratch;	/* without a cache: kept nowhere */
+	if (c) {
+		uint32_t set = until_set(lead, sp);
+		uint32_t gen = __atomic_load_n(&ml_unwind_gen, __ATOMIC_ACQUIRE);
+		struct until_entry *ways = c->e[set];
+		for (uint32_t i = 0; i < UNTIL_WAYS; i++)
+			if (c->sp[set][i] == sp && until_holds(&ways[i], lead, sp, bp, gen) &&
+			    ways[i].n <= max) {
+				out->ras = ways[i].ras;
+				out->n = ways[i].n;
+				out->token = ways[i].token;
+				return (int)ways[i].n;
+			}
+		uint32_t way = c->next[set];
+		c->next[set] = (uint8_t)((way + 1) % UNTIL_WAYS);
+		c->sp[set][way] = 0;
+		e = &ways[way];
+		int n = until_walk(buf, max, lo, span, lead, sp, bp, e);
+		out->ras = buf;
+		out->n = n > 0 ? (uint32_t)n : 0;
+		out->token = 0;
+		if (e->token) {
+			out->token = e->token = ++c->serial;
+			c->sp[set][way] = sp;
+		}
+		return n;
+	}
+	int n = until_walk(buf, max, lo, span, lead, sp, bp, e);
+	out->ras = buf;
+	out->n = n > 0 ? (uint32_t)n : 0;
+	out->token = 0;
+	return n;
 }

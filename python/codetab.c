@@ -39,6 +39,7 @@ struct code_memo {
 };
 static __thread struct code_memo ml_tl_code_memo[MEMO_SLOTS] __attribute__((tls_model("initial-exec")));
 static struct ml_py_code *all;
+uint32_t ml_py_code_epoch;
 static uint32_t next_id = 1;
 static uint32_t n_codes;
 static pid_t self_pid;
@@ -352,6 +353,8 @@ const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code)
 		struct ml_py_code *fresh = make(r, code, &v);
 		if (!fresh)
 			return NULL;
+		if (c)	/* before it shows: see ml_py_code_epoch */
+			__atomic_fetch_add(&ml_py_code_epoch, 1, __ATOMIC_SEQ_CST);
 		if (!__atomic_compare_exchange_n(&slots[i], &c, fresh, false, __ATOMIC_ACQ_REL,
 						 __ATOMIC_ACQUIRE)) {
 			/* Another thread changed the slot first: use its entry if it

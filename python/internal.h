@@ -170,6 +170,10 @@ const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code);
  * same line (its runs), or lasti itself where it has none. */
 const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code,
 				       int32_t lasti, int32_t *unit);
+/* Counts the times an address's entry was replaced by a new one (another
+ * code object there now): until it changes, ml_py_code_get gives every code
+ * object it gave an entry to that same entry again.  Atomic. */
+extern uint32_t ml_py_code_epoch;
 /* Calls fn for every code object recorded. */
 void ml_py_codes_foreach(void (*fn)(const struct ml_py_code *c, void *arg), void *arg);
 uint32_t ml_py_codes_count(void);
@@ -197,6 +201,40 @@ extern __thread int ml_tl_py_object __attribute__((tls_model("initial-exec")));
 /* The same before the frames are known to be readable (boot.c's check). */
 uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, uint32_t *flags,
 			      unsigned mode);
+
+/* One frame of the calling thread's chain as read plainly: what its tagged
+ * form in a stack is a function of (the code object as codetab.c tells
+ * code objects apart, the instruction, the owner and entry flags, whether
+ * a shim frame follows it).  A shim (3.12+) is bits ML_PY_RAW_SHIM alone. */
+struct ml_py_raw {
+	uint64_t code, instr;
+	uint64_t filename, name, linetable;	/* what code points to */
+	int32_t firstlineno;
+	uint32_t bits;			/* owner | is_entry << 8 | ML_PY_RAW_* */
+};
+#define ML_PY_RAW_SHIM 0x10000u
+#define ML_PY_RAW_NEXT_SHIM 0x20000u	/* the next frame out is a shim */
+static inline bool ml_py_raw_same(const struct ml_py_raw *a, const struct ml_py_raw *b)
+{
+	return ((a->code ^ b->code) | (a->instr ^ b->instr) | (a->filename ^ b->filename) |
+		(a->name ^ b->name) | (a->linetable ^ b->linetable) |
+		(uint64_t)(uint32_t)(a->firstlineno ^ b->firstlineno) |
+		(uint64_t)(a->bits ^ b->bits)) == 0;
+}
+/* Reads the chain, innermost first, into out[0..max): the count, or -1
+ * when it is longer, a frame cannot be read, or there is no thread state
+ * (the interpreter finalizing): ml_py_walk then says what to do.  Compares
+ * it on the way with was[0, was_n) frame by frame from the innermost:
+ * *diff_top is 1 + the outermost index where they differ, 0 when none
+ * does.  Plain reads; no code-table lookup (walk.c). */
+int ml_py_chain(struct ml_py_raw *out, uint32_t max, const struct ml_py_raw *was,
+		uint32_t was_n, uint32_t *diff_top);
+
+/* ---- stackfast.c: a Python object's stack id without the full capture ---- */
+
+/* The Python room's stack_id (struct ml_room), and its memo's size. */
+uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic);
+#define ML_PY_STACK_MEMO_BYTES (84u << 10)
 
 /* ---- hooks.c: the PyMem domains and the arena allocator, wrapped ---- */
 

@@ -89,6 +89,8 @@ static const struct ml_room python_room = {
 	.fork_child = fork_child,
 	.decorate_stack = decorate,
 	.decorates = decorates,
+	.stack_id = ml_py_stack_id,
+	.stack_memo_size = ML_PY_STACK_MEMO_BYTES,
 	.write_sections = write_sections,
 };
 ML_ROOM(python_room)

@@ -137,3 +137,78 @@ uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, ui
 		__atomic_fetch_add(&ml_py.frames_lost, lost, __ATOMIC_RELAXED);
 	return depth;
 }
+
+/* ---- the chain as stackfast.c compares it ---- */
+
+static inline uint64_t ld64(const unsigned char *at)
+{
+	uint64_t v;
+	memcpy(&v, at, 8);
+	return v;
+}
+
+/* view_frame and first_frame's plain reads, with the layout's offsets
+ * held in registers: this runs at every Python object. */
+int ml_py_chain(struct ml_py_raw *out, uint32_t max, const struct ml_py_raw *was,
+		uint32_t was_n, uint32_t *diff_top)
+{
+	const struct ml_py_layout *L = ml_py.layout;
+	const unsigned char *ts = ml_py.api.this_thread_state();
+	if (!ts || (ml_py.api.is_finalizing && ml_py.api.is_finalizing()))
+		return -1;
+	const uint32_t o_prev = L->fr_previous, o_code = L->fr_code, o_instr = L->fr_instr,
+		       o_owner = L->fr_owner, o_entry = L->fr_is_entry;
+	const uint32_t c_file = L->co_filename, c_name = L->co_qualname ? L->co_qualname : L->co_name,
+		       c_lt = L->co_linetable, c_first = L->co_firstlineno;
+	const bool objects = L->model == ML_PY_FRAME_OBJECTS, shims = L->minor >= 12;
+	uint64_t f;
+	if (L->model == ML_PY_IFRAMES_PREV) {
+		uint64_t cframe = ld64(ts + L->ts_cframe);
+		f = cframe ? ld64((const unsigned char *)(uintptr_t)cframe + L->cframe_current) : 0;
+	} else {
+		f = ld64(ts + L->ts_frame);
+	}
+	uint32_t n = 0, top = 0;
+	for (; f; n++) {
+		if (n == max || (f & 7))
+			return -1;
+		const unsigned char *b = (const unsigned char *)(uintptr_t)f;
+		struct ml_py_raw *o = &out[n];
+		uint64_t code = ld64(b + o_code), instr;
+		uint32_t bits = 0;
+		if (objects) {
+			int32_t lasti;
+			memcpy(&lasti, b + o_instr, 4);
+			instr = (uint64_t)(int64_t)lasti;
+		} else {
+			instr = ld64(b + o_instr);
+			bits = b[o_owner] | (o_entry ? (uint32_t)b[o_entry] << 8 : 0);
+		}
+		f = ld64(b + o_prev);
+		if (shims && (bits & 0xff) == ML_PY_OWNED_BY_CSTACK) {
+			*o = (struct ml_py_raw){ .bits = ML_PY_RAW_SHIM };
+			if (n && !(o[-1].bits & ML_PY_RAW_SHIM)) {
+				o[-1].bits |= ML_PY_RAW_NEXT_SHIM;
+				if (n - 1 < was_n && !ml_py_raw_same(&o[-1], &was[n - 1]) && top < n)
+					top = n;
+			}
+			if (n < was_n && !ml_py_raw_same(o, &was[n]))
+				top = n + 1;
+			continue;
+		}
+		if (!code || (code & 7))
+			return -1;
+		const unsigned char *c = (const unsigned char *)(uintptr_t)code;
+		o->code = code;
+		o->instr = instr;
+		o->filename = ld64(c + c_file);
+		o->name = ld64(c + c_name);
+		o->linetable = ld64(c + c_lt);
+		memcpy(&o->firstlineno, c + c_first, 4);
+		o->bits = bits;
+		if (n < was_n && !ml_py_raw_same(o, &was[n]))
+			top = n + 1;
+	}
+	*diff_top = top;
+	return (int)n;
+}

@@ -121,6 +121,14 @@ def text(b):
 	return b.decode("utf-8", "replace")
 
 
+def verified(r, what):
+	"""(stacks checked, stacks that differ) of a MEMLINE_VERIFY_UNWIND=1 Run."""
+	m = re.findall(r"MEMLINE_VERIFY_UNWIND: (\d+) stacks checked against libunwind, (\d+) differ",
+		       text(r.proc.stderr))
+	check(m, "%s: no verification line in %r" % (what, text(r.proc.stderr)[-300:]))
+	return sum(int(a) for a, _ in m), sum(int(b) for _, b in m)
+
+
 def one_line_error(p, what, *keywords):
 	"""Asserts p failed with exactly one line on stderr holding a keyword."""
 	err = text(p.stderr).strip()

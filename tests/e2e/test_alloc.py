@@ -329,13 +329,6 @@ def hooks_stack_use():
 	eq(text(r.proc.stdout), "ok\n", "coroutines on 8 KiB stacks, sampled at 20 kHz")
 
 
-def verified(r, what):
-	m = re.findall(r"MEMLINE_VERIFY_UNWIND: (\d+) stacks checked against libunwind, (\d+) differ",
-		       text(r.proc.stderr))
-	check(m, "%s: no verification line in %r" % (what, text(r.proc.stderr)[-300:]))
-	return sum(int(a) for a, _ in m), sum(int(b) for _, b in m)
-
-
 @test
 def fast_stacks_match_libunwind():
 	"""Every stack the walker's fast path records (its node cache, reused
@@ -344,8 +337,9 @@ def fast_stacks_match_libunwind():
 	json/regex workload: ~110k allocations through the interpreter), 16
 	threads allocating at once, and stack_shapes (call paths changed
 	between allocations in every way the reuse must notice).  Python frames are off in python3
-	(MEMLINE_PY_FRAMES=0): stacks the Python room decorates take the
-	full walk, not the fast path.  The json/regex run leaves the PyMem
+	(MEMLINE_PY_FRAMES=0): with them on, native stacks take the full walk
+	and Python objects' stacks the Python room's own path, checked by
+	python_fast_stacks_exact.  The json/regex run leaves the PyMem
 	allocators alone (--no-pymem: its ~3.4 M Python objects would take
 	libunwind over a minute under load); a smaller script checks the
 	stacks of Python objects (the PyMem hooks' entry) too."""

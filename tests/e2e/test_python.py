@@ -10,7 +10,7 @@ import json
 
 from harness import *  # noqa: F401,F403
 from harness import (ROOT, OPTS, Fail, Skip, check, eq, memline, rcli, report, run, run_dir_of,
-		     test, text, Run)
+		     test, text, verified, Run)
 
 PYFIX = os.path.join(ROOT, "tests", "fixtures", "py")
 PYENV = "/root/.pyenv/versions"
@@ -194,6 +194,60 @@ def python_stack_equals_traceback(py):
 	got = [(f["function"].split(".")[-1], f["file"], f["line"]) for f in reversed(frames)]
 	eq(got, [tuple(x) for x in want], "Python frames, outermost first")
 	eq(frames[-2]["function"], "Holder.run", "the method's qualified name")
+
+
+@per_version
+def python_fast_stacks_exact(py):
+	"""Python objects' stacks come from a per-thread cache of the previous
+	object's frames (python/stackfast.c): every one is checked against
+	libunwind's capture decorated with a full walk (MEMLINE_VERIFY_UNWIND),
+	on reuse.py's traps for a stale cache (paths that alternate, a
+	generator resumed from two callers, two functions taking turns in one
+	frame slot, code objects made and dropped, recursion of changing
+	depth past the cache's limit, native parts short and long in turns,
+	four threads), and each path has exactly its buffers in the leaks
+	view."""
+	env = dict(os.environ, MEMLINE_VERIFY_UNWIND="1")
+	r = Run(py, [py_fixture("reuse.py")], env=env)
+	n, bad = verified(r, "reuse.py")
+	check(n > 20000, "only %d stacks checked" % n)
+	eq(bad, 0, "stacks that differ from libunwind's (of %d)" % n)
+	doc = report(python_profile(r), "leaks", "--kind", "python", "--limit", "100000")
+	got = {}
+	for rec in doc["leaks"]["records"]:
+		if not rec["blocks"] or rec["bytes"] % rec["blocks"]:
+			continue
+		size = rec["bytes"] // rec["blocks"] - 1
+		if not 1001 <= size <= 1010:
+			continue
+		key, thread = [], False
+		for f in rec["frames"]:
+			base = os.path.basename(f["file"] or "")
+			if is_py(f) and (base == "reuse.py" or base.startswith("made")):
+				key.append((f["function"].split(".")[-1], base, f["line"]))
+			thread = thread or base == "threading.py"
+		key = tuple(key) + (("thread",) if thread else ())
+		got[(size, key)] = got.get((size, key), 0) + rec["blocks"]
+	L = lambda m: ("reuse.py", py_line("reuse.py", m))
+	fr = lambda fn, m: (fn,) + L(m)
+	mod = lambda m: fr("<module>", m)
+	rounds = 200
+	want = {}
+	for via, call in (("via_a", "call_a"), ("via_b", "call_b")):
+		path = (fr("leaf", "leaf"), fr(via, via), fr("alternate", call))
+		want[(1001, path + (mod("m_alt"),))] = rounds
+		want[(1010, path + ("thread",))] = 4 * rounds
+	for res, call in (("resume_1", "call_1"), ("resume_2", "call_2")):
+		want[(1003, (fr("gen", "gen"), fr(res, res), fr("resumed", call), mod("m_res")))] = rounds
+	for fn in ("first", "second"):
+		want[(1004, (fr(fn, fn), fr("turns", "turns"), mod("m_turns")))] = rounds
+	for k in range(3):
+		want[(1005, (("made", "made%d.py" % k, 2), fr("made", "made"), mod("m_made")))] = rounds
+	want[(1008, (fr("native", "shallow"), mod("m_native")))] = rounds
+	for depth in range(0, 150, 7):
+		want[(1006, (fr("rec", "rec"),) + (fr("rec", "rec_call"),) * depth +
+		      (fr("recursion", "recursion"), mod("m_rec")))] = rounds // 10
+	eq(sorted(got.items()), sorted(want.items()), "buffers per Python path")
 
 
 @per_version
