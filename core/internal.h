@@ -276,7 +276,6 @@ struct ml_thread {
 	void *walk;			/* unwind.c's record of the last walk */
 	struct ml_intern_cache intern;
 };
-extern __thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")));
 
 /* The calling thread's state, made on first use; NULL when out of memory.
  * Async-signal-safe (mmap). */
@@ -342,7 +341,6 @@ void ml_thread_after_fork(void);
  * owner. */
 #define ML_TAKE_EVERY 4096u
 extern struct ml_thread *volatile ml_plain_owner;
-extern __thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
 void ml_event_begin_slow(void);
 /* Around one recording event of the calling thread: plain mode when it is
  * the owner.  A thread's first event makes its state first: its events
@@ -729,16 +727,7 @@ uint32_t ml_libunwind_capture(uint64_t *frames, uint32_t max);
 void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes);
 /* What a thread knows of kind's timeline (see timeline.c). */
 #define ML_TIMELINE_EVERY 16u
-struct ml_timeline_thread {
-	uint32_t countdown;	/* events to the next clock read */
-	uint32_t gen;		/* the timeline reset it belongs to (0: never used) */
-	uint64_t known;		/* the bucket at idx holds at least this (max live + 1) */
-	uint64_t now_ns;	/* the clock at the last read */
-	uint64_t idx;		/* the bucket now_ns fell in, at shift */
-	uint32_t shift;
-};
-extern __thread struct ml_timeline_thread ml_tl_timeline[ML_KIND_COUNT]
-	__attribute__((tls_model("initial-exec")));
+/* (struct ml_timeline_thread, ml_tl_timeline: core.h, the TLS block) */
 void ml_timeline_slow(uint32_t kind, uint64_t live_bytes);
 /* The hot path's note: kind's total is now live_bytes.  Reads the clock
  * only when the value may raise the bucket the thread last saw, or every

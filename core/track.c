@@ -7,8 +7,6 @@
 
 volatile int ml_core_active;
 volatile uint32_t ml_core_flags;
-__thread uint64_t ml_tl_alloc_bytes __attribute__((tls_model("initial-exec")));
-__thread uint64_t ml_tl_allocs __attribute__((tls_model("initial-exec")));
 
 int ml_core_init(uint64_t self_addr)
 {
@@ -53,12 +51,11 @@ int ml_core_init(uint64_t self_addr)
 /* The core's entry points leave errno as they found it: the hooks call
  * them between the real call and their return.  errno's address is asked
  * of libc once per thread (a call each time otherwise). */
-static __thread int *tl_errno __attribute__((tls_model("initial-exec")));
 INLINE int *errno_at(void)
 {
-	int *e = tl_errno;
+	int *e = ml_tl.errno_at;
 	if (__builtin_expect(e == NULL, 0))
-		tl_errno = e = &errno;
+		ml_tl.errno_at = e = &errno;
 	return e;
 }
 

@@ -609,7 +609,6 @@ HOT const struct frame *frame_at(const struct thread_walk *w, uint32_t i)
 	return &w->o[w->n - 1 - i];
 }
 
-__thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
 
 /* The walk's start: the mark if a hook (or ml_thread_on_side_stack) set
  * one, else the given registers (the caller's own frame).  A marked frame
