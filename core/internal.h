@@ -296,8 +296,12 @@ struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, u
 static inline struct ml_counter *ml_thread_counter(struct ml_thread *t, uint32_t stack,
 						  uint32_t kind)
 {
-	uint32_t i = (uint32_t)(((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull >> 52);
-	_Static_assert(ML_COUNTER_CACHE == 4096u, "12 bits");
+	/* By the stack id itself: ids are dense and given in the order
+	 * stacks are first seen, so the slots of a program's hot stacks
+	 * share cache lines (a hash spread them one to a line); the kind
+	 * (below 32, sampling's variance kinds included) in bits 7..11. */
+	uint32_t i = (stack ^ kind << 7) & (ML_COUNTER_CACHE - 1);
+	_Static_assert(ML_COUNTER_CACHE == 4096u && ML_KIND_COUNT <= 16u, "kinds in bits 7..11");
 	struct ml_counter *c = t->counter_cache[i];
 	if (__builtin_expect(c && c->key == ml_counter_key(stack, kind), 1))
 		return c;
