@@ -432,7 +432,13 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		bool bpm = bp_matters(f0);
 		if (ic && lead && w->nodes >= n)
 			ns = near_slot(w, f1->node, f0->ra, lead);
-		const struct frame *c = first_changed(w, f0 + 1, bpm);
+		/* f0's own word apart: it changes whenever the innermost
+		 * function is called from another site, and then the check of
+		 * the others still finds them all holding (no scan for the
+		 * first change). */
+		const struct frame *c = first_changed(w, f0, bpm);
+		if (c == f0 && !(RA_DIFF(*f0) | (bpm ? BW_DIFF(*f0) : 0)))
+			c = f0 + 1;
 		if (c != f0 + 1 && !patch_words(w, (uint32_t)(c - w->o), n, bpm))
 			return 0;
 		if (ns && w->nodes >= n)
