@@ -540,6 +540,22 @@ static inline uint32_t ml_live_match(const struct ml_live_bucket *b, __m128i k)
 	return m & (m >> 1) & 0x55u;
 }
 #define ML_LIVE_WAY(m) ((unsigned)__builtin_ctz(m) >> 1)
+/* The hot paths' filter: the low 32 bits of b's four keys in one vector
+ * (one shuffle), and the ways whose low half is k32's (k32 in every
+ * lane), as bits 0..3.  A superset of the ways holding a whole key (two
+ * keys of a bucket rarely share their low halves: addresses 4 GiB apart),
+ * so a caller takes a way only after comparing its whole key, and leaves
+ * any other case to the slow path, which compares whole keys. */
+static inline __m128i ml_live_lows(const struct ml_live_bucket *b)
+{
+	__m128 lo = _mm_load_ps((const float *)(const void *)&b->key[0]);
+	__m128 hi = _mm_load_ps((const float *)(const void *)&b->key[2]);
+	return _mm_castps_si128(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
+}
+static inline uint32_t ml_live_lanes(__m128i lows, __m128i k32)
+{
+	return (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lows, k32)));
+}
 
 /* The whole of insert and remove (growth, evictions, missed frees, big
  * sizes); the inline versions below call them when they must. */
@@ -563,14 +579,15 @@ ml_livetab_insert_in(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack
 	if (__builtin_expect(s->count < s->grow_at && size < ML_LIVE_BIG, 1)) {
 		uint32_t i = ml_live_b1(s->shift, key);
 		struct ml_live_bucket *b1 = &s->b[i];
-		__m128i k = _mm_set1_epi64x((long long)key);
-		uint32_t empty = ml_live_match(b1, _mm_setzero_si128());
-		uint32_t seen = ml_live_match(b1, k);
+		__m128i k32 = _mm_set1_epi32((int)(uint32_t)key), lows = ml_live_lows(b1);
+		uint32_t empty = ml_live_lanes(lows, _mm_setzero_si128());
+		uint32_t seen = ml_live_lanes(lows, k32);
 		/* The other bucket only if some key of b1 went there. */
 		if (__builtin_expect(ml_live_spilled(b1) != 0, 0))
-			seen |= ml_live_match(&s->b[i ^ ml_live_alt(s->shift, key)], k);
-		if (__builtin_expect(empty && !seen, 1)) {
-			unsigned w = ML_LIVE_WAY(empty);
+			seen |= ml_live_lanes(ml_live_lows(&s->b[i ^ ml_live_alt(s->shift, key)]),
+					      k32);
+		unsigned w = (unsigned)__builtin_ctz(empty | 16u);
+		if (__builtin_expect(!seen && w < ML_LIVE_WAYS && b1->key[w] == 0, 1)) {
 			b1->key[w] = key;
 			b1->stack[w] = stack | (b1->stack[w] & ML_LIVE_SPILL);
 			b1->size[w] = (uint32_t)size;
@@ -615,9 +632,9 @@ ml_livetab_take_in(uint64_t addr, uint32_t kind, bool plain)
 		ml_live_lock(s);
 	if (__builtin_expect(s->shift != 0, 1)) {
 		struct ml_live_bucket *b = &s->b[ml_live_b1(s->shift, key)];
-		uint32_t m = ml_live_match(b, _mm_set1_epi64x((long long)key));
-		if (__builtin_expect(m != 0, 1)) {
-			unsigned w = ML_LIVE_WAY(m);
+		uint32_t m = ml_live_lanes(ml_live_lows(b), _mm_set1_epi32((int)(uint32_t)key));
+		unsigned w = (unsigned)__builtin_ctz(m | 16u);
+		if (__builtin_expect(w < ML_LIVE_WAYS && b->key[w] == key, 1)) {
 			uint32_t size = b->size[w];
 			if (__builtin_expect(size != ML_LIVE_BIG, 1)) {
 				struct ml_live_val v = { size, b->stack[w] & ~ML_LIVE_SPILL, 1 };
