@@ -397,7 +397,8 @@ long ml_side_call3(long (*fn)(uint64_t, uint64_t, void *), uint64_t a, uint64_t 
  * here: it has no side stack, or is on it already. */
 static inline __attribute__((always_inline)) bool ml_thread_side_here(const struct ml_thread *t)
 {
-	uint64_t sp = (uint64_t)__builtin_frame_address(0);
+	uint64_t sp;	/* the stack pointer (any address in this frame would do) */
+	__asm__("mov %%rsp, %0" : "=r"(sp));
 	return !t->side_hi || sp - t->side_lo < t->side_hi - t->side_lo;
 }
 /* ml_thread_side_run for fn(a, b, c): no argument block in memory. */
