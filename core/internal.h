@@ -293,20 +293,33 @@ static inline uint64_t ml_counter_key(uint32_t stack, uint32_t kind)
 struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, uint32_t kind);
 /* The calling thread's counter for (stack, kind), made on first use; NULL
  * when out of memory.  t is ml_thread_self(). */
+/* The counter cache's slot of (stack, kind): by the stack id itself (ids
+ * are dense and given in the order stacks are first seen, so the slots of
+ * a program's hot stacks share cache lines; a hash spread them one to a
+ * line), the kind (below 32, sampling's variance kinds included) in bits
+ * 7..11. */
+static inline struct ml_counter **ml_counter_slot(struct ml_thread *t, uint32_t stack,
+						  uint32_t kind)
+{
+	_Static_assert(ML_COUNTER_CACHE == 4096u && ML_KIND_COUNT <= 16u, "kinds in bits 7..11");
+	return &t->counter_cache[(stack ^ kind << 7) & (ML_COUNTER_CACHE - 1)];
+}
+/* The calling thread's counter for (stack, kind) if its cache has it, else
+ * NULL. */
+static inline struct ml_counter *ml_thread_counter_cached(struct ml_thread *t, uint32_t stack,
+							 uint32_t kind)
+{
+	struct ml_counter *c = *ml_counter_slot(t, stack, kind);
+	return __builtin_expect(c && c->key == ml_counter_key(stack, kind), 1) ? c : NULL;
+}
 static inline struct ml_counter *ml_thread_counter(struct ml_thread *t, uint32_t stack,
 						  uint32_t kind)
 {
-	/* By the stack id itself: ids are dense and given in the order
-	 * stacks are first seen, so the slots of a program's hot stacks
-	 * share cache lines (a hash spread them one to a line); the kind
-	 * (below 32, sampling's variance kinds included) in bits 7..11. */
-	uint32_t i = (stack ^ kind << 7) & (ML_COUNTER_CACHE - 1);
-	_Static_assert(ML_COUNTER_CACHE == 4096u && ML_KIND_COUNT <= 16u, "kinds in bits 7..11");
-	struct ml_counter *c = t->counter_cache[i];
-	if (__builtin_expect(c && c->key == ml_counter_key(stack, kind), 1))
+	struct ml_counter *c = ml_thread_counter_cached(t, stack, kind);
+	if (__builtin_expect(c != NULL, 1))
 		return c;
 	c = ml_thread_counter_slow(t, stack, kind);
-	t->counter_cache[i] = c;
+	*ml_counter_slot(t, stack, kind) = c;
 	return c;
 }
 /* Calls fn for every counter of every thread, ended ones included (their
@@ -368,6 +381,21 @@ static inline void ml_event_begin(void)
 			return;		/* atomics, as every thread now */
 	}
 	ml_event_begin_slow();
+}
+/* ml_event_begin for the owner of the plain mode only: true when the
+ * calling thread (state t) owns it (its event begun, plain); false when
+ * it does not (nothing begun: the caller goes through ml_event_begin).
+ * (A begin given up at once, as ml_event_begin_slow does too.) */
+static inline __attribute__((always_inline)) bool ml_event_begin_plain(struct ml_thread *t)
+{
+	t->in_event = 1;
+	__asm__ volatile("" ::: "memory");	/* (see ml_event_begin) */
+	if (__builtin_expect(__atomic_load_n(&ml_plain_owner, __ATOMIC_RELAXED) == t, 1)) {
+		ml_tl_plain = 1;
+		return true;
+	}
+	__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
+	return false;
 }
 static inline void ml_event_end(void)
 {
@@ -619,13 +647,14 @@ struct ml_live_val {
 /* ml_livetab_remove's whole path, by value (livetab.c). */
 struct ml_live_val ml_livetab_take_slow(uint64_t addr, uint32_t kind);
 
-/* Takes (addr, kind) out of the table and returns its size and stack
- * (found = 0 if unknown).  Thread-safe.  Inline: the key in its first
- * bucket, of a size below 4 GiB; else the slow path.  The _in forms take
- * the event's ml_tl_plain, read once by the caller (ml_livetab_insert_in
- * too). */
-static inline __attribute__((always_inline)) struct ml_live_val
-ml_livetab_take_in(uint64_t addr, uint32_t kind, bool plain)
+/* ml_livetab_take_in takes (addr, kind) out of the table and returns its
+ * size and stack (found = 0 if unknown).  Thread-safe.  Inline: the key in
+ * its first bucket, of a size below 4 GiB (ml_livetab_take_quick, alone:
+ * true when it took the key into *v, false when it did nothing); else the
+ * slow path.  The _in forms take the event's ml_tl_plain, read once by
+ * the caller (ml_livetab_insert_in too). */
+static inline __attribute__((always_inline)) bool
+ml_livetab_take_quick(uint64_t addr, uint32_t kind, bool plain, struct ml_live_val *v)
 {
 	uint64_t key = ml_live_key(addr, kind);
 	struct ml_live_shard *s = ml_live_shard_of(addr);
@@ -638,17 +667,25 @@ ml_livetab_take_in(uint64_t addr, uint32_t kind, bool plain)
 		if (__builtin_expect(w < ML_LIVE_WAYS && b->key[w] == key, 1)) {
 			uint32_t size = b->size[w];
 			if (__builtin_expect(size != ML_LIVE_BIG, 1)) {
-				struct ml_live_val v = { size, b->stack[w] & ~ML_LIVE_SPILL, 1 };
+				*v = (struct ml_live_val){ size, b->stack[w] & ~ML_LIVE_SPILL, 1 };
 				b->key[w] = 0;
 				s->count--;
 				if (!plain)
 					ml_spin_unlock(&s->lock);
-				return v;
+				return true;
 			}
 		}
 	}
 	if (!plain)
 		ml_spin_unlock(&s->lock);
+	return false;
+}
+static inline __attribute__((always_inline)) struct ml_live_val
+ml_livetab_take_in(uint64_t addr, uint32_t kind, bool plain)
+{
+	struct ml_live_val v;
+	if (__builtin_expect(ml_livetab_take_quick(addr, kind, plain, &v), 1))
+		return v;
 	return ml_livetab_take_slow(addr, kind);
 }
 static inline __attribute__((always_inline)) struct ml_live_val
@@ -754,12 +791,15 @@ void ml_timeline_slow(uint32_t kind, uint64_t live_bytes);
 /* The hot path's note: kind's total is now live_bytes.  Reads the clock
  * only when the value may raise the bucket the thread last saw, or every
  * ML_TIMELINE_EVERY events (timeline.c).  Thread-safe. */
-static inline void ml_timeline_event(uint32_t kind, uint64_t live_bytes)
+static inline bool ml_timeline_due(uint32_t kind, uint64_t live_bytes)
 {
 	struct ml_timeline_thread *t = &ml_tl_timeline[kind];
-	if (__builtin_expect(--t->countdown != 0 && live_bytes < t->known, 1))
-		return;
-	ml_timeline_slow(kind, live_bytes);
+	return !__builtin_expect(--t->countdown != 0 && live_bytes < t->known, 1);
+}
+static inline void ml_timeline_event(uint32_t kind, uint64_t live_bytes)
+{
+	if (ml_timeline_due(kind, live_bytes))
+		ml_timeline_slow(kind, live_bytes);
 }
 /* The coarse clock (ns) this thread's last ml_timeline_event for kind
  * read: right after an event that raised the kind's peak, that event's
@@ -995,7 +1035,7 @@ static inline void ml_counters_after(struct ml_counter *c, uint64_t peak_before,
 /* The kind's total falls by size (a free: its peak cannot rise), as
  * ml_counters_apply; returns the peak, the same before and after. */
 static inline __attribute__((always_inline)) uint64_t
-ml_counters_apply_down(uint32_t kind, uint64_t size, bool plain)
+ml_counters_total_down(uint32_t kind, uint64_t size, bool plain, uint64_t *live)
 {
 	union ml_kind_word old, new;
 	kind = ml_kind_peak_of((enum ml_kind)kind);
@@ -1019,8 +1059,17 @@ ml_counters_apply_down(uint32_t kind, uint64_t size, bool plain)
 		}
 	}
 	ML_ASSERT(old.live >= size);	/* never below 0 */
-	ml_timeline_event(kind, new.live);
+	*live = new.live;
 	return old.peak;
+}
+/* The same with the timeline's note (ml_counters_total_down leaves it to
+ * the caller: kind's total is now *live). */
+static inline __attribute__((always_inline)) uint64_t
+ml_counters_apply_down(uint32_t kind, uint64_t size, bool plain)
+{
+	uint64_t live, peak = ml_counters_total_down(kind, size, plain, &live);
+	ml_timeline_event(ml_kind_peak_of((enum ml_kind)kind), live);
+	return peak;
 }
 
 /* Applies one allocation (+size) to c, the calling thread's counter of

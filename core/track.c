@@ -367,9 +367,9 @@ INLINE size_t free_block(struct ml_thread *t, void *ptr, uint32_t kind)
 	return size;
 }
 
-size_t ml_track_free_heap(void *ptr)
+/* ml_track_free_heap's whole path: any case, from the start. */
+static __attribute__((noinline)) size_t free_heap_any(void *ptr)
 {
-	ML_ASSERT(ml_guard_held() && ptr);
 	struct ml_thread *t = ml_tl_thread;
 	int *e = __builtin_expect(t != NULL, 1) ? t->errno_at : errno_at(), saved = *e;
 	size_t size;
@@ -379,6 +379,70 @@ size_t ml_track_free_heap(void *ptr)
 		size = free_block(t, ptr, ML_KIND_HEAP);
 	*e = saved;
 	return size;
+}
+
+/* The rest of an owner's free (in its plain event, t the caller's state)
+ * where the quick path stopped: taken, the block (size, stack) it took out
+ * of the table, its counter not at hand; else nothing taken yet. */
+static __attribute__((noinline)) size_t free_heap_rest(struct ml_thread *t, void *ptr,
+						       uint64_t size, uint32_t stack, bool taken)
+{
+	int *e = t->errno_at, saved = *e;
+	if (!taken) {
+		struct ml_live_val v = ml_livetab_take_slow((uint64_t)ptr, ML_KIND_HEAP);
+		size = v.found ? v.size : 0;
+		stack = v.stack;
+	}
+	if (size || taken) {
+		struct ml_counter *c = ml_thread_counter(t, stack, ML_KIND_HEAP);
+		if (c)
+			ml_counters_free_in(c, ML_KIND_HEAP, size, true);
+		else
+			no_room();
+	}
+	ml_event_end();
+	*e = saved;
+	return size;
+}
+
+/* The end of an owner's free whose timeline note is due (the heap's total
+ * now live). */
+static __attribute__((noinline)) size_t free_heap_timeline(struct ml_thread *t, uint64_t size,
+							   uint64_t live)
+{
+	int *e = t->errno_at, saved = *e;
+	ml_timeline_slow(ml_kind_peak_of(ML_KIND_HEAP), live);
+	ml_event_end();
+	*e = saved;
+	return size;
+}
+
+/* The common free: exact mode, the calling thread owns the plain mode, the
+ * block in its first bucket and its counter in the cache.  No call (the
+ * other cases are tail calls that take over where it stopped), so errno
+ * stays as it is without being kept, and the function needs no frame. */
+size_t ml_track_free_heap(void *ptr)
+{
+	ML_ASSERT(ml_guard_held() && ptr);
+	struct ml_thread *t = ml_tl_thread;
+	if (__builtin_expect(t == NULL || ml_config.sample_bytes != 0, 0) ||
+	    __builtin_expect(!ml_event_begin_plain(t), 0))
+		return free_heap_any(ptr);
+	struct ml_live_val v;
+	if (__builtin_expect(!ml_livetab_take_quick((uint64_t)ptr, ML_KIND_HEAP, true, &v), 0))
+		return free_heap_rest(t, ptr, 0, 0, false);
+	struct ml_counter *c = ml_thread_counter_cached(t, v.stack, ML_KIND_HEAP);
+	if (__builtin_expect(c == NULL, 0))
+		return free_heap_rest(t, ptr, v.size, v.stack, true);
+	/* ml_counters_free_in, with the timeline's note last */
+	uint64_t live, peak = ml_counters_total_down(ML_KIND_HEAP, v.size, true, &live);
+	ml_counters_before(c, peak);
+	c->live_blocks--;
+	c->live_bytes -= (int64_t)v.size;
+	if (__builtin_expect(ml_timeline_due(ml_kind_peak_of(ML_KIND_HEAP), live), 0))
+		return free_heap_timeline(t, v.size, live);
+	ml_event_end();
+	return v.size;
 }
 
 size_t ml_track_free(void *ptr, enum ml_kind kind)
