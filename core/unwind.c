@@ -73,7 +73,7 @@ struct l1_slot {
 struct frame {
 	uint64_t sp, bp;	/* state entering the frame (bp: when BIT_BP_OK) */
 	uint64_t ra_at, ra;	/* its return address, and where it was read */
-	uint64_t bw_at, bw;	/* the saved rbp read; if none, ra again (so a
+	uint64_t bw_at, bw;	/* the saved rbp read; if none, no_bw's (so a
 				 * check needs no branch) */
 	uint64_t rule;		/* its rule (struct l1_slot's packed) */
 	uint32_t node;		/* the trie node of the path root .. here */
@@ -175,6 +175,10 @@ HOT bool bp_matters(const struct frame *f)
 #define WORD(at) (*(const volatile uint64_t *)(uintptr_t)(at))
 #define RA_DIFF(f) (WORD((f).ra_at) ^ (f).ra)
 #define BW_DIFF(f) (WORD((f).bw_at) ^ (f).bw)
+/* The word a frame that saves no rbp checks as its saved-rbp word: always
+ * 0, so such a frame's BW_DIFF is 0 whatever its return address does. */
+static const uint64_t no_bw;
+#define NO_BW_AT ((uint64_t)(uintptr_t)&no_bw)
 
 /* Whether some of frames [0, n) (dense: at, ra; n >= 4) no longer hold
  * the return address read: four words per AVX2 gather, all of them
@@ -380,7 +384,7 @@ HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
 	bool ok = true;
 	for (uint32_t p = top; p-- > lo;) {
 		uint64_t v = WORD(w->o_at[p]);
-		if (__builtin_expect(bp, 0) && o[p].bw_at != o[p].ra_at && BW_DIFF(o[p])) {
+		if (__builtin_expect(bp, 0) && BW_DIFF(o[p])) {
 			ok = false;
 			break;
 		}
@@ -390,8 +394,6 @@ HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
 			ok = false;
 			break;
 		}
-		if (o[p].bw_at == o[p].ra_at)
-			o[p].bw = v;
 		o[p].ra = v;
 		w->o_ra[p] = v;
 		chg = p;
@@ -450,7 +452,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	if (cfa != f1->sp || cfa <= sp || (cfa & 7) ||
 	    (r->flags & (ML_RULE_BAD | ML_RULE_RA_UNDEF)))
 		return 0;
-	uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8), bw_at = cfa - 8, bw = ra, bp1 = bp;
+	uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8), bw_at = NO_BW_AT, bw = 0, bp1 = bp;
 	uint32_t bits1 = BIT_BP_OK;
 	if (r->flags & ML_RULE_RBP_SAVED) {
 		bw_at = cfa + (uint64_t)(int64_t)r->bp_off;
@@ -538,8 +540,10 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		f->bp = bp;
 		f->bits = (uint8_t)(bits | r->fbits);
 		f->rule = r->packed;
-		f->ra_at = f->bw_at = cfa - 8;
-		f->ra = f->bw = ra;
+		f->ra_at = cfa - 8;
+		f->ra = ra;
+		f->bw_at = NO_BW_AT;
+		f->bw = 0;
 		if (r->flags & (ML_RULE_RBP_SAVED | ML_RULE_RBP_UNDEF)) {
 			if (r->flags & ML_RULE_RBP_SAVED) {
 				f->bw_at = cfa + (uint64_t)(int64_t)r->bp_off;
