@@ -377,7 +377,7 @@ HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct fram
  * outermost frame's (what ended the walk is not recorded), another rule,
  * a saved-rbp word that matters; the frames patched until then are
  * consistent with the rest, and their nodes are dropped. */
-HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
+HOT bool patch_frames(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
 {
 	struct frame *o = w->o;
 	uint32_t chg = top;
@@ -401,6 +401,11 @@ HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
 	if (w->nodes > chg)
 		w->nodes = chg;
 	return ok;
+}
+HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
+{
+	/* one loop without the saved-rbp words (the common case), one with */
+	return bp ? patch_frames(w, lo, top, true) : patch_frames(w, lo, top, false);
 }
 
 /* The common cases, without the general walk's bookkeeping:
