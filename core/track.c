@@ -79,11 +79,9 @@ static COLD void count_free_on(struct ml_thread *t, uint32_t stack, uint32_t kin
  * counter c (stack's and kind's on t).  The allocator gave ptr, so an
  * entry still there for it is a block whose free we missed (an untracked
  * path): it ends now, counted before the new one. */
-INLINE void add_block(struct ml_thread *t, struct ml_counter *c, uint64_t ptr, uint64_t size,
-		      uint32_t stack, uint32_t kind)
+INLINE void add_block_in(struct ml_thread *t, struct ml_counter *c, uint64_t ptr,
+			 uint64_t size, uint32_t stack, uint32_t kind, bool plain)
 {
-	/* The event's mode, read once (the table and the total use it). */
-	bool plain = ml_tl_plain;
 	struct ml_live_block old;
 	if (__builtin_expect(ml_livetab_insert_in(ptr, kind, size, stack, &old, plain) < 0, 0)) {
 		no_room();
@@ -92,6 +90,13 @@ INLINE void add_block(struct ml_thread *t, struct ml_counter *c, uint64_t ptr, u
 	if (__builtin_expect(old.addr != 0, 0))
 		count_free_on(t, old.stack, old.kind, old.size);
 	ml_counters_alloc_in(c, kind, size, plain);
+}
+/* The same in the event's mode, read once (the table and the total use
+ * it). */
+INLINE void add_block(struct ml_thread *t, struct ml_counter *c, uint64_t ptr, uint64_t size,
+		      uint32_t stack, uint32_t kind)
+{
+	add_block_in(t, c, ptr, size, stack, kind, ml_tl_plain);
 }
 
 /* add_block without a counter for (stack, kind) (no memory for a new
@@ -106,15 +111,23 @@ static COLD void add_block_lost(struct ml_thread *t, uint64_t ptr, uint64_t size
 		no_room();
 }
 
-/* One exact-mode allocation on t, with the calling thread's stack. */
-INLINE void record_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t kind)
+/* One exact-mode allocation on t, with the calling thread's stack, in
+ * mode plain when known (a constant), else in the event's mode, read
+ * after the capture. */
+INLINE void record_block_mode(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t kind,
+			      bool known, bool plain)
 {
 	uint32_t stack = ml_stacktab_here(&t->intern);
 	struct ml_counter *c = ml_thread_counter(t, stack, kind);
 	if (__builtin_expect(c != NULL, 1))
-		add_block(t, c, ptr, size, stack, kind);
+		add_block_in(t, c, ptr, size, stack, kind, known ? plain : ml_tl_plain);
 	else
 		add_block_lost(t, ptr, size, kind);
+}
+/* The same in the event's mode. */
+INLINE void record_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t kind)
+{
+	record_block_mode(t, ptr, size, kind, false, false);
 }
 
 /* Counts the end of a block (stack, kind, size) on the calling thread:
@@ -186,8 +199,12 @@ static long record_heap_event(uint64_t ptr, uint64_t size, void *arg)
 {
 	struct ml_thread *t = arg;
 	int *e = t->errno_at, saved = *e;
-	ml_event_begin();
-	record_block(t, ptr, size, ML_KIND_HEAP);
+	if (__builtin_expect(ml_event_begin_plain(t), 1)) {
+		record_block_mode(t, ptr, size, ML_KIND_HEAP, true, true);	/* the owner: plain */
+	} else {
+		ml_event_begin();
+		record_block(t, ptr, size, ML_KIND_HEAP);
+	}
 	ml_event_end();
 	*e = saved;
 	return 0;
