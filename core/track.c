@@ -477,9 +477,10 @@ size_t ml_track_free(void *ptr, enum ml_kind kind)
 	return size;
 }
 
-bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
+/* ml_track_detach's whole path: any case. */
+static __attribute__((noinline)) bool detach_any(void *ptr, enum ml_kind kind,
+						 struct ml_track_held *held)
 {
-	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
 	bool known;
 	int *e = errno_at(), saved = *e;
@@ -502,6 +503,26 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 	held->stack = b.stack;
 	held->kind = b.kind;
 	return true;
+}
+
+/* The common case as in ml_track_free_heap (exact mode, the plain mode's
+ * owner, the block in its first bucket): no call, errno untouched; else,
+ * after an empty event if it began one, the whole path. */
+bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
+{
+	ML_ASSERT(ml_guard_held());
+	struct ml_thread *t = ml_tl_thread;
+	struct ml_live_val v;
+	if (__builtin_expect(t != NULL && !ml_config.sample_bytes && ptr != NULL, 1) &&
+	    __builtin_expect(ml_event_begin_plain(t), 1)) {
+		bool taken = ml_livetab_take_quick((uint64_t)ptr, kind, true, &v);
+		ml_event_end();
+		if (__builtin_expect(taken, 1)) {
+			*held = (struct ml_track_held){ (uint64_t)ptr, v.size, v.stack, kind };
+			return true;
+		}
+	}
+	return detach_any(ptr, kind, held);
 }
 
 void ml_track_reattach(const struct ml_track_held *held)
