@@ -405,6 +405,13 @@ static inline void ml_event_end(void)
 	if (__builtin_expect(t != NULL, 1))
 		__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
 }
+/* ml_event_end for an event ml_event_begin_plain began (t: its state). */
+static inline void ml_event_end_plain(struct ml_thread *t)
+{
+	ml_tl_plain = 0;
+	__asm__ volatile("" ::: "memory");
+	__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
+}
 /* At start-up: registers for membarrier (without it, no owner ever). */
 void ml_thread_mode_init(void);
 

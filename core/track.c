@@ -201,11 +201,12 @@ static long record_heap_event(uint64_t ptr, uint64_t size, void *arg)
 	int *e = t->errno_at, saved = *e;
 	if (__builtin_expect(ml_event_begin_plain(t), 1)) {
 		record_block_mode(t, ptr, size, ML_KIND_HEAP, true, true);	/* the owner: plain */
+		ml_event_end_plain(t);
 	} else {
 		ml_event_begin();
 		record_block(t, ptr, size, ML_KIND_HEAP);
+		ml_event_end();
 	}
-	ml_event_end();
 	*e = saved;
 	return 0;
 }
@@ -458,7 +459,7 @@ size_t ml_track_free_heap(void *ptr)
 	c->live_bytes -= (int64_t)v.size;
 	if (__builtin_expect(ml_timeline_due(ml_kind_peak_of(ML_KIND_HEAP), live), 0))
 		return free_heap_timeline(t, v.size, live);
-	ml_event_end();
+	ml_event_end_plain(t);
 	return v.size;
 }
 
@@ -516,7 +517,7 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 	if (__builtin_expect(t != NULL && !ml_config.sample_bytes && ptr != NULL, 1) &&
 	    __builtin_expect(ml_event_begin_plain(t), 1)) {
 		bool taken = ml_livetab_take_quick((uint64_t)ptr, kind, true, &v);
-		ml_event_end();
+		ml_event_end_plain(t);
 		if (__builtin_expect(taken, 1)) {
 			*held = (struct ml_track_held){ (uint64_t)ptr, v.size, v.stack, kind };
 			return true;
