@@ -100,6 +100,7 @@ struct near_slot {
 struct thread_walk {
 	uint32_t n;		/* frames recorded (0: no previous walk) */
 	uint32_t nodes;		/* o[0, nodes) have their trie node */
+	uint32_t phs;		/* o_ph[0, min(phs, nodes)) are valid (see set_nodes) */
 	uint32_t reuse;		/* the limit it ran with if it may be reused
 				 * (see fresh), else 0 */
 	uint32_t end;		/* END_*: how it stopped (0: no previous walk) */
@@ -119,8 +120,9 @@ struct thread_walk {
 	/* o's ra_at and ra again, dense: what the check of the reused frames
 	 * reads (four to a 32-byte load, not one 64-byte record each). */
 	uint64_t o_at[WALK_MAX], o_ra[WALK_MAX];
-	/* A hash of the path root .. o[p], valid with the node (p < nodes):
-	 * where o[p]'s node lookup is cached (see set_nodes). */
+	/* A hash of the path root .. o[p], valid with the node (p < nodes)
+	 * where p < phs too: where o[p]'s node lookup is cached (see
+	 * set_nodes). */
 	uint64_t o_ph[WALK_MAX];
 	struct frame y[WALK_MAX];	/* the new walk's own frames, innermost first */
 };
@@ -345,6 +347,15 @@ HOT uint64_t path_hash(const struct thread_walk *w, uint64_t prev, uint32_t p)
 }
 #define PATH_SEED 0x243f6a8885a308d3ull
 
+/* Frames up to the innermost get their nodes without their path hashes
+ * (only a deeper walk's set_nodes needs them, and makes them then): the
+ * hashes stay valid below at most p. */
+HOT void ph_upto(struct thread_walk *w, uint32_t p)
+{
+	if (w->phs > p)
+		w->phs = p;
+}
+
 /* The near cache's answer for (parent, f0's return address, lead), when
  * it has it: f0's node (the record's innermost frame, below parent) and
  * the stack id in *hit.  (Its slot is computed before the check of
@@ -355,7 +366,7 @@ HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct fram
 	if (ns->ra0 == f0->ra && ns->lead == lead && ns->parent == parent) {
 		uint32_t n = w->n;
 		f0->node = ns->node0;
-		w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
+		ph_upto(w, n - 1);
 		w->nodes = n;
 		*hit = ns->node;
 	}
@@ -684,11 +695,13 @@ HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32
 	/* First the slots of all the lookups, by a hash of each frame's path
 	 * (no node needed): their lines are asked for together, and the
 	 * lookups, each needing its parent's node, then find them on the way. */
-	uint64_t ph = p ? w->o_ph[p - 1] : PATH_SEED;
-	for (uint32_t q = p; q < upto; q++) {
+	uint32_t q = w->phs < p ? w->phs : p;	/* o_ph valid below q */
+	uint64_t ph = q ? w->o_ph[q - 1] : PATH_SEED;
+	for (; q < upto; q++) {
 		w->o_ph[q] = ph = path_hash(w, ph, q);
 		__builtin_prefetch(&ic->l0[ph >> (64 - 12)]);
 	}
+	w->phs = upto;
 	uint32_t parent = p ? w->o[p - 1].node : ML_NODE_ROOT;
 	for (; p < upto; p++) {
 		parent = ml_stacktab_child_at(ic, w->o_ph[p], parent, w->o_ra[p]);
@@ -712,7 +725,7 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	struct near_slot *s = near_slot(w, parent, f0->ra, lead);
 	if (s->ra0 == f0->ra && s->lead == lead && s->parent == parent) {
 		f0->node = s->node0;
-		w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
+		ph_upto(w, n - 1);
 		w->nodes = n;
 		return s->node;
 	}
@@ -720,7 +733,7 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	if (!node0)
 		return 0;
 	f0->node = node0;
-	w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
+	ph_upto(w, n - 1);
 	w->nodes = n;
 	uint32_t node = ml_stacktab_child_cached(ic, node0, lead);
 	if (node)
