@@ -577,15 +577,18 @@ static COLD void move_rest(struct ml_thread *t, const struct event *e, uint32_t 
 		no_room();
 }
 
-/* A move of the heap (the other kinds: move_rest) on the side stack. */
-static long record_move(void *arg)
+/* A move of the heap (the other kinds: move_rest) on the side stack, in
+ * mode plain when known (a constant), else the event's, read after the
+ * capture. */
+INLINE long record_move_mode(void *arg, bool known, bool plain)
 {
 	const struct event *e = arg;
 	const struct ml_track_held *held = e->held;
 	struct ml_thread *t = ml_tl_thread;
 	struct ml_live_block old;
 	uint32_t stack = ml_stacktab_here(&t->intern);
-	bool plain = ml_tl_plain;	/* the event's mode, read once */
+	if (!known)
+		plain = ml_tl_plain;	/* the event's mode, read once */
 	int rc = ml_livetab_insert_in(e->ptr, e->kind, e->size, stack, &old, plain);
 	if (__builtin_expect(e->kind != ML_KIND_HEAP, 0)) {
 		move_rest(t, e, stack, rc, &old);
@@ -603,6 +606,15 @@ static long record_move(void *arg)
 	}
 	move_rest(t, e, stack, rc, &old);
 	return 0;
+}
+/* In the event's mode; the plain mode's owner's (a constant). */
+static long record_move(void *arg)
+{
+	return record_move_mode(arg, false, false);
+}
+static long record_move_plain(void *arg)
+{
+	return record_move_mode(arg, true, true);
 }
 
 void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
@@ -627,6 +639,13 @@ void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 	ml_track_count_thread(size);
 	struct event ev = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, held };
 	int *e = errno_at(), saved = *e;
+	struct ml_thread *t = ml_tl_thread;
+	if (__builtin_expect(t != NULL, 1) && __builtin_expect(ml_event_begin_plain(t), 1)) {
+		ml_thread_side_run(t, record_move_plain, &ev);
+		ml_event_end_plain(t);
+		*e = saved;
+		return;
+	}
 	ml_event_begin();
 	if (__builtin_expect(ml_tl_thread != NULL, 1))
 		ml_thread_side_run(ml_tl_thread, record_move, &ev);
