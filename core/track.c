@@ -408,10 +408,11 @@ static __attribute__((noinline)) size_t free_heap_rest(struct ml_thread *t, void
 	int *e = t->errno_at, saved = *e;
 	if (!taken) {
 		struct ml_live_val v = ml_livetab_take_slow((uint64_t)ptr, ML_KIND_HEAP);
-		size = v.found ? v.size : 0;
+		taken = v.found != 0;	/* a block of 0 bytes is a block too */
+		size = v.size;
 		stack = v.stack;
 	}
-	if (size || taken) {
+	if (taken) {
 		struct ml_counter *c = ml_thread_counter(t, stack, ML_KIND_HEAP);
 		if (c)
 			ml_counters_free_in(c, ML_KIND_HEAP, size, true);
