@@ -56,7 +56,8 @@ __attribute__((constructor(101))) static void resolve_early(void)
  * tests each again and starts recording if it must. */
 static inline __attribute__((always_inline)) bool fast(void)
 {
-	return __builtin_expect(ml_real.ready & ml_core_active & !ml_tl_guard, 1);
+	/* Each is 0 or 1: bit 0 of ready & active & ~guard (no compare) */
+	return __builtin_expect((ml_real.ready & ml_core_active & ~ml_tl_guard) != 0, 1);
 }
 
 /* Inlined into each hook: the walk starts at the hook's own frame.  (The

@@ -32,6 +32,41 @@
 } while (0)
 __attribute__((noreturn, cold)) void ml_assert_fail(const char *what, const char *file, int line);
 
+/* ============================================================ thread-local state */
+
+/* The runtime's hot per-thread variables, one initial-exec TLS block
+ * (core/guard.c): a function that touches several of them reads the
+ * block's offset from the GOT once, not once per variable.  The names
+ * below are the fields' (ml_tl_guard, ml_tl_thread, ...). */
+struct ml_unwind_mark { uint64_t ra, sp, bp; };
+/* What a thread knows of one kind's timeline (core/timeline.c). */
+struct ml_timeline_thread {
+	uint32_t countdown;	/* events to the next clock read */
+	uint32_t gen;		/* the timeline reset it belongs to (0: never used) */
+	uint64_t known;		/* the bucket at idx holds at least this (max live + 1) */
+	uint64_t now_ns;	/* the clock at the last read */
+	uint64_t idx;		/* the bucket now_ns fell in, at shift */
+	uint32_t shift;
+};
+struct ml_thread;
+struct ml_tls {
+	int guard;			/* ml_tl_guard: inside memline (see below) */
+	int plain;			/* ml_tl_plain: this event without atomics (internal.h) */
+	struct ml_thread *thread;	/* ml_tl_thread: the thread's state (internal.h) */
+	struct ml_unwind_mark mark;	/* ml_tl_mark: the hook's frame (below) */
+	int *errno_at;			/* the thread's errno, once asked (core/track.c) */
+	uint64_t alloc_bytes, allocs;	/* ml_tl_alloc_bytes, ml_tl_allocs (below) */
+	struct ml_timeline_thread timeline[ML_KIND_COUNT];	/* ml_tl_timeline */
+};
+extern __thread struct ml_tls ml_tl __attribute__((tls_model("initial-exec")));
+#define ml_tl_guard (ml_tl.guard)
+#define ml_tl_plain (ml_tl.plain)
+#define ml_tl_thread (ml_tl.thread)
+#define ml_tl_mark (ml_tl.mark)
+#define ml_tl_alloc_bytes (ml_tl.alloc_bytes)
+#define ml_tl_allocs (ml_tl.allocs)
+#define ml_tl_timeline (ml_tl.timeline)
+
 /* ============================================================ the guard */
 
 /* The per-thread reentrancy guard.  ml_guard_enter() returns true when the
@@ -39,7 +74,6 @@ __attribute__((noreturn, cold)) void ml_assert_fail(const char *what, const char
  * already inside memline (the runtime's own work, or a hook called from a
  * hook), or recording is off: then the caller just passes the call through.
  * Async-signal-safe. */
-extern __thread int ml_tl_guard __attribute__((tls_model("initial-exec")));
 extern volatile int ml_core_active;
 static inline bool ml_guard_enter(void)
 {
@@ -127,8 +161,6 @@ void ml_track_release(const struct ml_track_held *held);
 /* Per thread: the allocations recorded so far (ml_track_alloc and
  * ml_track_moved, every kind) and their requested bytes.  Rooms read
  * differences (lineprof's regions).  initial-exec TLS, core/track.c. */
-extern __thread uint64_t ml_tl_alloc_bytes __attribute__((tls_model("initial-exec")));
-extern __thread uint64_t ml_tl_allocs __attribute__((tls_model("initial-exec")));
 /* Counts one allocation of size bytes on this thread: two TLS adds,
  * async-signal-safe.  Called by ml_track_*; tests call it directly. */
 static inline void ml_track_count_thread(uint64_t size)
@@ -147,8 +179,6 @@ static inline void ml_track_count_thread(uint64_t size)
  * rbp, the return address above it, and the caller's rsp is 16 bytes
  * above (MEMLINE_VERIFY_UNWIND checks every such stack against
  * libunwind's). */
-struct ml_unwind_mark { uint64_t ra, sp, bp; };
-extern __thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
 #define ML_UNWIND_MARK() do { \
 	const uint64_t *fp_ = (const uint64_t *)__builtin_frame_address(0); \
 	ml_tl_mark.ra = fp_[1]; \

@@ -3,6 +3,7 @@
  * guard is never recorded. */
 #include "core/internal.h"
 
-/* The only definition of the guard; initial-exec so that reading it never
- * calls __tls_get_addr (which may allocate). */
-__thread int ml_tl_guard __attribute__((tls_model("initial-exec")));
+/* The runtime's TLS block (core.h: the guard and the hot paths' other
+ * per-thread variables); initial-exec so that reading it never calls
+ * __tls_get_addr (which may allocate). */
+__thread struct ml_tls ml_tl __attribute__((tls_model("initial-exec")));

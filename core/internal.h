@@ -283,7 +283,6 @@ struct ml_thread {
 	void *until;			/* unwind.c's walks to a range (rooms' stack ids) */
 	struct ml_intern_cache intern;
 };
-extern __thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")));
 
 /* The calling thread's state, made on first use; NULL when out of memory.
  * Async-signal-safe (mmap). */
@@ -301,16 +300,33 @@ static inline uint64_t ml_counter_key(uint32_t stack, uint32_t kind)
 struct ml_counter *ml_thread_counter_slow(struct ml_thread *t, uint32_t stack, uint32_t kind);
 /* The calling thread's counter for (stack, kind), made on first use; NULL
  * when out of memory.  t is ml_thread_self(). */
+/* The counter cache's slot of (stack, kind): by the stack id itself (ids
+ * are dense and given in the order stacks are first seen, so the slots of
+ * a program's hot stacks share cache lines; a hash spread them one to a
+ * line), the kind (below 32, sampling's variance kinds included) in bits
+ * 7..11. */
+static inline struct ml_counter **ml_counter_slot(struct ml_thread *t, uint32_t stack,
+						  uint32_t kind)
+{
+	_Static_assert(ML_COUNTER_CACHE == 4096u && ML_KIND_COUNT <= 16u, "kinds in bits 7..11");
+	return &t->counter_cache[(stack ^ kind << 7) & (ML_COUNTER_CACHE - 1)];
+}
+/* The calling thread's counter for (stack, kind) if its cache has it, else
+ * NULL. */
+static inline struct ml_counter *ml_thread_counter_cached(struct ml_thread *t, uint32_t stack,
+							 uint32_t kind)
+{
+	struct ml_counter *c = *ml_counter_slot(t, stack, kind);
+	return __builtin_expect(c && c->key == ml_counter_key(stack, kind), 1) ? c : NULL;
+}
 static inline struct ml_counter *ml_thread_counter(struct ml_thread *t, uint32_t stack,
 						  uint32_t kind)
 {
-	uint32_t i = (uint32_t)(((uint64_t)stack << 5 | kind) * 0x9e3779b97f4a7c15ull >> 52);
-	_Static_assert(ML_COUNTER_CACHE == 4096u, "12 bits");
-	struct ml_counter *c = t->counter_cache[i];
-	if (__builtin_expect(c && c->key == ml_counter_key(stack, kind), 1))
+	struct ml_counter *c = ml_thread_counter_cached(t, stack, kind);
+	if (__builtin_expect(c != NULL, 1))
 		return c;
 	c = ml_thread_counter_slow(t, stack, kind);
-	t->counter_cache[i] = c;
+	*ml_counter_slot(t, stack, kind) = c;
 	return c;
 }
 /* Calls fn for every counter of every thread, ended ones included (their
@@ -349,7 +365,6 @@ void ml_thread_after_fork(void);
  * owner. */
 #define ML_TAKE_EVERY 4096u
 extern struct ml_thread *volatile ml_plain_owner;
-extern __thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
 void ml_event_begin_slow(void);
 /* Around one recording event of the calling thread: plain mode when it is
  * the owner.  A thread's first event makes its state first: its events
@@ -374,6 +389,21 @@ static inline void ml_event_begin(void)
 	}
 	ml_event_begin_slow();
 }
+/* ml_event_begin for the owner of the plain mode only: true when the
+ * calling thread (state t) owns it (its event begun, plain); false when
+ * it does not (nothing begun: the caller goes through ml_event_begin).
+ * (A begin given up at once, as ml_event_begin_slow does too.) */
+static inline __attribute__((always_inline)) bool ml_event_begin_plain(struct ml_thread *t)
+{
+	t->in_event = 1;
+	__asm__ volatile("" ::: "memory");	/* (see ml_event_begin) */
+	if (__builtin_expect(__atomic_load_n(&ml_plain_owner, __ATOMIC_RELAXED) == t, 1)) {
+		ml_tl_plain = 1;
+		return true;
+	}
+	__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
+	return false;
+}
 static inline void ml_event_end(void)
 {
 	struct ml_thread *t = ml_tl_thread;
@@ -381,6 +411,13 @@ static inline void ml_event_end(void)
 	__asm__ volatile("" ::: "memory");
 	if (__builtin_expect(t != NULL, 1))
 		__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
+}
+/* ml_event_end for an event ml_event_begin_plain began (t: its state). */
+static inline void ml_event_end_plain(struct ml_thread *t)
+{
+	ml_tl_plain = 0;
+	__asm__ volatile("" ::: "memory");
+	__atomic_store_n(&t->in_event, 0, __ATOMIC_RELEASE);
 }
 /* At start-up: registers for membarrier (without it, no owner ever). */
 void ml_thread_mode_init(void);
@@ -402,7 +439,8 @@ long ml_side_call3(long (*fn)(uint64_t, uint64_t, void *), uint64_t a, uint64_t 
  * here: it has no side stack, or is on it already. */
 static inline __attribute__((always_inline)) bool ml_thread_side_here(const struct ml_thread *t)
 {
-	uint64_t sp = (uint64_t)__builtin_frame_address(0);
+	uint64_t sp;	/* the stack pointer (any address in this frame would do) */
+	__asm__("mov %%rsp, %0" : "=r"(sp));
 	return !t->side_hi || sp - t->side_lo < t->side_hi - t->side_lo;
 }
 /* ml_thread_side_run for fn(a, b, c): no argument block in memory. */
@@ -545,6 +583,22 @@ static inline uint32_t ml_live_match(const struct ml_live_bucket *b, __m128i k)
 	return m & (m >> 1) & 0x55u;
 }
 #define ML_LIVE_WAY(m) ((unsigned)__builtin_ctz(m) >> 1)
+/* The hot paths' filter: the low 32 bits of b's four keys in one vector
+ * (one shuffle), and the ways whose low half is k32's (k32 in every
+ * lane), as bits 0..3.  A superset of the ways holding a whole key (two
+ * keys of a bucket rarely share their low halves: addresses 4 GiB apart),
+ * so a caller takes a way only after comparing its whole key, and leaves
+ * any other case to the slow path, which compares whole keys. */
+static inline __m128i ml_live_lows(const struct ml_live_bucket *b)
+{
+	__m128 lo = _mm_load_ps((const float *)(const void *)&b->key[0]);
+	__m128 hi = _mm_load_ps((const float *)(const void *)&b->key[2]);
+	return _mm_castps_si128(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
+}
+static inline uint32_t ml_live_lanes(__m128i lows, __m128i k32)
+{
+	return (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lows, k32)));
+}
 
 /* The whole of insert and remove (growth, evictions, missed frees, big
  * sizes); the inline versions below call them when they must. */
@@ -568,14 +622,15 @@ ml_livetab_insert_in(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack
 	if (__builtin_expect(s->count < s->grow_at && size < ML_LIVE_BIG, 1)) {
 		uint32_t i = ml_live_b1(s->shift, key);
 		struct ml_live_bucket *b1 = &s->b[i];
-		__m128i k = _mm_set1_epi64x((long long)key);
-		uint32_t empty = ml_live_match(b1, _mm_setzero_si128());
-		uint32_t seen = ml_live_match(b1, k);
+		__m128i k32 = _mm_set1_epi32((int)(uint32_t)key), lows = ml_live_lows(b1);
+		uint32_t empty = ml_live_lanes(lows, _mm_setzero_si128());
+		uint32_t seen = ml_live_lanes(lows, k32);
 		/* The other bucket only if some key of b1 went there. */
 		if (__builtin_expect(ml_live_spilled(b1) != 0, 0))
-			seen |= ml_live_match(&s->b[i ^ ml_live_alt(s->shift, key)], k);
-		if (__builtin_expect(empty && !seen, 1)) {
-			unsigned w = ML_LIVE_WAY(empty);
+			seen |= ml_live_lanes(ml_live_lows(&s->b[i ^ ml_live_alt(s->shift, key)]),
+					      k32);
+		unsigned w = (unsigned)__builtin_ctz(empty | 16u);
+		if (__builtin_expect(!seen && w < ML_LIVE_WAYS && b1->key[w] == 0, 1)) {
 			b1->key[w] = key;
 			b1->stack[w] = stack | (b1->stack[w] & ML_LIVE_SPILL);
 			b1->size[w] = (uint32_t)size;
@@ -606,13 +661,14 @@ struct ml_live_val {
 /* ml_livetab_remove's whole path, by value (livetab.c). */
 struct ml_live_val ml_livetab_take_slow(uint64_t addr, uint32_t kind);
 
-/* Takes (addr, kind) out of the table and returns its size and stack
- * (found = 0 if unknown).  Thread-safe.  Inline: the key in its first
- * bucket, of a size below 4 GiB; else the slow path.  The _in forms take
- * the event's ml_tl_plain, read once by the caller (ml_livetab_insert_in
- * too). */
-static inline __attribute__((always_inline)) struct ml_live_val
-ml_livetab_take_in(uint64_t addr, uint32_t kind, bool plain)
+/* ml_livetab_take_in takes (addr, kind) out of the table and returns its
+ * size and stack (found = 0 if unknown).  Thread-safe.  Inline: the key in
+ * its first bucket, of a size below 4 GiB (ml_livetab_take_quick, alone:
+ * true when it took the key into *v, false when it did nothing); else the
+ * slow path.  The _in forms take the event's ml_tl_plain, read once by
+ * the caller (ml_livetab_insert_in too). */
+static inline __attribute__((always_inline)) bool
+ml_livetab_take_quick(uint64_t addr, uint32_t kind, bool plain, struct ml_live_val *v)
 {
 	uint64_t key = ml_live_key(addr, kind);
 	struct ml_live_shard *s = ml_live_shard_of(addr);
@@ -620,22 +676,30 @@ ml_livetab_take_in(uint64_t addr, uint32_t kind, bool plain)
 		ml_live_lock(s);
 	if (__builtin_expect(s->shift != 0, 1)) {
 		struct ml_live_bucket *b = &s->b[ml_live_b1(s->shift, key)];
-		uint32_t m = ml_live_match(b, _mm_set1_epi64x((long long)key));
-		if (__builtin_expect(m != 0, 1)) {
-			unsigned w = ML_LIVE_WAY(m);
+		uint32_t m = ml_live_lanes(ml_live_lows(b), _mm_set1_epi32((int)(uint32_t)key));
+		unsigned w = (unsigned)__builtin_ctz(m | 16u);
+		if (__builtin_expect(w < ML_LIVE_WAYS && b->key[w] == key, 1)) {
 			uint32_t size = b->size[w];
 			if (__builtin_expect(size != ML_LIVE_BIG, 1)) {
-				struct ml_live_val v = { size, b->stack[w] & ~ML_LIVE_SPILL, 1 };
+				*v = (struct ml_live_val){ size, b->stack[w] & ~ML_LIVE_SPILL, 1 };
 				b->key[w] = 0;
 				s->count--;
 				if (!plain)
 					ml_spin_unlock(&s->lock);
-				return v;
+				return true;
 			}
 		}
 	}
 	if (!plain)
 		ml_spin_unlock(&s->lock);
+	return false;
+}
+static inline __attribute__((always_inline)) struct ml_live_val
+ml_livetab_take_in(uint64_t addr, uint32_t kind, bool plain)
+{
+	struct ml_live_val v;
+	if (__builtin_expect(ml_livetab_take_quick(addr, kind, plain, &v), 1))
+		return v;
 	return ml_livetab_take_slow(addr, kind);
 }
 static inline __attribute__((always_inline)) struct ml_live_val
@@ -743,26 +807,20 @@ uint32_t ml_libunwind_capture(uint64_t *frames, uint32_t max);
 void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes);
 /* What a thread knows of kind's timeline (see timeline.c). */
 #define ML_TIMELINE_EVERY 16u
-struct ml_timeline_thread {
-	uint32_t countdown;	/* events to the next clock read */
-	uint32_t gen;		/* the timeline reset it belongs to (0: never used) */
-	uint64_t known;		/* the bucket at idx holds at least this (max live + 1) */
-	uint64_t now_ns;	/* the clock at the last read */
-	uint64_t idx;		/* the bucket now_ns fell in, at shift */
-	uint32_t shift;
-};
-extern __thread struct ml_timeline_thread ml_tl_timeline[ML_KIND_COUNT]
-	__attribute__((tls_model("initial-exec")));
+/* (struct ml_timeline_thread, ml_tl_timeline: core.h, the TLS block) */
 void ml_timeline_slow(uint32_t kind, uint64_t live_bytes);
 /* The hot path's note: kind's total is now live_bytes.  Reads the clock
  * only when the value may raise the bucket the thread last saw, or every
  * ML_TIMELINE_EVERY events (timeline.c).  Thread-safe. */
-static inline void ml_timeline_event(uint32_t kind, uint64_t live_bytes)
+static inline bool ml_timeline_due(uint32_t kind, uint64_t live_bytes)
 {
 	struct ml_timeline_thread *t = &ml_tl_timeline[kind];
-	if (__builtin_expect(--t->countdown != 0 && live_bytes < t->known, 1))
-		return;
-	ml_timeline_slow(kind, live_bytes);
+	return !__builtin_expect(--t->countdown != 0 && live_bytes < t->known, 1);
+}
+static inline void ml_timeline_event(uint32_t kind, uint64_t live_bytes)
+{
+	if (ml_timeline_due(kind, live_bytes))
+		ml_timeline_slow(kind, live_bytes);
 }
 /* The coarse clock (ns) this thread's last ml_timeline_event for kind
  * read: right after an event that raised the kind's peak, that event's
@@ -1003,7 +1061,7 @@ static inline void ml_counters_after(struct ml_counter *c, uint64_t peak_before,
 /* The kind's total falls by size (a free: its peak cannot rise), as
  * ml_counters_apply; returns the peak, the same before and after. */
 static inline __attribute__((always_inline)) uint64_t
-ml_counters_apply_down(uint32_t kind, uint64_t size, bool plain)
+ml_counters_total_down(uint32_t kind, uint64_t size, bool plain, uint64_t *live)
 {
 	union ml_kind_word old, new;
 	kind = ml_kind_peak_of((enum ml_kind)kind);
@@ -1027,8 +1085,17 @@ ml_counters_apply_down(uint32_t kind, uint64_t size, bool plain)
 		}
 	}
 	ML_ASSERT(old.live >= size);	/* never below 0 */
-	ml_timeline_event(kind, new.live);
+	*live = new.live;
 	return old.peak;
+}
+/* The same with the timeline's note (ml_counters_total_down leaves it to
+ * the caller: kind's total is now *live). */
+static inline __attribute__((always_inline)) uint64_t
+ml_counters_apply_down(uint32_t kind, uint64_t size, bool plain)
+{
+	uint64_t live, peak = ml_counters_total_down(kind, size, plain, &live);
+	ml_timeline_event(ml_kind_peak_of((enum ml_kind)kind), live);
+	return peak;
 }
 
 /* Applies one allocation (+size) to c, the calling thread's counter of

@@ -32,8 +32,7 @@ struct ml_counter_chunk {
 	struct ml_counter c[CHUNK_COUNTERS];
 };
 
-__thread struct ml_thread *ml_tl_thread __attribute__((tls_model("initial-exec")));
-__thread int ml_tl_plain __attribute__((tls_model("initial-exec")));
+/* ml_tl_thread, ml_tl_plain: fields of the TLS block (core.h) */
 struct ml_thread *volatile ml_plain_owner __attribute__((aligned(64)));
 static bool membarrier_ok;
 /* Set when a thread records without a state (out of memory): it cannot

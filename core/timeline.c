@@ -30,11 +30,9 @@ static struct kind_line lines[ML_KIND_COUNT];
 static uint64_t start_ns;
 static volatile uint32_t reset_gen = 1;
 
-/* Per thread and kind (internal.h, struct ml_timeline_thread): what the
- * thread knows of the bucket it last wrote, so that most events cost no
- * clock read and no shared access (ml_timeline_event). */
-__thread struct ml_timeline_thread ml_tl_timeline[ML_KIND_COUNT]
-	__attribute__((tls_model("initial-exec")));
+/* Per thread and kind (ml_tl_timeline, a field of the TLS block: core.h):
+ * what the thread knows of the bucket it last wrote, so that most events
+ * cost no clock read and no shared access (ml_timeline_event). */
 
 void ml_timeline_reset(uint64_t now_ns)
 {

@@ -7,8 +7,6 @@
 
 volatile int ml_core_active;
 volatile uint32_t ml_core_flags;
-__thread uint64_t ml_tl_alloc_bytes __attribute__((tls_model("initial-exec")));
-__thread uint64_t ml_tl_allocs __attribute__((tls_model("initial-exec")));
 
 int ml_core_init(uint64_t self_addr)
 {
@@ -53,12 +51,11 @@ int ml_core_init(uint64_t self_addr)
 /* The core's entry points leave errno as they found it: the hooks call
  * them between the real call and their return.  errno's address is asked
  * of libc once per thread (a call each time otherwise). */
-static __thread int *tl_errno __attribute__((tls_model("initial-exec")));
 INLINE int *errno_at(void)
 {
-	int *e = tl_errno;
+	int *e = ml_tl.errno_at;
 	if (__builtin_expect(e == NULL, 0))
-		tl_errno = e = &errno;
+		ml_tl.errno_at = e = &errno;
 	return e;
 }
 
@@ -82,11 +79,9 @@ static COLD void count_free_on(struct ml_thread *t, uint32_t stack, uint32_t kin
  * counter c (stack's and kind's on t).  The allocator gave ptr, so an
  * entry still there for it is a block whose free we missed (an untracked
  * path): it ends now, counted before the new one. */
-INLINE void add_block(struct ml_thread *t, struct ml_counter *c, uint64_t ptr, uint64_t size,
-		      uint32_t stack, uint32_t kind)
+INLINE void add_block_in(struct ml_thread *t, struct ml_counter *c, uint64_t ptr,
+			 uint64_t size, uint32_t stack, uint32_t kind, bool plain)
 {
-	/* The event's mode, read once (the table and the total use it). */
-	bool plain = ml_tl_plain;
 	struct ml_live_block old;
 	if (__builtin_expect(ml_livetab_insert_in(ptr, kind, size, stack, &old, plain) < 0, 0)) {
 		no_room();
@@ -95,6 +90,13 @@ INLINE void add_block(struct ml_thread *t, struct ml_counter *c, uint64_t ptr, u
 	if (__builtin_expect(old.addr != 0, 0))
 		count_free_on(t, old.stack, old.kind, old.size);
 	ml_counters_alloc_in(c, kind, size, plain);
+}
+/* The same in the event's mode, read once (the table and the total use
+ * it). */
+INLINE void add_block(struct ml_thread *t, struct ml_counter *c, uint64_t ptr, uint64_t size,
+		      uint32_t stack, uint32_t kind)
+{
+	add_block_in(t, c, ptr, size, stack, kind, ml_tl_plain);
 }
 
 /* add_block without a counter for (stack, kind) (no memory for a new
@@ -109,15 +111,23 @@ static COLD void add_block_lost(struct ml_thread *t, uint64_t ptr, uint64_t size
 		no_room();
 }
 
-/* One exact-mode allocation on t, with the calling thread's stack. */
-INLINE void record_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t kind)
+/* One exact-mode allocation on t, with the calling thread's stack, in
+ * mode plain when known (a constant), else in the event's mode, read
+ * after the capture. */
+INLINE void record_block_mode(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t kind,
+			      bool known, bool plain)
 {
 	uint32_t stack = ml_stacktab_here(&t->intern);
 	struct ml_counter *c = ml_thread_counter(t, stack, kind);
 	if (__builtin_expect(c != NULL, 1))
-		add_block(t, c, ptr, size, stack, kind);
+		add_block_in(t, c, ptr, size, stack, kind, known ? plain : ml_tl_plain);
 	else
 		add_block_lost(t, ptr, size, kind);
+}
+/* The same in the event's mode. */
+INLINE void record_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t kind)
+{
+	record_block_mode(t, ptr, size, kind, false, false);
 }
 
 /* Counts the end of a block (stack, kind, size) on the calling thread:
@@ -189,9 +199,14 @@ static long record_heap_event(uint64_t ptr, uint64_t size, void *arg)
 {
 	struct ml_thread *t = arg;
 	int *e = t->errno_at, saved = *e;
-	ml_event_begin();
-	record_block(t, ptr, size, ML_KIND_HEAP);
-	ml_event_end();
+	if (__builtin_expect(ml_event_begin_plain(t), 1)) {
+		record_block_mode(t, ptr, size, ML_KIND_HEAP, true, true);	/* the owner: plain */
+		ml_event_end_plain(t);
+	} else {
+		ml_event_begin();
+		record_block(t, ptr, size, ML_KIND_HEAP);
+		ml_event_end();
+	}
 	*e = saved;
 	return 0;
 }
@@ -370,9 +385,9 @@ INLINE size_t free_block(struct ml_thread *t, void *ptr, uint32_t kind)
 	return size;
 }
 
-size_t ml_track_free_heap(void *ptr)
+/* ml_track_free_heap's whole path: any case, from the start. */
+static __attribute__((noinline)) size_t free_heap_any(void *ptr)
 {
-	ML_ASSERT(ml_guard_held() && ptr);
 	struct ml_thread *t = ml_tl_thread;
 	int *e = __builtin_expect(t != NULL, 1) ? t->errno_at : errno_at(), saved = *e;
 	size_t size;
@@ -382,6 +397,71 @@ size_t ml_track_free_heap(void *ptr)
 		size = free_block(t, ptr, ML_KIND_HEAP);
 	*e = saved;
 	return size;
+}
+
+/* The rest of an owner's free (in its plain event, t the caller's state)
+ * where the quick path stopped: taken, the block (size, stack) it took out
+ * of the table, its counter not at hand; else nothing taken yet. */
+static __attribute__((noinline)) size_t free_heap_rest(struct ml_thread *t, void *ptr,
+						       uint64_t size, uint32_t stack, bool taken)
+{
+	int *e = t->errno_at, saved = *e;
+	if (!taken) {
+		struct ml_live_val v = ml_livetab_take_slow((uint64_t)ptr, ML_KIND_HEAP);
+		taken = v.found != 0;	/* a block of 0 bytes is a block too */
+		size = v.size;
+		stack = v.stack;
+	}
+	if (taken) {
+		struct ml_counter *c = ml_thread_counter(t, stack, ML_KIND_HEAP);
+		if (c)
+			ml_counters_free_in(c, ML_KIND_HEAP, size, true);
+		else
+			no_room();
+	}
+	ml_event_end();
+	*e = saved;
+	return size;
+}
+
+/* The end of an owner's free whose timeline note is due (the heap's total
+ * now live). */
+static __attribute__((noinline)) size_t free_heap_timeline(struct ml_thread *t, uint64_t size,
+							   uint64_t live)
+{
+	int *e = t->errno_at, saved = *e;
+	ml_timeline_slow(ml_kind_peak_of(ML_KIND_HEAP), live);
+	ml_event_end();
+	*e = saved;
+	return size;
+}
+
+/* The common free: exact mode, the calling thread owns the plain mode, the
+ * block in its first bucket and its counter in the cache.  No call (the
+ * other cases are tail calls that take over where it stopped), so errno
+ * stays as it is without being kept, and the function needs no frame. */
+size_t ml_track_free_heap(void *ptr)
+{
+	ML_ASSERT(ml_guard_held() && ptr);
+	struct ml_thread *t = ml_tl_thread;
+	if (__builtin_expect(t == NULL || ml_config.sample_bytes != 0, 0) ||
+	    __builtin_expect(!ml_event_begin_plain(t), 0))
+		return free_heap_any(ptr);
+	struct ml_live_val v;
+	if (__builtin_expect(!ml_livetab_take_quick((uint64_t)ptr, ML_KIND_HEAP, true, &v), 0))
+		return free_heap_rest(t, ptr, 0, 0, false);
+	struct ml_counter *c = ml_thread_counter_cached(t, v.stack, ML_KIND_HEAP);
+	if (__builtin_expect(c == NULL, 0))
+		return free_heap_rest(t, ptr, v.size, v.stack, true);
+	/* ml_counters_free_in, with the timeline's note last */
+	uint64_t live, peak = ml_counters_total_down(ML_KIND_HEAP, v.size, true, &live);
+	ml_counters_before(c, peak);
+	c->live_blocks--;
+	c->live_bytes -= (int64_t)v.size;
+	if (__builtin_expect(ml_timeline_due(ml_kind_peak_of(ML_KIND_HEAP), live), 0))
+		return free_heap_timeline(t, v.size, live);
+	ml_event_end_plain(t);
+	return v.size;
 }
 
 size_t ml_track_free(void *ptr, enum ml_kind kind)
@@ -399,9 +479,10 @@ size_t ml_track_free(void *ptr, enum ml_kind kind)
 	return size;
 }
 
-bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
+/* ml_track_detach's whole path: any case. */
+static __attribute__((noinline)) bool detach_any(void *ptr, enum ml_kind kind,
+						 struct ml_track_held *held)
 {
-	ML_ASSERT(ml_guard_held());
 	struct ml_live_block b;
 	bool known;
 	int *e = errno_at(), saved = *e;
@@ -424,6 +505,26 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 	held->stack = b.stack;
 	held->kind = b.kind;
 	return true;
+}
+
+/* The common case as in ml_track_free_heap (exact mode, the plain mode's
+ * owner, the block in its first bucket): no call, errno untouched; else,
+ * after an empty event if it began one, the whole path. */
+bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
+{
+	ML_ASSERT(ml_guard_held());
+	struct ml_thread *t = ml_tl_thread;
+	struct ml_live_val v;
+	if (__builtin_expect(t != NULL && !ml_config.sample_bytes && ptr != NULL, 1) &&
+	    __builtin_expect(ml_event_begin_plain(t), 1)) {
+		bool taken = ml_livetab_take_quick((uint64_t)ptr, kind, true, &v);
+		ml_event_end_plain(t);
+		if (__builtin_expect(taken, 1)) {
+			*held = (struct ml_track_held){ (uint64_t)ptr, v.size, v.stack, kind };
+			return true;
+		}
+	}
+	return detach_any(ptr, kind, held);
 }
 
 void ml_track_reattach(const struct ml_track_held *held)
@@ -477,15 +578,18 @@ static COLD void move_rest(struct ml_thread *t, const struct event *e, uint32_t 
 		no_room();
 }
 
-/* A move of the heap (the other kinds: move_rest) on the side stack. */
-static long record_move(void *arg)
+/* A move of the heap (the other kinds: move_rest) on the side stack, in
+ * mode plain when known (a constant), else the event's, read after the
+ * capture. */
+INLINE long record_move_mode(void *arg, bool known, bool plain)
 {
 	const struct event *e = arg;
 	const struct ml_track_held *held = e->held;
 	struct ml_thread *t = ml_tl_thread;
 	struct ml_live_block old;
 	uint32_t stack = ml_stacktab_here(&t->intern);
-	bool plain = ml_tl_plain;	/* the event's mode, read once */
+	if (!known)
+		plain = ml_tl_plain;	/* the event's mode, read once */
 	int rc = ml_livetab_insert_in(e->ptr, e->kind, e->size, stack, &old, plain);
 	if (__builtin_expect(e->kind != ML_KIND_HEAP, 0)) {
 		move_rest(t, e, stack, rc, &old);
@@ -503,6 +607,15 @@ static long record_move(void *arg)
 	}
 	move_rest(t, e, stack, rc, &old);
 	return 0;
+}
+/* In the event's mode; the plain mode's owner's (a constant). */
+static long record_move(void *arg)
+{
+	return record_move_mode(arg, false, false);
+}
+static long record_move_plain(void *arg)
+{
+	return record_move_mode(arg, true, true);
 }
 
 void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
@@ -527,6 +640,13 @@ void ml_track_moved(const struct ml_track_held *held, void *ptr, size_t size,
 	ml_track_count_thread(size);
 	struct event ev = { (uint64_t)ptr, size, kind, ML_KIND_COUNT, held };
 	int *e = errno_at(), saved = *e;
+	struct ml_thread *t = ml_tl_thread;
+	if (__builtin_expect(t != NULL, 1) && __builtin_expect(ml_event_begin_plain(t), 1)) {
+		ml_thread_side_run(t, record_move_plain, &ev);
+		ml_event_end_plain(t);
+		*e = saved;
+		return;
+	}
 	ml_event_begin();
 	if (__builtin_expect(ml_tl_thread != NULL, 1))
 		ml_thread_side_run(ml_tl_thread, record_move, &ev);

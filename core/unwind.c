@@ -73,7 +73,7 @@ struct l1_slot {
 struct frame {
 	uint64_t sp, bp;	/* state entering the frame (bp: when BIT_BP_OK) */
 	uint64_t ra_at, ra;	/* its return address, and where it was read */
-	uint64_t bw_at, bw;	/* the saved rbp read; if none, ra again (so a
+	uint64_t bw_at, bw;	/* the saved rbp read; if none, no_bw's (so a
 				 * check needs no branch) */
 	uint64_t rule;		/* its rule (struct l1_slot's packed) */
 	uint32_t node;		/* the trie node of the path root .. here */
@@ -100,6 +100,7 @@ struct near_slot {
 struct thread_walk {
 	uint32_t n;		/* frames recorded (0: no previous walk) */
 	uint32_t nodes;		/* o[0, nodes) have their trie node */
+	uint32_t phs;		/* o_ph[0, min(phs, nodes)) are valid (see set_nodes) */
 	uint32_t reuse;		/* the limit it ran with if it may be reused
 				 * (see fresh), else 0 */
 	uint32_t end;		/* END_*: how it stopped (0: no previous walk) */
@@ -119,8 +120,9 @@ struct thread_walk {
 	/* o's ra_at and ra again, dense: what the check of the reused frames
 	 * reads (four to a 32-byte load, not one 64-byte record each). */
 	uint64_t o_at[WALK_MAX], o_ra[WALK_MAX];
-	/* A hash of the path root .. o[p], valid with the node (p < nodes):
-	 * where o[p]'s node lookup is cached (see set_nodes). */
+	/* A hash of the path root .. o[p], valid with the node (p < nodes)
+	 * where p < phs too: where o[p]'s node lookup is cached (see
+	 * set_nodes). */
 	uint64_t o_ph[WALK_MAX];
 	struct frame y[WALK_MAX];	/* the new walk's own frames, innermost first */
 };
@@ -175,6 +177,10 @@ HOT bool bp_matters(const struct frame *f)
 #define WORD(at) (*(const volatile uint64_t *)(uintptr_t)(at))
 #define RA_DIFF(f) (WORD((f).ra_at) ^ (f).ra)
 #define BW_DIFF(f) (WORD((f).bw_at) ^ (f).bw)
+/* The word a frame that saves no rbp checks as its saved-rbp word: always
+ * 0, so such a frame's BW_DIFF is 0 whatever its return address does. */
+static const uint64_t no_bw;
+#define NO_BW_AT ((uint64_t)(uintptr_t)&no_bw)
 
 /* Whether some of frames [0, n) (dense: at, ra; n >= 4) no longer hold
  * the return address read: four words per AVX2 gather, all of them
@@ -341,6 +347,15 @@ HOT uint64_t path_hash(const struct thread_walk *w, uint64_t prev, uint32_t p)
 }
 #define PATH_SEED 0x243f6a8885a308d3ull
 
+/* Frames up to the innermost get their nodes without their path hashes
+ * (only a deeper walk's set_nodes needs them, and makes them then): the
+ * hashes stay valid below at most p. */
+HOT void ph_upto(struct thread_walk *w, uint32_t p)
+{
+	if (w->phs > p)
+		w->phs = p;
+}
+
 /* The near cache's answer for (parent, f0's return address, lead), when
  * it has it: f0's node (the record's innermost frame, below parent) and
  * the stack id in *hit.  (Its slot is computed before the check of
@@ -351,7 +366,7 @@ HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct fram
 	if (ns->ra0 == f0->ra && ns->lead == lead && ns->parent == parent) {
 		uint32_t n = w->n;
 		f0->node = ns->node0;
-		w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
+		ph_upto(w, n - 1);
 		w->nodes = n;
 		*hit = ns->node;
 	}
@@ -373,14 +388,14 @@ HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct fram
  * outermost frame's (what ended the walk is not recorded), another rule,
  * a saved-rbp word that matters; the frames patched until then are
  * consistent with the rest, and their nodes are dropped. */
-HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
+HOT bool patch_frames(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
 {
 	struct frame *o = w->o;
 	uint32_t chg = top;
 	bool ok = true;
 	for (uint32_t p = top; p-- > lo;) {
 		uint64_t v = WORD(w->o_at[p]);
-		if (__builtin_expect(bp, 0) && o[p].bw_at != o[p].ra_at && BW_DIFF(o[p])) {
+		if (__builtin_expect(bp, 0) && BW_DIFF(o[p])) {
 			ok = false;
 			break;
 		}
@@ -390,8 +405,6 @@ HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
 			ok = false;
 			break;
 		}
-		if (o[p].bw_at == o[p].ra_at)
-			o[p].bw = v;
 		o[p].ra = v;
 		w->o_ra[p] = v;
 		chg = p;
@@ -399,6 +412,11 @@ HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
 	if (w->nodes > chg)
 		w->nodes = chg;
 	return ok;
+}
+HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
+{
+	/* one loop without the saved-rbp words (the common case), one with */
+	return bp ? patch_frames(w, lo, top, true) : patch_frames(w, lo, top, false);
 }
 
 /* The common cases, without the general walk's bookkeeping:
@@ -432,7 +450,13 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		bool bpm = bp_matters(f0);
 		if (ic && lead && w->nodes >= n)
 			ns = near_slot(w, f1->node, f0->ra, lead);
-		const struct frame *c = first_changed(w, f0 + 1, bpm);
+		/* f0's own word apart: it changes whenever the innermost
+		 * function is called from another site, and then the check of
+		 * the others still finds them all holding (no scan for the
+		 * first change). */
+		const struct frame *c = first_changed(w, f0, bpm);
+		if (c == f0 && !(RA_DIFF(*f0) | (bpm ? BW_DIFF(*f0) : 0)))
+			c = f0 + 1;
 		if (c != f0 + 1 && !patch_words(w, (uint32_t)(c - w->o), n, bpm))
 			return 0;
 		if (ns && w->nodes >= n)
@@ -444,7 +468,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	if (cfa != f1->sp || cfa <= sp || (cfa & 7) ||
 	    (r->flags & (ML_RULE_BAD | ML_RULE_RA_UNDEF)))
 		return 0;
-	uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8), bw_at = cfa - 8, bw = ra, bp1 = bp;
+	uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8), bw_at = NO_BW_AT, bw = 0, bp1 = bp;
 	uint32_t bits1 = BIT_BP_OK;
 	if (r->flags & ML_RULE_RBP_SAVED) {
 		bw_at = cfa + (uint64_t)(int64_t)r->bp_off;
@@ -532,8 +556,10 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		f->bp = bp;
 		f->bits = (uint8_t)(bits | r->fbits);
 		f->rule = r->packed;
-		f->ra_at = f->bw_at = cfa - 8;
-		f->ra = f->bw = ra;
+		f->ra_at = cfa - 8;
+		f->ra = ra;
+		f->bw_at = NO_BW_AT;
+		f->bw = 0;
 		if (r->flags & (ML_RULE_RBP_SAVED | ML_RULE_RBP_UNDEF)) {
 			if (r->flags & ML_RULE_RBP_SAVED) {
 				f->bw_at = cfa + (uint64_t)(int64_t)r->bp_off;
@@ -609,7 +635,6 @@ HOT const struct frame *frame_at(const struct thread_walk *w, uint32_t i)
 	return &w->o[w->n - 1 - i];
 }
 
-__thread struct ml_unwind_mark ml_tl_mark __attribute__((tls_model("initial-exec")));
 
 /* The walk's start: the mark if a hook (or ml_thread_on_side_stack) set
  * one, else the given registers (the caller's own frame).  A marked frame
@@ -670,11 +695,13 @@ HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32
 	/* First the slots of all the lookups, by a hash of each frame's path
 	 * (no node needed): their lines are asked for together, and the
 	 * lookups, each needing its parent's node, then find them on the way. */
-	uint64_t ph = p ? w->o_ph[p - 1] : PATH_SEED;
-	for (uint32_t q = p; q < upto; q++) {
+	uint32_t q = w->phs < p ? w->phs : p;	/* o_ph valid below q */
+	uint64_t ph = q ? w->o_ph[q - 1] : PATH_SEED;
+	for (; q < upto; q++) {
 		w->o_ph[q] = ph = path_hash(w, ph, q);
 		__builtin_prefetch(&ic->l0[ph >> (64 - 12)]);
 	}
+	w->phs = upto;
 	uint32_t parent = p ? w->o[p - 1].node : ML_NODE_ROOT;
 	for (; p < upto; p++) {
 		parent = ml_stacktab_child_at(ic, w->o_ph[p], parent, w->o_ra[p]);
@@ -698,7 +725,7 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	struct near_slot *s = near_slot(w, parent, f0->ra, lead);
 	if (s->ra0 == f0->ra && s->lead == lead && s->parent == parent) {
 		f0->node = s->node0;
-		w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
+		ph_upto(w, n - 1);
 		w->nodes = n;
 		return s->node;
 	}
@@ -706,7 +733,7 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	if (!node0)
 		return 0;
 	f0->node = node0;
-	w->o_ph[n - 1] = path_hash(w, n > 1 ? w->o_ph[n - 2] : PATH_SEED, n - 1);
+	ph_upto(w, n - 1);
 	w->nodes = n;
 	uint32_t node = ml_stacktab_child_cached(ic, node0, lead);
 	if (node)

@@ -49,6 +49,58 @@ START_TEST(insert_existing_returns_old)
 }
 END_TEST
 
+/* Keys that share their low 32 bits in one bucket (addresses a multiple
+ * of 4 GiB apart): the inline paths filter ways by the low halves, and
+ * must take none of them for another, nor miss a reused address among
+ * them.  (One address in two kinds never shares a first bucket.) */
+START_TEST(low_halves_shared)
+{
+	struct ml_live_block b, old;
+	const uint32_t shift = 64 - 4;	/* a new shard's 16 buckets (livetab.c) */
+	uint64_t x = 0, d = 0;
+	for (uint64_t k = 1; k < (1u << 24) && !x; k++) {
+		uint64_t g = k << 32;
+		for (uint64_t a = 16; a < (16u << 12) && !x; a += 16)
+			if (ml_live_shard_of(a) == ml_live_shard_of(a + g) &&
+			    ml_live_shard_of(a) == ml_live_shard_of(a + 2 * g) &&
+			    ml_live_b1(shift, ml_live_key(a, HEAP)) ==
+			    ml_live_b1(shift, ml_live_key(a + g, HEAP)) &&
+			    ml_live_b1(shift, ml_live_key(a, HEAP)) ==
+			    ml_live_b1(shift, ml_live_key(a + 2 * g, HEAP)))
+				x = a, d = g;
+			else if (ml_live_shard_of(a) != ml_live_shard_of(a + g))
+				break;	/* this k moves every address to another shard */
+	}
+	ck_assert_uint_ne(x, 0);
+	ck_assert_int_eq(ml_livetab_insert(x + d, HEAP, 30, 3, &old), 0);
+	ck_assert_uint_eq(ml_live_shard_of(x)->shift, shift);
+	ck_assert_uint_eq(old.addr, 0);
+	ck_assert_int_eq(ml_livetab_insert(x + 2 * d, HEAP, 20, 2, &old), 0);
+	ck_assert_uint_eq(old.addr, 0);
+	ck_assert_int_eq(ml_livetab_insert(x, HEAP, 10, 1, &old), 0);
+	ck_assert_uint_eq(old.addr, 0);
+	ck_assert_uint_eq(ml_livetab_count(), 3);
+	/* a reused address among its twins: the missed free is found */
+	ck_assert_int_eq(ml_livetab_insert(x, HEAP, 11, 4, &old), 0);
+	ck_assert_uint_eq(old.addr, x);
+	ck_assert_uint_eq(old.size, 10);
+	ck_assert_uint_eq(old.stack, 1);
+	ck_assert_uint_eq(ml_livetab_count(), 3);
+	ck_assert(!ml_livetab_remove(x + 3 * d, HEAP, &b));
+	ck_assert(!ml_livetab_remove(x + d, DEV, &b));
+	ck_assert(ml_livetab_remove(x + 2 * d, HEAP, &b));
+	ck_assert_uint_eq(b.size, 20);
+	ck_assert_uint_eq(b.stack, 2);
+	ck_assert(ml_livetab_remove(x + d, HEAP, &b));
+	ck_assert_uint_eq(b.size, 30);
+	ck_assert_uint_eq(b.stack, 3);
+	ck_assert(ml_livetab_remove(x, HEAP, &b));
+	ck_assert_uint_eq(b.size, 11);
+	ck_assert_uint_eq(b.stack, 4);
+	ck_assert_uint_eq(ml_livetab_count(), 0);
+}
+END_TEST
+
 /* Many entries (shards grow many times); remove every other one, then
  * check exactly the rest is there with its sizes. */
 START_TEST(many_entries)
@@ -208,6 +260,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, insert_remove);
 	tcase_add_test(tc, insert_existing_returns_old);
+	tcase_add_test(tc, low_halves_shared);
 	tcase_add_test(tc, many_entries);
 	tcase_add_test(tc, big_sizes);
 	tcase_add_test(tc, dense_region);

@@ -393,6 +393,48 @@ START_TEST(track_path)
 }
 END_TEST
 
+/* Blocks of 0 bytes whose frees go to the live table's slow path (eight
+ * keys of one first bucket: some live away from it), by a thread that
+ * owns the plain mode after ML_TAKE_EVERY events alone (where membarrier
+ * works), each counted: a block of 0 bytes is a block. */
+static void __attribute__((noinline)) site_zero(uint64_t addr)
+{
+	ml_track_alloc((void *)(uintptr_t)addr, 0, ML_KIND_HEAP);
+}
+
+START_TEST(track_free_zero_bytes_away)
+{
+	ck_assert(ml_guard_enter_always());
+	for (uint32_t i = 0; i < 2 * ML_TAKE_EVERY; i++) {
+		void *p = malloc(16);
+		ml_track_alloc(p, 16, ML_KIND_HEAP);
+		ck_assert_uint_eq(ml_track_free_heap(p), 16);
+		free(p);
+	}
+	uint64_t addr[8], base = 0x7e5500000000ull;
+	struct ml_live_block b, old;
+	ck_assert_int_eq(ml_livetab_insert(base, ML_KIND_HEAP, 1, 1, &old), 0);	/* a table */
+	ck_assert(ml_livetab_remove(base, ML_KIND_HEAP, &b));
+	struct ml_live_shard *s = ml_live_shard_of(base);
+	uint32_t first = ml_live_b1(s->shift, ml_live_key(base, ML_KIND_HEAP)), n = 0;
+	for (uint64_t a = base; n < 8; a += 16)
+		if (ml_live_shard_of(a) == s &&
+		    ml_live_b1(s->shift, ml_live_key(a, ML_KIND_HEAP)) == first)
+			addr[n++] = a;
+	for (uint32_t i = 0; i < 8; i++)
+		site_zero(addr[i]);
+	struct ml_counter *c = counter_of((void *)(uintptr_t)addr[0]);
+	ck_assert_int_eq(c->live_blocks, 8);
+	for (uint32_t i = 0; i < 8; i++)
+		ck_assert_uint_eq(ml_track_free_heap((void *)(uintptr_t)addr[i]), 0);
+	ck_assert_int_eq(c->live_blocks, 0);
+	ck_assert_int_eq(c->live_bytes, 0);
+	for (uint32_t i = 0; i < 8; i++)
+		ck_assert(!ml_livetab_remove(addr[i], ML_KIND_HEAP, &b));
+	ml_guard_exit();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stacktab");
@@ -407,6 +449,7 @@ int main(void)
 	tcase_add_test(tc, fast_unwind_alternating_callers);
 	tcase_add_test(tc, intern_concurrent);
 	tcase_add_test(tc, track_path);
+	tcase_add_test(tc, track_free_zero_bytes_away);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
