@@ -28,10 +28,24 @@ struct agg_priv {
 	size_t memo_cap, memo_used;	/* memo_cap a power of two */
 	size_t cap_funcs, cap_lines;
 	struct ml_amount *amounts;	/* every stack's amounts (ml_agg_stack.amounts) */
+	uint64_t *walk;		/* a stack's addresses from the profile's trie */
+	size_t walk_cap;
+	const struct ml_frame **scratch;	/* a stack's frames as symbolized */
+	size_t scratch_cap;
+	struct frame_chunk *chunks;	/* every kept stack's and sample's frames */
 	char **names;		/* function names made here (offsets cut off) */
 	const char *scratch_name;	/* a name in a caller's buffer, to copy */
 	size_t n_names, cap_names;
 };
+
+/* Frames arrays packed one after another, each whole in one chunk. */
+struct frame_chunk {
+	struct frame_chunk *next;
+	size_t used, cap;
+	const struct ml_frame *slot[];
+};
+
+#define FRAME_CHUNK ((size_t)1 << 20)	/* frames per chunk, at least */
 
 const struct ml_amount ml_amount_zero;
 
@@ -459,15 +473,15 @@ static bool py_own(struct ml_agg *a, uint64_t addr)
 
 /* A stack with Python frames: in program order (report/pystack.h), the
  * frames the default view leaves out left out. */
-static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
-			   bool strip_cudart, bool strip_torch)
+static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, const uint64_t *addrs,
+			   struct ml_agg_stack *st, size_t *cap, bool strip_cudart, bool strip_torch)
 {
 	struct ml_pystack_item *items = malloc((ps->depth + 1) * sizeof(*items));
 	if (!items)
 		return -ENOMEM;
 	struct py_env e = { a, ps };
 	struct ml_pystack_env env = { &e, env_is_eval, env_in_interpreter };
-	size_t n = ml_pystack_order(ps->frames, ps->depth, ps->flags, &env, items), cap = 0;
+	size_t n = ml_pystack_order(addrs, ps->depth, ps->flags, &env, items);
 	int err = 0;
 	/* memline's own Python code (@profile's wrappers) between the
 	 * program's frames is left out like the interpreter's internals; a
@@ -481,24 +495,34 @@ static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct m
 		    (items[k].show == ML_PYSTACK_NATIVE_ONLY && !a->opts.native) ||
 		    (user && items[k].python && !a->opts.native && py_own(a, items[k].addr)))
 			continue;
-		err = push_resolved(a, ps, items[k].index, items[k].addr, st, &cap, strip_cudart,
+		err = push_resolved(a, ps, items[k].index, items[k].addr, st, cap, strip_cudart,
 				    strip_torch);
 	}
 	free(items);
 	return err;
 }
 
-/* The program frames of ps, innermost first (push_resolved). */
-static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st)
+/* The program frames of ps, innermost first (push_resolved), into
+ * st->frames: *cap of them allocated (realloc'd as it grows). */
+static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
+			   size_t *cap)
 {
-	size_t cap = 0;
+	struct agg_priv *pv = a->priv;
 	bool strip_cudart = stack_has_cuda(st);
 	bool strip_torch = stack_has_torch_blocks(st);
-	if (ps->depth && ml_pyframe_is(ps->frames[ps->depth - 1]) && a->resolver->py_is_eval &&
+	if (!ps->frames && ps->depth > pv->walk_cap) {
+		uint64_t *mem = realloc(pv->walk, ps->depth * sizeof(*mem));
+		if (!mem)
+			return -ENOMEM;
+		pv->walk = mem;
+		pv->walk_cap = ps->depth;
+	}
+	const uint64_t *addrs = ml_profile_stack_frames(a->profile, ps, pv->walk);
+	if (ps->depth && ml_pyframe_is(addrs[ps->depth - 1]) && a->resolver->py_is_eval &&
 	    a->resolver->py_in_interpreter)
-		return symbolize_mixed(a, ps, st, strip_cudart, strip_torch);
+		return symbolize_mixed(a, ps, addrs, st, cap, strip_cudart, strip_torch);
 	for (uint32_t i = 0; i < ps->depth; i++)
-		if (push_resolved(a, ps, i, ps->frames[i], st, &cap, strip_cudart, strip_torch) < 0)
+		if (push_resolved(a, ps, i, addrs[i], st, cap, strip_cudart, strip_torch) < 0)
 			return -ENOMEM;
 	return 0;
 }
@@ -535,6 +559,78 @@ static struct ml_agg_stack *stack_for(struct ml_agg *a, size_t *slot_of, uint32_
 	if (ps >= 0)
 		slot_of[ps] = a->n_stacks;
 	return st;
+}
+
+/* A copy of frames[0..n) kept until ml_agg_free (NULL for none), or NULL
+ * with *err = -ENOMEM. */
+static const struct ml_frame **keep_frames(struct agg_priv *pv, const struct ml_frame **frames,
+					   size_t n, int *err)
+{
+	struct frame_chunk *c = pv->chunks;
+	if (n == 0)
+		return NULL;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > FRAME_CHUNK ? n : FRAME_CHUNK;
+		c = malloc(sizeof(*c) + cap * sizeof(c->slot[0]));
+		if (!c) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		c->next = pv->chunks;
+		c->used = 0;
+		c->cap = cap;
+		pv->chunks = c;
+	}
+	const struct ml_frame **out = &c->slot[c->used];
+	memcpy(out, frames, n * sizeof(*frames));
+	c->used += n;
+	return out;
+}
+
+/* Stacks by their symbolized frames: distinct stacks often symbolize alike
+ * (Python stacks that differ only in the interpreter's frames, which are
+ * left out), and then share one array.  Slots hold stack index + 1. */
+struct frames_index {
+	uint32_t *slots;
+	size_t mask;
+};
+
+static uint64_t frames_hash(const struct ml_frame *const *frames, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+/* Symbolizes stack ps into a->stacks[k], whose frames then lie in the
+ * chunks, shared with an earlier stack of the same frames.  0 or -ENOMEM. */
+static int symbolize_kept(struct ml_agg *a, struct frames_index *ix, const struct ml_stack *ps,
+			  size_t k)
+{
+	struct agg_priv *pv = a->priv;
+	struct ml_agg_stack *st = &a->stacks[k];
+	size_t cap = pv->scratch_cap;
+	st->frames = pv->scratch;
+	int err = symbolize_stack(a, ps, st, &cap);
+	const struct ml_frame **frames = st->frames;
+	pv->scratch = st->frames;
+	pv->scratch_cap = cap;
+	st->frames = NULL;
+	if (err < 0 || st->n_frames == 0)
+		return err;
+	size_t s = (size_t)frames_hash(frames, st->n_frames) & ix->mask;
+	for (; ix->slots[s]; s = (s + 1) & ix->mask) {
+		const struct ml_agg_stack *o = &a->stacks[ix->slots[s] - 1];
+		if (o->n_frames == st->n_frames &&
+		    memcmp(o->frames, frames, st->n_frames * sizeof(*frames)) == 0) {
+			st->frames = o->frames;
+			return 0;
+		}
+	}
+	st->frames = keep_frames(pv, frames, st->n_frames, &err);
+	ix->slots[s] = (uint32_t)k + 1;
+	return err;
 }
 
 /* One aggregated stack per stack id that has counters. */
@@ -585,14 +681,24 @@ static int collect_stacks(struct ml_agg *a)
 		}
 	}
 	free(slot_of);
+	struct frames_index ix = { 0 };
+	size_t cap = 64;
+	while (cap < 2 * a->n_stacks)
+		cap *= 2;
+	if (a->n_stacks >= UINT32_MAX || !(ix.slots = calloc(cap, sizeof(*ix.slots))))
+		return -ENOMEM;
+	ix.mask = cap - 1;
 	for (size_t k = 0; k < a->n_stacks; k++) {
 		long ps = find_stack(p, a->stacks[k].id);
 		if (ps < 0)
 			continue;
 		a->stacks[k].truncated = (p->stacks[ps].flags & ML_STACK_TRUNCATED) != 0;
-		if (symbolize_stack(a, &p->stacks[ps], &a->stacks[k]) < 0)
+		if (symbolize_kept(a, &ix, &p->stacks[ps], k) < 0) {
+			free(ix.slots);
 			return -ENOMEM;
+		}
 	}
+	free(ix.slots);
 	return 0;
 }
 
@@ -770,8 +876,12 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 	const struct ml_sample *sm = &a->profile->samples[si];
 	const struct ml_stack ps = { .id = 0, .depth = sm->depth, .flags = sm->flags,
 				     .frames = sm->frames };
-	struct ml_agg_stack st = { 0 };
-	int err = symbolize_stack(a, &ps, &st);
+	struct agg_priv *pv = a->priv;
+	struct ml_agg_stack st = { .frames = pv->scratch };
+	size_t cap = pv->scratch_cap;
+	int err = symbolize_stack(a, &ps, &st, &cap);
+	pv->scratch = st.frames;	/* st.frames stays the scratch's */
+	pv->scratch_cap = cap;
 	bool gil = err == 0 && gil_wait(a, sm);
 	long wait_func = -1;
 	a->total_samples += sm->count;
@@ -780,10 +890,8 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 		if (!a->opts.native)
 			drop_wait_frames(&st);
 		wait_func = func_lookup(a, ML_AGG_GIL_WAIT, NULL, NULL);
-		if (wait_func < 0) {
-			free(st.frames);
+		if (wait_func < 0)
 			return -ENOMEM;
-		}
 		a->funcs[wait_func].self_samples += sm->count;
 		a->funcs[wait_func].total_samples += sm->count;
 		a->funcs[wait_func].gil_samples += sm->count;
@@ -794,10 +902,12 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 			a->funcs[f].self_samples += sm->count;
 			a->funcs[f].total_samples += sm->count;
 		}
-		free(st.frames);
 		return f < 0 ? -ENOMEM : 0;
 	}
-	a->samples[si] = (struct ml_agg_sample){ st.frames, st.n_frames, sm->count };
+	const struct ml_frame **kept = keep_frames(pv, st.frames, st.n_frames, &err);
+	if (err < 0)
+		return err;
+	a->samples[si] = (struct ml_agg_sample){ kept, st.n_frames, sm->count };
 	for (size_t i = 0; i < st.n_frames && err == 0; i++) {
 		long f, l;
 		if (frame_target(a, st.frames[i], &f, &l) < 0) {
@@ -821,7 +931,7 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 			a->lines[l].gil_samples += gil ? sm->count : 0;
 		}
 	}
-	return err;	/* st.frames is a->samples[si]'s now */
+	return err;
 }
 
 int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *out)
@@ -830,7 +940,8 @@ int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *o
 	const struct ml_stack ps = { .id = 0, .depth = sm->depth, .flags = sm->flags,
 				     .frames = sm->frames };
 	memset(out, 0, sizeof(*out));
-	int err = symbolize_stack((struct ml_agg *)a, &ps, out);
+	size_t cap = 0;
+	int err = symbolize_stack((struct ml_agg *)a, &ps, out, &cap);
 	if (err < 0) {
 		free(out->frames);
 		out->frames = NULL;
@@ -972,17 +1083,20 @@ void ml_agg_free(struct ml_agg *a)
 		free(pv->funcs.slots);
 		free(pv->lines.slots);
 		free(pv->memo);
+		free(pv->walk);
+		free(pv->scratch);
+		while (pv->chunks) {
+			struct frame_chunk *next = pv->chunks->next;
+			free(pv->chunks);
+			pv->chunks = next;
+		}
 		free(pv->amounts);
 		for (size_t i = 0; i < pv->n_names; i++)
 			free(pv->names[i]);
 		free(pv->names);
 		free(pv);
 	}
-	for (size_t i = 0; i < a->n_stacks; i++)
-		free(a->stacks[i].frames);
 	free(a->stacks);
-	for (size_t i = 0; a->samples && i < a->profile->n_samples; i++)
-		free(a->samples[i].frames);
 	free(a->samples);
 	free(a->funcs);
 	free(a->lines);

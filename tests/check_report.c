@@ -99,7 +99,7 @@ static struct ml_module modules[] = {
 };
 
 static struct ml_stack stacks[] = {
-	{ 1, 3, 0, st1 }, { 2, 4, 0, st2 }, { 3, 3, 0, st3 }, { 4, 5, 0, st4 },
+	{ 1, 3, 0, st1, 0 }, { 2, 4, 0, st2, 0 }, { 3, 3, 0, st3, 0 }, { 4, 5, 0, st4, 0 },
 };
 
 /*                         stack kind allocs bytes frees freed lblk lbytes pblk pbytes */
@@ -294,7 +294,7 @@ START_TEST(agg_symbol_offsets_grouped)
 {
 	/* Frames without debug info ("sym+0x10") are one function per symbol. */
 	static const uint64_t a[] = { 0x610, 0x700, 0x100 }, b[] = { 0x62a, 0x100 };
-	static struct ml_stack s[] = { { 1, 3, 0, a }, { 2, 2, 0, b } };
+	static struct ml_stack s[] = { { 1, 3, 0, a, 0 }, { 2, 2, 0, b, 0 } };
 	static struct ml_fmt_counter c[] = {
 		{ 1, ML_KIND_HEAP, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 		{ 2, ML_KIND_HEAP, 2, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
@@ -336,8 +336,8 @@ START_TEST(agg_same_name_kept_apart)
 			      a6[] = { 0x820, 0x100 }, dx[] = { 0x830, 0x100 },
 			      dy[] = { 0x840, 0x100 };
 	static struct ml_stack s[] = {
-		{ 1, 2, 0, a5 }, { 2, 2, 0, b7 }, { 3, 2, 0, a6 },
-		{ 4, 2, 0, dx }, { 5, 2, 0, dy }, { 6, 2, 0, a5 },
+		{ 1, 2, 0, a5, 0 }, { 2, 2, 0, b7, 0 }, { 3, 2, 0, a6, 0 },
+		{ 4, 2, 0, dx, 0 }, { 5, 2, 0, dy, 0 }, { 6, 2, 0, a5, 0 },
 	};
 	static struct ml_fmt_counter c[] = {
 		{ 1, ML_KIND_HEAP, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
