@@ -33,6 +33,11 @@ struct agg_priv {
 	const struct ml_frame **scratch;	/* a stack's frames as symbolized */
 	size_t scratch_cap;
 	struct frame_chunk *chunks;	/* every kept stack's and sample's frames */
+	/* The kinds the stacks have, in slots (ml_agg_func.kind_slot), and
+	 * every function's and line's amounts, 2 n_slots each. */
+	signed char kind_slot[ML_KIND_COUNT];
+	size_t n_slots;
+	struct amount_chunk *amount_chunks;
 	char **names;		/* function names made here (offsets cut off) */
 	const char *scratch_name;	/* a name in a caller's buffer, to copy */
 	size_t n_names, cap_names;
@@ -47,7 +52,40 @@ struct frame_chunk {
 
 #define FRAME_CHUNK ((size_t)1 << 20)	/* frames per chunk, at least */
 
+/* Amounts handed out one after another, zeroed. */
+struct amount_chunk {
+	struct amount_chunk *next;
+	size_t used, cap;
+	struct ml_amount slot[];
+};
+
+#define AMOUNT_CHUNK ((size_t)1 << 14)	/* amounts per chunk, at least */
+
 const struct ml_amount ml_amount_zero;
+
+const signed char ml_kind_slot_identity[ML_KIND_COUNT] = {
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+};
+_Static_assert(ML_KIND_COUNT == 16, "ml_kind_slot_identity lists every kind");
+
+/* n zeroed amounts kept until ml_agg_free, or NULL. */
+static struct ml_amount *amount_room(struct agg_priv *pv, size_t n)
+{
+	struct amount_chunk *c = pv->amount_chunks;
+	if (n == 0)
+		n = 1;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > AMOUNT_CHUNK ? n : AMOUNT_CHUNK;
+		c = calloc(1, sizeof(*c) + cap * sizeof(c->slot[0]));
+		if (!c)
+			return NULL;
+		c->next = pv->amount_chunks;
+		c->cap = cap;
+		pv->amount_chunks = c;
+	}
+	c->used += n;
+	return &c->slot[c->used - n];
+}
 
 const char *ml_kind_list(void)
 {
@@ -237,10 +275,14 @@ static long func_lookup(struct ml_agg *a, const char *name, const char *module,
 		a->funcs = mem;
 		pv->cap_funcs = cap;
 	}
-	if (own_name(pv, &name) < 0)
+	struct ml_amount *slots = amount_room(pv, 2 * pv->n_slots);
+	if (!slots || own_name(pv, &name) < 0)
 		return -ENOMEM;
 	struct ml_agg_func *f = &a->funcs[a->n_funcs];
 	memset(f, 0, sizeof(*f));
+	f->self_slots = slots;
+	f->total_slots = slots + pv->n_slots;
+	f->kind_slot = pv->kind_slot;
 	f->name = name;
 	f->label = name;
 	f->module = module;
@@ -283,8 +325,14 @@ static long line_lookup(struct ml_agg *a, const struct ml_frame *fr)
 		a->lines = mem;
 		pv->cap_lines = cap;
 	}
+	struct ml_amount *slots = amount_room(pv, 2 * pv->n_slots);
+	if (!slots)
+		return -ENOMEM;
 	struct ml_agg_line *l = &a->lines[a->n_lines];
 	memset(l, 0, sizeof(*l));
+	l->self_slots = slots;
+	l->total_slots = slots + pv->n_slots;
+	l->kind_slot = pv->kind_slot;
 	l->file = fr->file;
 	l->line = fr->line;
 	l->function = fr->function;
@@ -702,11 +750,14 @@ static int collect_stacks(struct ml_agg *a)
 	return 0;
 }
 
-static void add_kinds(struct ml_amount *dst, const struct ml_agg_stack *st)
+/* Adds stack st's amounts into per-slot amounts dst (every kind a stack
+ * has has a slot). */
+static void add_kinds(struct ml_amount *dst, const signed char *kind_slot,
+		      const struct ml_agg_stack *st)
 {
 	const struct ml_amount *src = st->amounts;
 	for (uint32_t m = st->kinds; m; m &= m - 1)
-		ml_amount_add(&dst[__builtin_ctz(m)], src++);
+		ml_amount_add(&dst[kind_slot[__builtin_ctz(m)]], src++);
 }
 
 /* The name a frame's function is grouped under: a symbol without debug
@@ -786,8 +837,8 @@ static int attribute_stack(struct ml_agg *a, size_t si)
 		long f = func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
 		if (f < 0)
 			return -ENOMEM;
-		add_kinds(a->funcs[f].self, st);
-		add_kinds(a->funcs[f].total, st);
+		add_kinds(a->funcs[f].self_slots, a->funcs[f].kind_slot, st);
+		add_kinds(a->funcs[f].total_slots, a->funcs[f].kind_slot, st);
 		return 0;
 	}
 	for (size_t i = 0; i < st->n_frames; i++) {
@@ -795,18 +846,18 @@ static int attribute_stack(struct ml_agg *a, size_t si)
 		if (frame_target(a, st->frames[i], &f, &l) < 0)
 			return -ENOMEM;
 		if (i == 0)
-			add_kinds(a->funcs[f].self, st);
+			add_kinds(a->funcs[f].self_slots, a->funcs[f].kind_slot, st);
 		if (a->funcs[f].seen != si + 1) {
 			a->funcs[f].seen = si + 1;
-			add_kinds(a->funcs[f].total, st);
+			add_kinds(a->funcs[f].total_slots, a->funcs[f].kind_slot, st);
 		}
 		if (l < 0)
 			continue;
 		if (i == 0)
-			add_kinds(a->lines[l].self, st);
+			add_kinds(a->lines[l].self_slots, a->lines[l].kind_slot, st);
 		if (a->lines[l].seen != si + 1) {
 			a->lines[l].seen = si + 1;
-			add_kinds(a->lines[l].total, st);
+			add_kinds(a->lines[l].total_slots, a->lines[l].kind_slot, st);
 		}
 	}
 	return 0;
@@ -1049,6 +1100,12 @@ int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
 	err = collect_stacks(a);
 	if (err < 0)
 		goto fail;
+	struct agg_priv *pv = a->priv;
+	uint32_t kinds = 0;
+	for (size_t i = 0; i < a->n_stacks; i++)
+		kinds |= a->stacks[i].kinds;
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		pv->kind_slot[k] = (kinds >> k) & 1 ? (signed char)pv->n_slots++ : -1;
 	for (size_t i = 0; i < a->n_stacks; i++) {
 		err = attribute_stack(a, i);
 		if (err < 0)
@@ -1091,6 +1148,11 @@ void ml_agg_free(struct ml_agg *a)
 			pv->chunks = next;
 		}
 		free(pv->amounts);
+		while (pv->amount_chunks) {
+			struct amount_chunk *next = pv->amount_chunks->next;
+			free(pv->amount_chunks);
+			pv->amount_chunks = next;
+		}
 		for (size_t i = 0; i < pv->n_names; i++)
 			free(pv->names[i]);
 		free(pv->names);
