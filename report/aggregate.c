@@ -706,6 +706,18 @@ static int collect_stacks(struct ml_agg *a)
 			st->kinds |= 1u << ML_KIND_CPU;
 		}
 	}
+	/* A stack with one of the kinds cpu sums has cpu's amount in it. */
+	for (size_t k = 0; k < a->n_stacks; k++) {
+		struct ml_agg_stack *st = &a->stacks[k];
+		uint32_t in_cpu = 0;
+		for (int kind = 0; kind < ML_KIND_COUNT; kind++)
+			if (((st->kinds >> kind) & 1) && ml_kind_in_cpu((enum ml_kind)kind))
+				in_cpu |= 1u << kind;
+		if (__builtin_popcount(in_cpu) == 1) {
+			st->cpu_of = (uint32_t)__builtin_ctz(in_cpu) + 1;
+			n_amounts--;
+		}
+	}
 	struct agg_priv *pv = a->priv;
 	pv->amounts = calloc(n_amounts ? n_amounts : 1, sizeof(*pv->amounts));
 	if (!pv->amounts) {
@@ -714,7 +726,7 @@ static int collect_stacks(struct ml_agg *a)
 	}
 	for (size_t k = 0, at = 0; k < a->n_stacks; k++) {
 		a->stacks[k].amounts = &pv->amounts[at];
-		at += (size_t)__builtin_popcount(a->stacks[k].kinds);
+		at += (size_t)__builtin_popcount(a->stacks[k].kinds) - (a->stacks[k].cpu_of != 0);
 	}
 	for (size_t i = 0; i < p->n_counters; i++) {
 		const struct ml_fmt_counter *c = &p->counters[i];
@@ -724,7 +736,8 @@ static int collect_stacks(struct ml_agg *a)
 		ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, c->kind), c);
 		ml_amount_add_counter(&a->totals[c->kind], c);
 		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {
-			ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, ML_KIND_CPU), c);
+			if (!st->cpu_of)
+				ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, ML_KIND_CPU), c);
 			ml_amount_add_counter(&a->totals[ML_KIND_CPU], c);
 		}
 	}
@@ -755,9 +768,9 @@ static int collect_stacks(struct ml_agg *a)
 static void add_kinds(struct ml_amount *dst, const signed char *kind_slot,
 		      const struct ml_agg_stack *st)
 {
-	const struct ml_amount *src = st->amounts;
 	for (uint32_t m = st->kinds; m; m &= m - 1)
-		ml_amount_add(&dst[kind_slot[__builtin_ctz(m)]], src++);
+		ml_amount_add(&dst[kind_slot[__builtin_ctz(m)]],
+			      ml_agg_stack_kind(st, __builtin_ctz(m)));
 }
 
 /* The name a frame's function is grouped under: a symbol without debug

@@ -57,8 +57,12 @@ struct ml_agg_stack {
 	const struct ml_frame **frames;	/* program frames, innermost first */
 	size_t n_frames;
 	uint32_t kinds;			/* bit k: the stack has counters of kind k */
-	struct ml_amount *amounts;	/* one per bit of kinds, lowest kind first;
-					 * read them with ml_agg_stack_kind */
+	/* 0, or kind + 1 of the one kind the derived kind cpu sums here (heap
+	 * or python): cpu's amount is then that kind's, not kept apart. */
+	uint32_t cpu_of;
+	struct ml_amount *amounts;	/* one per bit of kinds (but cpu's where
+					 * cpu_of says), lowest kind first; read
+					 * them with ml_agg_stack_kind */
 };
 
 extern const struct ml_amount ml_amount_zero;
@@ -68,7 +72,13 @@ static inline const struct ml_amount *ml_agg_stack_kind(const struct ml_agg_stac
 {
 	if (!((st->kinds >> kind) & 1))
 		return &ml_amount_zero;
-	return &st->amounts[__builtin_popcount(st->kinds & ((1u << kind) - 1))];
+	uint32_t kept = st->kinds;
+	if (st->cpu_of) {
+		kept &= ~(1u << ML_KIND_CPU);
+		if (kind == ML_KIND_CPU)
+			kind = (int)st->cpu_of - 1;
+	}
+	return &st->amounts[__builtin_popcount(kept & ((1u << kind) - 1))];
 }
 
 /* All of a stack's amounts, indexed by kind, into out. */
