@@ -768,9 +768,14 @@ static int collect_stacks(struct ml_agg *a)
 static void add_kinds(struct ml_amount *dst, const signed char *kind_slot,
 		      const struct ml_agg_stack *st)
 {
-	for (uint32_t m = st->kinds; m; m &= m - 1)
-		ml_amount_add(&dst[kind_slot[__builtin_ctz(m)]],
-			      ml_agg_stack_kind(st, __builtin_ctz(m)));
+	const struct ml_amount *src = st->amounts;
+	for (uint32_t m = st->kinds; m; m &= m - 1) {
+		int k = __builtin_ctz(m);
+		if (k == ML_KIND_CPU && st->cpu_of)	/* kept as another kind's */
+			ml_amount_add(&dst[kind_slot[k]], ml_agg_stack_kind(st, k));
+		else
+			ml_amount_add(&dst[kind_slot[k]], src++);
+	}
 }
 
 /* The name a frame's function is grouped under: a symbol without debug
