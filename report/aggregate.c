@@ -28,12 +28,64 @@ struct agg_priv {
 	size_t memo_cap, memo_used;	/* memo_cap a power of two */
 	size_t cap_funcs, cap_lines;
 	struct ml_amount *amounts;	/* every stack's amounts (ml_agg_stack.amounts) */
+	uint64_t *walk;		/* a stack's addresses from the profile's trie */
+	size_t walk_cap;
+	const struct ml_frame **scratch;	/* a stack's frames as symbolized */
+	size_t scratch_cap;
+	struct frame_chunk *chunks;	/* every kept stack's and sample's frames */
+	/* The kinds the stacks have, in slots (ml_agg_func.kind_slot), and
+	 * every function's and line's amounts, 2 n_slots each. */
+	signed char kind_slot[ML_KIND_COUNT];
+	size_t n_slots;
+	struct amount_chunk *amount_chunks;
 	char **names;		/* function names made here (offsets cut off) */
 	const char *scratch_name;	/* a name in a caller's buffer, to copy */
 	size_t n_names, cap_names;
 };
 
+/* Frames arrays packed one after another, each whole in one chunk. */
+struct frame_chunk {
+	struct frame_chunk *next;
+	size_t used, cap;
+	const struct ml_frame *slot[];
+};
+
+#define FRAME_CHUNK ((size_t)1 << 20)	/* frames per chunk, at least */
+
+/* Amounts handed out one after another, zeroed. */
+struct amount_chunk {
+	struct amount_chunk *next;
+	size_t used, cap;
+	struct ml_amount slot[];
+};
+
+#define AMOUNT_CHUNK ((size_t)1 << 14)	/* amounts per chunk, at least */
+
 const struct ml_amount ml_amount_zero;
+
+const signed char ml_kind_slot_identity[ML_KIND_COUNT] = {
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+};
+_Static_assert(ML_KIND_COUNT == 16, "ml_kind_slot_identity lists every kind");
+
+/* n zeroed amounts kept until ml_agg_free, or NULL. */
+static struct ml_amount *amount_room(struct agg_priv *pv, size_t n)
+{
+	struct amount_chunk *c = pv->amount_chunks;
+	if (n == 0)
+		n = 1;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > AMOUNT_CHUNK ? n : AMOUNT_CHUNK;
+		c = calloc(1, sizeof(*c) + cap * sizeof(c->slot[0]));
+		if (!c)
+			return NULL;
+		c->next = pv->amount_chunks;
+		c->cap = cap;
+		pv->amount_chunks = c;
+	}
+	c->used += n;
+	return &c->slot[c->used - n];
+}
 
 const char *ml_kind_list(void)
 {
@@ -223,10 +275,14 @@ static long func_lookup(struct ml_agg *a, const char *name, const char *module,
 		a->funcs = mem;
 		pv->cap_funcs = cap;
 	}
-	if (own_name(pv, &name) < 0)
+	struct ml_amount *slots = amount_room(pv, 2 * pv->n_slots);
+	if (!slots || own_name(pv, &name) < 0)
 		return -ENOMEM;
 	struct ml_agg_func *f = &a->funcs[a->n_funcs];
 	memset(f, 0, sizeof(*f));
+	f->self_slots = slots;
+	f->total_slots = slots + pv->n_slots;
+	f->kind_slot = pv->kind_slot;
 	f->name = name;
 	f->label = name;
 	f->module = module;
@@ -269,8 +325,14 @@ static long line_lookup(struct ml_agg *a, const struct ml_frame *fr)
 		a->lines = mem;
 		pv->cap_lines = cap;
 	}
+	struct ml_amount *slots = amount_room(pv, 2 * pv->n_slots);
+	if (!slots)
+		return -ENOMEM;
 	struct ml_agg_line *l = &a->lines[a->n_lines];
 	memset(l, 0, sizeof(*l));
+	l->self_slots = slots;
+	l->total_slots = slots + pv->n_slots;
+	l->kind_slot = pv->kind_slot;
 	l->file = fr->file;
 	l->line = fr->line;
 	l->function = fr->function;
@@ -459,15 +521,15 @@ static bool py_own(struct ml_agg *a, uint64_t addr)
 
 /* A stack with Python frames: in program order (report/pystack.h), the
  * frames the default view leaves out left out. */
-static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
-			   bool strip_cudart, bool strip_torch)
+static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, const uint64_t *addrs,
+			   struct ml_agg_stack *st, size_t *cap, bool strip_cudart, bool strip_torch)
 {
 	struct ml_pystack_item *items = malloc((ps->depth + 1) * sizeof(*items));
 	if (!items)
 		return -ENOMEM;
 	struct py_env e = { a, ps };
 	struct ml_pystack_env env = { &e, env_is_eval, env_in_interpreter };
-	size_t n = ml_pystack_order(ps->frames, ps->depth, ps->flags, &env, items), cap = 0;
+	size_t n = ml_pystack_order(addrs, ps->depth, ps->flags, &env, items);
 	int err = 0;
 	/* memline's own Python code (@profile's wrappers) between the
 	 * program's frames is left out like the interpreter's internals; a
@@ -481,24 +543,34 @@ static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, struct m
 		    (items[k].show == ML_PYSTACK_NATIVE_ONLY && !a->opts.native) ||
 		    (user && items[k].python && !a->opts.native && py_own(a, items[k].addr)))
 			continue;
-		err = push_resolved(a, ps, items[k].index, items[k].addr, st, &cap, strip_cudart,
+		err = push_resolved(a, ps, items[k].index, items[k].addr, st, cap, strip_cudart,
 				    strip_torch);
 	}
 	free(items);
 	return err;
 }
 
-/* The program frames of ps, innermost first (push_resolved). */
-static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st)
+/* The program frames of ps, innermost first (push_resolved), into
+ * st->frames: *cap of them allocated (realloc'd as it grows). */
+static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
+			   size_t *cap)
 {
-	size_t cap = 0;
+	struct agg_priv *pv = a->priv;
 	bool strip_cudart = stack_has_cuda(st);
 	bool strip_torch = stack_has_torch_blocks(st);
-	if (ps->depth && ml_pyframe_is(ps->frames[ps->depth - 1]) && a->resolver->py_is_eval &&
+	if (!ps->frames && ps->depth > pv->walk_cap) {
+		uint64_t *mem = realloc(pv->walk, ps->depth * sizeof(*mem));
+		if (!mem)
+			return -ENOMEM;
+		pv->walk = mem;
+		pv->walk_cap = ps->depth;
+	}
+	const uint64_t *addrs = ml_profile_stack_frames(a->profile, ps, pv->walk);
+	if (ps->depth && ml_pyframe_is(addrs[ps->depth - 1]) && a->resolver->py_is_eval &&
 	    a->resolver->py_in_interpreter)
-		return symbolize_mixed(a, ps, st, strip_cudart, strip_torch);
+		return symbolize_mixed(a, ps, addrs, st, cap, strip_cudart, strip_torch);
 	for (uint32_t i = 0; i < ps->depth; i++)
-		if (push_resolved(a, ps, i, ps->frames[i], st, &cap, strip_cudart, strip_torch) < 0)
+		if (push_resolved(a, ps, i, addrs[i], st, cap, strip_cudart, strip_torch) < 0)
 			return -ENOMEM;
 	return 0;
 }
@@ -537,6 +609,78 @@ static struct ml_agg_stack *stack_for(struct ml_agg *a, size_t *slot_of, uint32_
 	return st;
 }
 
+/* A copy of frames[0..n) kept until ml_agg_free (NULL for none), or NULL
+ * with *err = -ENOMEM. */
+static const struct ml_frame **keep_frames(struct agg_priv *pv, const struct ml_frame **frames,
+					   size_t n, int *err)
+{
+	struct frame_chunk *c = pv->chunks;
+	if (n == 0)
+		return NULL;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > FRAME_CHUNK ? n : FRAME_CHUNK;
+		c = malloc(sizeof(*c) + cap * sizeof(c->slot[0]));
+		if (!c) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		c->next = pv->chunks;
+		c->used = 0;
+		c->cap = cap;
+		pv->chunks = c;
+	}
+	const struct ml_frame **out = &c->slot[c->used];
+	memcpy(out, frames, n * sizeof(*frames));
+	c->used += n;
+	return out;
+}
+
+/* Stacks by their symbolized frames: distinct stacks often symbolize alike
+ * (Python stacks that differ only in the interpreter's frames, which are
+ * left out), and then share one array.  Slots hold stack index + 1. */
+struct frames_index {
+	uint32_t *slots;
+	size_t mask;
+};
+
+static uint64_t frames_hash(const struct ml_frame *const *frames, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+/* Symbolizes stack ps into a->stacks[k], whose frames then lie in the
+ * chunks, shared with an earlier stack of the same frames.  0 or -ENOMEM. */
+static int symbolize_kept(struct ml_agg *a, struct frames_index *ix, const struct ml_stack *ps,
+			  size_t k)
+{
+	struct agg_priv *pv = a->priv;
+	struct ml_agg_stack *st = &a->stacks[k];
+	size_t cap = pv->scratch_cap;
+	st->frames = pv->scratch;
+	int err = symbolize_stack(a, ps, st, &cap);
+	const struct ml_frame **frames = st->frames;
+	pv->scratch = st->frames;
+	pv->scratch_cap = cap;
+	st->frames = NULL;
+	if (err < 0 || st->n_frames == 0)
+		return err;
+	size_t s = (size_t)frames_hash(frames, st->n_frames) & ix->mask;
+	for (; ix->slots[s]; s = (s + 1) & ix->mask) {
+		const struct ml_agg_stack *o = &a->stacks[ix->slots[s] - 1];
+		if (o->n_frames == st->n_frames &&
+		    memcmp(o->frames, frames, st->n_frames * sizeof(*frames)) == 0) {
+			st->frames = o->frames;
+			return 0;
+		}
+	}
+	st->frames = keep_frames(pv, frames, st->n_frames, &err);
+	ix->slots[s] = (uint32_t)k + 1;
+	return err;
+}
+
 /* One aggregated stack per stack id that has counters. */
 static int collect_stacks(struct ml_agg *a)
 {
@@ -562,6 +706,18 @@ static int collect_stacks(struct ml_agg *a)
 			st->kinds |= 1u << ML_KIND_CPU;
 		}
 	}
+	/* A stack with one of the kinds cpu sums has cpu's amount in it. */
+	for (size_t k = 0; k < a->n_stacks; k++) {
+		struct ml_agg_stack *st = &a->stacks[k];
+		uint32_t in_cpu = 0;
+		for (int kind = 0; kind < ML_KIND_COUNT; kind++)
+			if (((st->kinds >> kind) & 1) && ml_kind_in_cpu((enum ml_kind)kind))
+				in_cpu |= 1u << kind;
+		if (__builtin_popcount(in_cpu) == 1) {
+			st->cpu_of = (uint32_t)__builtin_ctz(in_cpu) + 1;
+			n_amounts--;
+		}
+	}
 	struct agg_priv *pv = a->priv;
 	pv->amounts = calloc(n_amounts ? n_amounts : 1, sizeof(*pv->amounts));
 	if (!pv->amounts) {
@@ -570,7 +726,7 @@ static int collect_stacks(struct ml_agg *a)
 	}
 	for (size_t k = 0, at = 0; k < a->n_stacks; k++) {
 		a->stacks[k].amounts = &pv->amounts[at];
-		at += (size_t)__builtin_popcount(a->stacks[k].kinds);
+		at += (size_t)__builtin_popcount(a->stacks[k].kinds) - (a->stacks[k].cpu_of != 0);
 	}
 	for (size_t i = 0; i < p->n_counters; i++) {
 		const struct ml_fmt_counter *c = &p->counters[i];
@@ -580,27 +736,46 @@ static int collect_stacks(struct ml_agg *a)
 		ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, c->kind), c);
 		ml_amount_add_counter(&a->totals[c->kind], c);
 		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {
-			ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, ML_KIND_CPU), c);
+			if (!st->cpu_of)
+				ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, ML_KIND_CPU), c);
 			ml_amount_add_counter(&a->totals[ML_KIND_CPU], c);
 		}
 	}
 	free(slot_of);
+	struct frames_index ix = { 0 };
+	size_t cap = 64;
+	while (cap < 2 * a->n_stacks)
+		cap *= 2;
+	if (a->n_stacks >= UINT32_MAX || !(ix.slots = calloc(cap, sizeof(*ix.slots))))
+		return -ENOMEM;
+	ix.mask = cap - 1;
 	for (size_t k = 0; k < a->n_stacks; k++) {
 		long ps = find_stack(p, a->stacks[k].id);
 		if (ps < 0)
 			continue;
 		a->stacks[k].truncated = (p->stacks[ps].flags & ML_STACK_TRUNCATED) != 0;
-		if (symbolize_stack(a, &p->stacks[ps], &a->stacks[k]) < 0)
+		if (symbolize_kept(a, &ix, &p->stacks[ps], k) < 0) {
+			free(ix.slots);
 			return -ENOMEM;
+		}
 	}
+	free(ix.slots);
 	return 0;
 }
 
-static void add_kinds(struct ml_amount *dst, const struct ml_agg_stack *st)
+/* Adds stack st's amounts into per-slot amounts dst (every kind a stack
+ * has has a slot). */
+static void add_kinds(struct ml_amount *dst, const signed char *kind_slot,
+		      const struct ml_agg_stack *st)
 {
 	const struct ml_amount *src = st->amounts;
-	for (uint32_t m = st->kinds; m; m &= m - 1)
-		ml_amount_add(&dst[__builtin_ctz(m)], src++);
+	for (uint32_t m = st->kinds; m; m &= m - 1) {
+		int k = __builtin_ctz(m);
+		if (k == ML_KIND_CPU && st->cpu_of)	/* kept as another kind's */
+			ml_amount_add(&dst[kind_slot[k]], ml_agg_stack_kind(st, k));
+		else
+			ml_amount_add(&dst[kind_slot[k]], src++);
+	}
 }
 
 /* The name a frame's function is grouped under: a symbol without debug
@@ -680,8 +855,8 @@ static int attribute_stack(struct ml_agg *a, size_t si)
 		long f = func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
 		if (f < 0)
 			return -ENOMEM;
-		add_kinds(a->funcs[f].self, st);
-		add_kinds(a->funcs[f].total, st);
+		add_kinds(a->funcs[f].self_slots, a->funcs[f].kind_slot, st);
+		add_kinds(a->funcs[f].total_slots, a->funcs[f].kind_slot, st);
 		return 0;
 	}
 	for (size_t i = 0; i < st->n_frames; i++) {
@@ -689,18 +864,18 @@ static int attribute_stack(struct ml_agg *a, size_t si)
 		if (frame_target(a, st->frames[i], &f, &l) < 0)
 			return -ENOMEM;
 		if (i == 0)
-			add_kinds(a->funcs[f].self, st);
+			add_kinds(a->funcs[f].self_slots, a->funcs[f].kind_slot, st);
 		if (a->funcs[f].seen != si + 1) {
 			a->funcs[f].seen = si + 1;
-			add_kinds(a->funcs[f].total, st);
+			add_kinds(a->funcs[f].total_slots, a->funcs[f].kind_slot, st);
 		}
 		if (l < 0)
 			continue;
 		if (i == 0)
-			add_kinds(a->lines[l].self, st);
+			add_kinds(a->lines[l].self_slots, a->lines[l].kind_slot, st);
 		if (a->lines[l].seen != si + 1) {
 			a->lines[l].seen = si + 1;
-			add_kinds(a->lines[l].total, st);
+			add_kinds(a->lines[l].total_slots, a->lines[l].kind_slot, st);
 		}
 	}
 	return 0;
@@ -770,8 +945,12 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 	const struct ml_sample *sm = &a->profile->samples[si];
 	const struct ml_stack ps = { .id = 0, .depth = sm->depth, .flags = sm->flags,
 				     .frames = sm->frames };
-	struct ml_agg_stack st = { 0 };
-	int err = symbolize_stack(a, &ps, &st);
+	struct agg_priv *pv = a->priv;
+	struct ml_agg_stack st = { .frames = pv->scratch };
+	size_t cap = pv->scratch_cap;
+	int err = symbolize_stack(a, &ps, &st, &cap);
+	pv->scratch = st.frames;	/* st.frames stays the scratch's */
+	pv->scratch_cap = cap;
 	bool gil = err == 0 && gil_wait(a, sm);
 	long wait_func = -1;
 	a->total_samples += sm->count;
@@ -780,10 +959,8 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 		if (!a->opts.native)
 			drop_wait_frames(&st);
 		wait_func = func_lookup(a, ML_AGG_GIL_WAIT, NULL, NULL);
-		if (wait_func < 0) {
-			free(st.frames);
+		if (wait_func < 0)
 			return -ENOMEM;
-		}
 		a->funcs[wait_func].self_samples += sm->count;
 		a->funcs[wait_func].total_samples += sm->count;
 		a->funcs[wait_func].gil_samples += sm->count;
@@ -794,10 +971,12 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 			a->funcs[f].self_samples += sm->count;
 			a->funcs[f].total_samples += sm->count;
 		}
-		free(st.frames);
 		return f < 0 ? -ENOMEM : 0;
 	}
-	a->samples[si] = (struct ml_agg_sample){ st.frames, st.n_frames, sm->count };
+	const struct ml_frame **kept = keep_frames(pv, st.frames, st.n_frames, &err);
+	if (err < 0)
+		return err;
+	a->samples[si] = (struct ml_agg_sample){ kept, st.n_frames, sm->count };
 	for (size_t i = 0; i < st.n_frames && err == 0; i++) {
 		long f, l;
 		if (frame_target(a, st.frames[i], &f, &l) < 0) {
@@ -821,7 +1000,7 @@ static int attribute_sample(struct ml_agg *a, size_t si)
 			a->lines[l].gil_samples += gil ? sm->count : 0;
 		}
 	}
-	return err;	/* st.frames is a->samples[si]'s now */
+	return err;
 }
 
 int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *out)
@@ -830,7 +1009,8 @@ int ml_agg_sample_stack(const struct ml_agg *a, size_t i, struct ml_agg_stack *o
 	const struct ml_stack ps = { .id = 0, .depth = sm->depth, .flags = sm->flags,
 				     .frames = sm->frames };
 	memset(out, 0, sizeof(*out));
-	int err = symbolize_stack((struct ml_agg *)a, &ps, out);
+	size_t cap = 0;
+	int err = symbolize_stack((struct ml_agg *)a, &ps, out, &cap);
 	if (err < 0) {
 		free(out->frames);
 		out->frames = NULL;
@@ -938,6 +1118,12 @@ int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
 	err = collect_stacks(a);
 	if (err < 0)
 		goto fail;
+	struct agg_priv *pv = a->priv;
+	uint32_t kinds = 0;
+	for (size_t i = 0; i < a->n_stacks; i++)
+		kinds |= a->stacks[i].kinds;
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		pv->kind_slot[k] = (kinds >> k) & 1 ? (signed char)pv->n_slots++ : -1;
 	for (size_t i = 0; i < a->n_stacks; i++) {
 		err = attribute_stack(a, i);
 		if (err < 0)
@@ -972,17 +1158,25 @@ void ml_agg_free(struct ml_agg *a)
 		free(pv->funcs.slots);
 		free(pv->lines.slots);
 		free(pv->memo);
+		free(pv->walk);
+		free(pv->scratch);
+		while (pv->chunks) {
+			struct frame_chunk *next = pv->chunks->next;
+			free(pv->chunks);
+			pv->chunks = next;
+		}
 		free(pv->amounts);
+		while (pv->amount_chunks) {
+			struct amount_chunk *next = pv->amount_chunks->next;
+			free(pv->amount_chunks);
+			pv->amount_chunks = next;
+		}
 		for (size_t i = 0; i < pv->n_names; i++)
 			free(pv->names[i]);
 		free(pv->names);
 		free(pv);
 	}
-	for (size_t i = 0; i < a->n_stacks; i++)
-		free(a->stacks[i].frames);
 	free(a->stacks);
-	for (size_t i = 0; a->samples && i < a->profile->n_samples; i++)
-		free(a->samples[i].frames);
 	free(a->samples);
 	free(a->funcs);
 	free(a->lines);

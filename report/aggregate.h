@@ -57,8 +57,12 @@ struct ml_agg_stack {
 	const struct ml_frame **frames;	/* program frames, innermost first */
 	size_t n_frames;
 	uint32_t kinds;			/* bit k: the stack has counters of kind k */
-	struct ml_amount *amounts;	/* one per bit of kinds, lowest kind first;
-					 * read them with ml_agg_stack_kind */
+	/* 0, or kind + 1 of the one kind the derived kind cpu sums here (heap
+	 * or python): cpu's amount is then that kind's, not kept apart. */
+	uint32_t cpu_of;
+	struct ml_amount *amounts;	/* one per bit of kinds (but cpu's where
+					 * cpu_of says), lowest kind first; read
+					 * them with ml_agg_stack_kind */
 };
 
 extern const struct ml_amount ml_amount_zero;
@@ -68,7 +72,13 @@ static inline const struct ml_amount *ml_agg_stack_kind(const struct ml_agg_stac
 {
 	if (!((st->kinds >> kind) & 1))
 		return &ml_amount_zero;
-	return &st->amounts[__builtin_popcount(st->kinds & ((1u << kind) - 1))];
+	uint32_t kept = st->kinds;
+	if (st->cpu_of) {
+		kept &= ~(1u << ML_KIND_CPU);
+		if (kind == ML_KIND_CPU)
+			kind = (int)st->cpu_of - 1;
+	}
+	return &st->amounts[__builtin_popcount(kept & ((1u << kind) - 1))];
 }
 
 /* All of a stack's amounts, indexed by kind, into out. */
@@ -86,8 +96,12 @@ struct ml_agg_func {
 					 * lines, NULL without debug info */
 	const char *label;		/* name, or "name (b.c)" when another function
 					 * (another file or module) has the same name */
-	struct ml_amount self[ML_KIND_COUNT];	/* innermost program frame here */
-	struct ml_amount total[ML_KIND_COUNT];	/* anywhere on the stack, once */
+	/* Per kind, read with ML_AGG_SELF and ML_AGG_TOTAL: self where the
+	 * innermost program frame is here, total anywhere on the stack, once.
+	 * Only the kinds the aggregation's stacks have are kept: kind k's
+	 * amount is self_slots[kind_slot[k]] (-1: none, all zero). */
+	struct ml_amount *self_slots, *total_slots;
+	const signed char *kind_slot;
 	size_t seen;			/* internal: last stack index + 1 */
 	uint64_t self_samples;		/* line timer: innermost program frame here */
 	uint64_t total_samples;		/* on the sampled stack, once per sample */
@@ -99,13 +113,43 @@ struct ml_agg_line {
 	const char *file;		/* as the symbolizer gives it */
 	int line;
 	const char *function;		/* the frame's function at that line */
-	struct ml_amount self[ML_KIND_COUNT];
-	struct ml_amount total[ML_KIND_COUNT];
+	struct ml_amount *self_slots, *total_slots;	/* as for functions */
+	const signed char *kind_slot;
 	size_t seen;
 	uint64_t self_samples, total_samples;	/* as for functions */
 	uint64_t gil_samples;
 	size_t seen_sample;
 };
+
+/* Kind k's amount of per-slot amounts (ml_agg_func.kind_slot). */
+static inline const struct ml_amount *ml_kind_slot_amount(const struct ml_amount *slots,
+							  const signed char *kind_slot, int kind)
+{
+	int s = (unsigned)kind < ML_KIND_COUNT ? kind_slot[kind] : -1;
+	return s < 0 ? &ml_amount_zero : &slots[s];
+}
+
+/* Every kind's amount of per-slot amounts, into out (ML_KIND_COUNT). */
+static inline const struct ml_amount *ml_kind_slot_all(const struct ml_amount *slots,
+						       const signed char *kind_slot,
+						       struct ml_amount *out)
+{
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		out[k] = *ml_kind_slot_amount(slots, kind_slot, k);
+	return out;
+}
+
+/* A function's or line's (x) self or total amount of one kind, and all of
+ * them as an array indexed by kind (valid in the enclosing block). */
+#define ML_AGG_SELF(x, kind) (*ml_kind_slot_amount((x)->self_slots, (x)->kind_slot, (kind)))
+#define ML_AGG_TOTAL(x, kind) (*ml_kind_slot_amount((x)->total_slots, (x)->kind_slot, (kind)))
+#define ML_AGG_SELF_ALL(x) \
+	ml_kind_slot_all((x)->self_slots, (x)->kind_slot, (struct ml_amount[ML_KIND_COUNT]){ { 0 } })
+#define ML_AGG_TOTAL_ALL(x) \
+	ml_kind_slot_all((x)->total_slots, (x)->kind_slot, (struct ml_amount[ML_KIND_COUNT]){ { 0 } })
+
+/* kind_slot for amounts kept for every kind (slot k is kind k). */
+extern const signed char ml_kind_slot_identity[ML_KIND_COUNT];
 
 /* A sample record's stack as symbolized (the ops view by ATen op charges
  * time from it): samples[i] is profile->samples[i]. */

@@ -36,7 +36,15 @@ static int rows_reserve(struct ml_aten_ops *o, size_t n)
 		pv->cap_rows = cap;
 	}
 	memset(o->rows + o->n_rows, 0, (n - o->n_rows) * sizeof(*o->rows));
-	o->n_rows = n;
+	for (; o->n_rows < n; o->n_rows++) {
+		/* Every kind's amounts: an op's are few. */
+		struct ml_agg_func *f = &o->rows[o->n_rows].f;
+		f->self_slots = calloc(2 * ML_KIND_COUNT, sizeof(*f->self_slots));
+		if (!f->self_slots)
+			return -ENOMEM;
+		f->total_slots = f->self_slots + ML_KIND_COUNT;
+		f->kind_slot = ml_kind_slot_identity;
+	}
 	return 0;
 }
 
@@ -185,10 +193,10 @@ static void charge_stack(struct ml_aten_ops *o, const struct ml_agg_stack *st, l
 		}
 		bool split = cpu && !tensor;
 		struct ml_aten_row *self = &o->rows[pv->ops[0] - 1];
-		ml_amount_add(split ? &self->other_self[k] : &self->f.self[k], m);
+		ml_amount_add(split ? &self->other_self[k] : &self->f.self_slots[k], m);
 		for (long i = 0; i < n_ops; i++) {
 			struct ml_aten_row *r = &o->rows[pv->ops[i] - 1];
-			ml_amount_add(split ? &r->other_total[k] : &r->f.total[k], m);
+			ml_amount_add(split ? &r->other_total[k] : &r->f.total_slots[k], m);
 		}
 	}
 }
@@ -265,8 +273,10 @@ void ml_aten_ops_free(struct ml_aten_ops *o)
 		free(pv->ops);
 		free(pv);
 	}
-	for (size_t i = 0; i < o->n_rows; i++)
+	for (size_t i = 0; i < o->n_rows; i++) {
 		free(o->rows[i].sites);
+		free(o->rows[i].f.self_slots);
+	}
 	free(o->rows);
 	free(o);
 }

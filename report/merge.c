@@ -220,22 +220,38 @@ static int merge_stacks(struct merger *mg)
 		return oom(mg);
 	mg->cap_stacks = stacks;
 	mg->cap_frames = frames;
-	uint64_t buf[4096];
+	uint64_t buf[4096], *walk = NULL;
+	size_t walk_cap = 0;
 	for (size_t i = 0; i < mg->n; i++) {
 		const struct ml_profile *p = mg->in[i];
 		mg->stack_map[i] = calloc(p->n_stacks + 1, sizeof(**mg->stack_map));
-		if (!mg->stack_map[i])
+		if (!mg->stack_map[i]) {
+			free(walk);
 			return oom(mg);
+		}
 		for (size_t k = 0; k < p->n_stacks; k++) {
 			const struct ml_stack *st = &p->stacks[k];
 			uint32_t depth = st->depth < 4096 ? st->depth : 4096;
+			if (!st->frames && st->depth > walk_cap) {
+				uint64_t *mem = realloc(walk, st->depth * sizeof(*walk));
+				if (!mem) {
+					free(walk);
+					return oom(mg);
+				}
+				walk = mem;
+				walk_cap = st->depth;
+			}
+			const uint64_t *addrs = ml_profile_stack_frames(p, st, walk);
 			for (uint32_t d = 0; d < depth; d++)
-				buf[d] = move_addr(mg, i, st->frames[d]);
+				buf[d] = move_addr(mg, i, addrs[d]);
 			int rc = intern_stack(mg, buf, depth, st->flags, &mg->stack_map[i][k]);
-			if (rc < 0)
+			if (rc < 0) {
+				free(walk);
 				return rc;
+			}
 		}
 	}
+	free(walk);
 	return 0;
 }
 

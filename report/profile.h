@@ -20,7 +20,11 @@ struct ml_stack {
 	uint32_t id;
 	uint32_t depth;
 	uint32_t flags;			/* ML_STACK_* */
-	const uint64_t *frames;		/* innermost first */
+	/* Innermost first; NULL where the frames are the walk from leaf to the
+	 * root of the profile's frame_nodes (a file's stacks): read them with
+	 * ml_profile_stack_frames. */
+	const uint64_t *frames;
+	uint32_t leaf;			/* its innermost node in frame_nodes (0: none) */
 };
 
 /* A SAMPLES record: samples of one thread with one stack (line timer). */
@@ -90,6 +94,10 @@ struct ml_profile {
 	size_t n_modules;
 	struct ml_stack *stacks;	/* sorted by id */
 	size_t n_stacks;
+	/* The FRAMES trie (nodes 1..n_frame_nodes at [id - 1]): stacks share
+	 * their outer frames there rather than each holding a copy. */
+	const struct ml_fmt_frame *frame_nodes;
+	size_t n_frame_nodes;
 	struct ml_fmt_counter *counters;
 	size_t n_counters;
 	struct ml_fmt_total totals[ML_KIND_COUNT];
@@ -158,6 +166,11 @@ void ml_profile_free(struct ml_profile *p);
 
 /* The stack with this id, or NULL. */
 const struct ml_stack *ml_profile_stack(const struct ml_profile *p, uint32_t id);
+
+/* The frames of stack st of p, innermost first: st->frames, or its walk
+ * through p's trie written into buf (st->depth entries). */
+const uint64_t *ml_profile_stack_frames(const struct ml_profile *p, const struct ml_stack *st,
+					uint64_t *buf);
 
 /* The Python code object with this id, or NULL. */
 const struct ml_pycode *ml_profile_pycode(const struct ml_profile *p, uint32_t id);

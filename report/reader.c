@@ -350,7 +350,6 @@ static int parse_owned(unsigned char *data, size_t len, const char *path, bool l
 	if (!rc)
 		rc = ml_reader_parse_torch(&ps);
 	free(ps.node_depth);
-	free(ps.leaf_at);
 	free(ps.nodes);
 	free(ps.addresses);
 	if (rc) {
@@ -449,6 +448,7 @@ void ml_profile_free(struct ml_profile *p)
 		free(o->strings);
 		free(o->argv);
 		free(o->frames);
+		free(o->nodes);
 		free(o->counters);
 		free(o->notes);
 		free(o->frames_extra);
@@ -465,6 +465,20 @@ void ml_profile_free(struct ml_profile *p)
 	free(p->merged);
 	free(p->pycodes);
 	free(p);
+}
+
+const uint64_t *ml_profile_stack_frames(const struct ml_profile *p, const struct ml_stack *st,
+					uint64_t *buf)
+{
+	uint32_t node = st->leaf;
+
+	if (st->frames)
+		return st->frames;
+	for (uint32_t d = 0; d < st->depth && node; d++) {
+		buf[d] = p->frame_nodes[node - 1].address;
+		node = p->frame_nodes[node - 1].parent;
+	}
+	return buf;
 }
 
 const struct ml_stack *ml_profile_stack(const struct ml_profile *p, uint32_t id)

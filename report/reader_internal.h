@@ -21,7 +21,8 @@ struct owned {
 	char *strings;		/* NUL-terminated copies: path, exe, module paths */
 	size_t strings_used, strings_cap;
 	const char **argv;
-	uint64_t *frames;	/* every stack's frames, rebuilt from the trie */
+	uint64_t *frames;	/* a merged profile's stacks' frames */
+	struct ml_fmt_frame *nodes;	/* a file's FRAMES trie (ml_profile.frame_nodes) */
 	struct ml_fmt_counter *counters;	/* decoded from COUNTERS' columns */
 	const char **notes;	/* NOTES texts (copies in strings) */
 	/* A merged profile's own (report/merge.c): its samples' frames and its
@@ -50,7 +51,6 @@ struct parse {
 	uint32_t n_nodes;	/* FRAMES: nodes 1..n_nodes */
 	struct ml_fmt_frame *nodes;	/* [id - 1], decoded from FRAMES and ADDRESSES */
 	uint32_t *node_depth;	/* [id]: frames from node id up to the root */
-	uint64_t *leaf_at;	/* [id]: where that leaf's frames start, or UINT64_MAX */
 	uint64_t *addresses;	/* ADDRESSES, decoded */
 	uint32_t n_addresses;
 };

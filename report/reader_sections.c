@@ -231,54 +231,17 @@ static int check_stack(struct parse *ps, const struct ml_fmt_stack *fs, uint32_t
 	return 0;
 }
 
-/* Rebuilds every stack's frames, innermost first, into one array; stacks
- * with the same leaf share theirs. */
-static int rebuild_frames(struct parse *ps, const struct ml_fmt_stack *fs, uint32_t n)
+/* Fills the stacks from their records; their frames stay in the trie,
+ * which the profile keeps (every walk was checked by check_stack). */
+static void fill_stacks(struct parse *ps, const struct ml_fmt_stack *fs, uint32_t n)
 {
-	const struct ml_fmt_frame *nodes = ps->nodes;
-	uint64_t total = 0, at = 0;
-
-	if (ps->n_nodes) {
-		ps->leaf_at = malloc(((size_t)ps->n_nodes + 1) * sizeof(*ps->leaf_at));
-		if (!ps->leaf_at)
-			return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
-		memset(ps->leaf_at, 0xff, ((size_t)ps->n_nodes + 1) * sizeof(*ps->leaf_at));
-		for (uint32_t i = 0; i < n; i++)
-			if (fs[i].leaf && ps->leaf_at[fs[i].leaf] == UINT64_MAX) {
-				ps->leaf_at[fs[i].leaf] = 0;
-				total += fs[i].depth;
-			}
-	}
-	if (total > SIZE_MAX / sizeof(uint64_t) - 1)
-		return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
-	ps->o->frames = malloc((size_t)total * sizeof(uint64_t) + 1);
-	if (!ps->o->frames)
-		return ml_reader_set_err(ps->err, ps->errlen, -ENOMEM, "out of memory");
-	if (ps->leaf_at)
-		memset(ps->leaf_at, 0xff, ((size_t)ps->n_nodes + 1) * sizeof(*ps->leaf_at));
-	for (uint32_t i = 0; i < n; i++) {
-		struct ml_stack *st = &ps->p->stacks[i];
-		uint32_t node = fs[i].leaf;
-
-		st->id = fs[i].id;
-		st->depth = fs[i].depth;
-		st->flags = fs[i].flags;
-		st->frames = ps->o->frames;	/* never NULL, even for depth 0 */
-		if (!node)
-			continue;
-		if (ps->leaf_at[node] == UINT64_MAX) {
-			ps->leaf_at[node] = at;
-			for (uint32_t f = 0; f < fs[i].depth; f++) {
-				struct ml_fmt_frame fr;
-
-				memcpy(&fr, &nodes[node - 1], sizeof(fr));
-				ps->o->frames[at++] = fr.address;
-				node = fr.parent;
-			}
-		}
-		st->frames = ps->o->frames + ps->leaf_at[fs[i].leaf];
-	}
-	return 0;
+	for (uint32_t i = 0; i < n; i++)
+		ps->p->stacks[i] = (struct ml_stack){ .id = fs[i].id, .depth = fs[i].depth,
+						      .flags = fs[i].flags, .leaf = fs[i].leaf };
+	ps->o->nodes = ps->nodes;
+	ps->nodes = NULL;
+	ps->p->frame_nodes = ps->o->nodes;
+	ps->p->n_frame_nodes = ps->n_nodes;
 }
 
 /* STACKS' columns (id deltas, leaves, flags) as ml_fmt_stack records. */
@@ -341,7 +304,7 @@ int ml_reader_parse_stacks(struct parse *ps)
 	if (!rc) {
 		ps->p->stacks = st;
 		ps->p->n_stacks = s->count;
-		rc = rebuild_frames(ps, fs, s->count);	/* ids ascend: sorted already */
+		fill_stacks(ps, fs, s->count);	/* ids ascend: sorted already */
 	}
 	free(fs);
 	return rc;

@@ -158,29 +158,30 @@ bool ml_view_same_file(const char *a, const char *b)
 bool ml_view_line_mem_add(struct ml_view_line_mem *m, const struct ml_agg *a,
 			  const struct ml_agg_line *l, enum ml_kind kind)
 {
-	m->self_bytes += l->self[kind].alloc_bytes;
-	m->total_bytes += l->total[kind].alloc_bytes;
-	m->peak_bytes += l->total[kind].peak_bytes;
-	m->leaked_bytes += l->total[kind].live_bytes;
-	m->allocs += l->total[kind].allocs;
-	m->estimated |= l->total[kind].estimated;
-	m->var_self += l->self[kind].var_alloc_bytes;
-	m->var_total += l->total[kind].var_alloc_bytes;
-	m->var_peak += l->total[kind].var_peak_bytes;
-	m->var_leaked += l->total[kind].var_live_bytes;
-	struct ml_amount gs = ml_agg_cuda_mem(a, l->self), gt = ml_agg_cuda_mem(a, l->total);
+	m->self_bytes += ML_AGG_SELF(l, kind).alloc_bytes;
+	m->total_bytes += ML_AGG_TOTAL(l, kind).alloc_bytes;
+	m->peak_bytes += ML_AGG_TOTAL(l, kind).peak_bytes;
+	m->leaked_bytes += ML_AGG_TOTAL(l, kind).live_bytes;
+	m->allocs += ML_AGG_TOTAL(l, kind).allocs;
+	m->estimated |= ML_AGG_TOTAL(l, kind).estimated;
+	m->var_self += ML_AGG_SELF(l, kind).var_alloc_bytes;
+	m->var_total += ML_AGG_TOTAL(l, kind).var_alloc_bytes;
+	m->var_peak += ML_AGG_TOTAL(l, kind).var_peak_bytes;
+	m->var_leaked += ML_AGG_TOTAL(l, kind).var_live_bytes;
+	struct ml_amount gs = ml_agg_cuda_mem(a, ML_AGG_SELF_ALL(l)),
+			 gt = ml_agg_cuda_mem(a, ML_AGG_TOTAL_ALL(l));
 	m->cuda_self += gs.alloc_bytes;
 	m->cuda_total += gt.alloc_bytes;
 	m->cuda_peak += gt.peak_bytes;
 	m->cuda_leaked += gt.live_bytes;
 	m->torch = ml_agg_has_torch_blocks(a);
-	const struct ml_amount *freed = &l->total[ML_KIND_TORCH_CUDA_FREED];
-	struct ml_amount rsvd = m->torch ? ml_amount_gpu(l->total) : (struct ml_amount){ 0 };
+	const struct ml_amount *freed = &ML_AGG_TOTAL(l, ML_KIND_TORCH_CUDA_FREED);
+	struct ml_amount rsvd = m->torch ? ml_amount_gpu(ML_AGG_TOTAL_ALL(l)) : (struct ml_amount){ 0 };
 	if (m->torch) {
 		m->cuda_net += (int64_t)(gt.alloc_bytes - freed->alloc_bytes);
 		m->cuda_reserved += rsvd.alloc_bytes;
 	}
-	return l->total[kind].allocs || l->total[kind].alloc_bytes || gt.allocs ||
+	return ML_AGG_TOTAL(l, kind).allocs || ML_AGG_TOTAL(l, kind).alloc_bytes || gt.allocs ||
 	       (m->torch && (freed->allocs || rsvd.allocs));
 }
 

@@ -79,13 +79,13 @@ static int collect(const struct ml_agg *a, enum section s, enum measure what, en
 		char *key = NULL;
 		if (s == S_LINES) {
 			const struct ml_agg_line *l = &a->lines[i];
-			am = amount_of(l->self, kind);
+			am = amount_of(ML_AGG_SELF_ALL(l), kind);
 			ref = l;
 			if (asprintf(&key, "%s\t%d", ml_view_base_name(l->file), l->line) < 0)
 				key = NULL;
 		} else if (s == S_FUNCS) {
 			const struct ml_agg_func *f = &a->funcs[i];
-			am = amount_of(f->total, kind);
+			am = amount_of(ML_AGG_TOTAL_ALL(f), kind);
 			ref = f;
 			if (asprintf(&key, "%s\t%s", f->name,
 				     f->file ? ml_view_base_name(f->file) : "") < 0)

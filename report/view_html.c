@@ -346,9 +346,10 @@ static void table_free(struct table *tb)
 static void add_func(const struct ml_flame *t, const struct ml_agg_func *f, int64_t sign,
 		     int64_t *row)
 {
+	const struct ml_amount *self = ML_AGG_SELF_ALL(f), *total = ML_AGG_TOTAL_ALL(f);
 	for (size_t g = 0; g < t->n_groups; g++) {
-		struct ml_amount s = ml_flame_group_amount(&t->groups[g], f->self);
-		struct ml_amount a = ml_flame_group_amount(&t->groups[g], f->total);
+		struct ml_amount s = ml_flame_group_amount(&t->groups[g], self);
+		struct ml_amount a = ml_flame_group_amount(&t->groups[g], total);
 		int64_t *r = &row[g * OPS_COLS];
 		r[0] += sign * (int64_t)s.alloc_bytes;
 		r[1] += sign * (int64_t)a.alloc_bytes;
@@ -367,9 +368,10 @@ static void add_func(const struct ml_flame *t, const struct ml_agg_func *f, int6
 static void add_line(const struct ml_flame *t, const struct ml_agg_line *l, int64_t sign,
 		     int64_t *row)
 {
+	const struct ml_amount *self = ML_AGG_SELF_ALL(l), *total = ML_AGG_TOTAL_ALL(l);
 	for (size_t g = 0; g < t->n_groups; g++) {
-		struct ml_amount s = ml_flame_group_amount(&t->groups[g], l->self);
-		struct ml_amount a = ml_flame_group_amount(&t->groups[g], l->total);
+		struct ml_amount s = ml_flame_group_amount(&t->groups[g], self);
+		struct ml_amount a = ml_flame_group_amount(&t->groups[g], total);
 		int64_t *r = &row[g * LINE_COLS];
 		r[0] += sign * (int64_t)s.alloc_bytes;
 		r[1] += sign * (int64_t)a.alloc_bytes;

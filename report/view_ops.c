@@ -96,18 +96,18 @@ const char *ml_ops_key_list(void)
 uint64_t ml_ops_key_value(const struct ml_agg_func *f, enum ml_ops_key key, enum ml_kind kind)
 {
 	switch (key) {
-	case ML_OPS_SELF_CPU_MEMORY_USAGE: return f->self[kind].alloc_bytes;
-	case ML_OPS_CPU_MEMORY_USAGE: return f->total[kind].alloc_bytes;
-	case ML_OPS_COUNT: return f->self[kind].allocs;
-	case ML_OPS_PEAK_CPU_MEMORY: return f->total[kind].peak_bytes;
-	case ML_OPS_LEAKED_CPU_MEMORY: return f->total[kind].live_bytes;
-	case ML_OPS_SELF_PEAK_CPU_MEMORY: return f->self[kind].peak_bytes;
-	case ML_OPS_ALLOCS: return f->total[kind].allocs;
-	case ML_OPS_SELF_CUDA_MEMORY_USAGE: return ml_amount_gpu(f->self).alloc_bytes;
-	case ML_OPS_CUDA_MEMORY_USAGE: return ml_amount_gpu(f->total).alloc_bytes;
+	case ML_OPS_SELF_CPU_MEMORY_USAGE: return ML_AGG_SELF(f, kind).alloc_bytes;
+	case ML_OPS_CPU_MEMORY_USAGE: return ML_AGG_TOTAL(f, kind).alloc_bytes;
+	case ML_OPS_COUNT: return ML_AGG_SELF(f, kind).allocs;
+	case ML_OPS_PEAK_CPU_MEMORY: return ML_AGG_TOTAL(f, kind).peak_bytes;
+	case ML_OPS_LEAKED_CPU_MEMORY: return ML_AGG_TOTAL(f, kind).live_bytes;
+	case ML_OPS_SELF_PEAK_CPU_MEMORY: return ML_AGG_SELF(f, kind).peak_bytes;
+	case ML_OPS_ALLOCS: return ML_AGG_TOTAL(f, kind).allocs;
+	case ML_OPS_SELF_CUDA_MEMORY_USAGE: return ml_amount_gpu(ML_AGG_SELF_ALL(f)).alloc_bytes;
+	case ML_OPS_CUDA_MEMORY_USAGE: return ml_amount_gpu(ML_AGG_TOTAL_ALL(f)).alloc_bytes;
 	case ML_OPS_SELF_CPU_TIME_TOTAL: return f->self_samples;
 	case ML_OPS_CPU_TIME_TOTAL: return f->total_samples;
-	case ML_OPS_SELF_CUDA_RESERVED: return ml_amount_gpu(f->self).alloc_bytes;
+	case ML_OPS_SELF_CUDA_RESERVED: return ml_amount_gpu(ML_AGG_SELF_ALL(f)).alloc_bytes;
 	default: return 0;
 	}
 }
@@ -152,9 +152,11 @@ struct layout {
 /* By ATen op, PyTorch's memory columns are net, as torch.profiler counts
  * them: what the op allocated less what was freed while it ran (the free
  * events of aten_ops.h); an op can free more than it allocates. */
-static int64_t net(const struct ml_amount *per_kind, enum ml_kind kind, enum ml_kind freed)
+static int64_t net(const struct ml_amount *slots, const signed char *kind_slot, enum ml_kind kind,
+		   enum ml_kind freed)
 {
-	return (int64_t)(per_kind[kind].alloc_bytes - per_kind[freed].alloc_bytes);
+	return (int64_t)(ml_kind_slot_amount(slots, kind_slot, kind)->alloc_bytes -
+			 ml_kind_slot_amount(slots, kind_slot, freed)->alloc_bytes);
 }
 
 /* A row's value for key: ml_ops_key_value, with CUDA Mem as the profile
@@ -166,15 +168,15 @@ static int64_t value(const struct layout *l, const struct ml_agg_func *f, enum m
 	bool op_cuda = l->ops && l->torch_blocks;
 	switch (key) {
 	case ML_OPS_SELF_CPU_MEMORY_USAGE:
-		return op_cpu ? net(f->self, kind, ML_KIND_TORCH_CPU_FREED) : (int64_t)f->self[kind].alloc_bytes;
+		return op_cpu ? net(f->self_slots, f->kind_slot, kind, ML_KIND_TORCH_CPU_FREED) : (int64_t)ML_AGG_SELF(f, kind).alloc_bytes;
 	case ML_OPS_CPU_MEMORY_USAGE:
-		return op_cpu ? net(f->total, kind, ML_KIND_TORCH_CPU_FREED) : (int64_t)f->total[kind].alloc_bytes;
+		return op_cpu ? net(f->total_slots, f->kind_slot, kind, ML_KIND_TORCH_CPU_FREED) : (int64_t)ML_AGG_TOTAL(f, kind).alloc_bytes;
 	case ML_OPS_SELF_CUDA_MEMORY_USAGE:
-		return op_cuda ? net(f->self, ML_KIND_TORCH_CUDA, ML_KIND_TORCH_CUDA_FREED)
-			       : (int64_t)ml_agg_cuda_mem(l->a, f->self).alloc_bytes;
+		return op_cuda ? net(f->self_slots, f->kind_slot, ML_KIND_TORCH_CUDA, ML_KIND_TORCH_CUDA_FREED)
+			       : (int64_t)ml_agg_cuda_mem(l->a, ML_AGG_SELF_ALL(f)).alloc_bytes;
 	case ML_OPS_CUDA_MEMORY_USAGE:
-		return op_cuda ? net(f->total, ML_KIND_TORCH_CUDA, ML_KIND_TORCH_CUDA_FREED)
-			       : (int64_t)ml_agg_cuda_mem(l->a, f->total).alloc_bytes;
+		return op_cuda ? net(f->total_slots, f->kind_slot, ML_KIND_TORCH_CUDA, ML_KIND_TORCH_CUDA_FREED)
+			       : (int64_t)ml_agg_cuda_mem(l->a, ML_AGG_TOTAL_ALL(f)).alloc_bytes;
 	case ML_OPS_SELF_OTHER_MEMORY:
 		return l->ops ? (int64_t)ml_aten_row_of(f)->other_self[kind].alloc_bytes : 0;
 	case ML_OPS_OTHER_MEMORY:
@@ -248,7 +250,7 @@ static void row_text(const struct layout *l, FILE *out, const struct ml_agg_func
 		if (!shown_column(l, c))
 			continue;
 		int64_t v = value(l, f, l->columns[c].key, kind);
-		bool est = f->total[kind].estimated;
+		bool est = ML_AGG_TOTAL(f, kind).estimated;
 		if (l->columns[c].bytes && est && v >= 0)
 			ml_units_estimate((uint64_t)v, cell, sizeof(cell));
 		else if (l->columns[c].bytes)
@@ -258,7 +260,7 @@ static void row_text(const struct layout *l, FILE *out, const struct ml_agg_func
 		fprintf(out, "%*s  ", column_width(&l->columns[c]), cell);
 	}
 	if (l->estimated) {	/* one standard deviation of Self CPU Mem */
-		ml_units_bytes(ml_stddev(f->self[kind].var_alloc_bytes), cell, sizeof(cell));
+		ml_units_bytes(ml_stddev(ML_AGG_SELF(f, kind).var_alloc_bytes), cell, sizeof(cell));
 		fprintf(out, "%*s  ", COLUMN_WIDTH, cell);
 	}
 	const struct ml_aten_row *r = l->ops ? ml_aten_row_of(f) : NULL;
@@ -298,9 +300,9 @@ static void op_footer(const struct layout *l, enum ml_kind kind, FILE *out)
 	char u1[ML_UNITS_LEN], u2[ML_UNITS_LEN], u3[ML_UNITS_LEN];
 	int64_t net_self = 0;
 	for (size_t i = 0; i < ops->n_rows; i++) {
-		ml_amount_add(&self, &ops->rows[i].f.self[kind]);
+		ml_amount_add(&self, &ML_AGG_SELF(&ops->rows[i].f, kind));
 		if (ml_aten_ops_cpu_kind(kind))
-			net_self -= (int64_t)ops->rows[i].f.self[ML_KIND_TORCH_CPU_FREED].alloc_bytes;
+			net_self -= (int64_t)ML_AGG_SELF(&ops->rows[i].f, ML_KIND_TORCH_CPU_FREED).alloc_bytes;
 		ml_amount_add(&other, &ops->rows[i].other_self[kind]);
 	}
 	net_self += (int64_t)self.alloc_bytes;
@@ -413,8 +415,8 @@ static void row_json(const struct layout *l, const struct ml_view_opts *o, struc
 	ml_json_key(j, "label");
 	ml_json_string(j, f->label);
 	ml_ops_time_json(&l->time, j, f);
-	amount_field(j, "self", &f->self[o->kind]);
-	amount_field(j, "total", &f->total[o->kind]);
+	amount_field(j, "self", &ML_AGG_SELF(f, o->kind));
+	amount_field(j, "total", &ML_AGG_TOTAL(f, o->kind));
 	if (l->ops) {
 		/* torch.profiler's numbers, under its names: net, signed. */
 		static const enum ml_ops_key torch_keys[] = {
@@ -429,20 +431,20 @@ static void row_json(const struct layout *l, const struct ml_view_opts *o, struc
 		}
 		amount_field(j, "other_self", &ml_aten_row_of(f)->other_self[o->kind]);
 		amount_field(j, "other_total", &ml_aten_row_of(f)->other_total[o->kind]);
-		amount_field(j, "freed_self", &f->self[ML_KIND_TORCH_CPU_FREED]);
-		amount_field(j, "freed_total", &f->total[ML_KIND_TORCH_CPU_FREED]);
+		amount_field(j, "freed_self", &ML_AGG_SELF(f, ML_KIND_TORCH_CPU_FREED));
+		amount_field(j, "freed_total", &ML_AGG_TOTAL(f, ML_KIND_TORCH_CPU_FREED));
 		sites_json(j, ml_aten_row_of(f));
 	}
 	if (l->cuda) {
-		struct ml_amount cs = ml_agg_cuda_mem(l->a, f->self);
-		struct ml_amount ct = ml_agg_cuda_mem(l->a, f->total);
+		struct ml_amount cs = ml_agg_cuda_mem(l->a, ML_AGG_SELF_ALL(f));
+		struct ml_amount ct = ml_agg_cuda_mem(l->a, ML_AGG_TOTAL_ALL(f));
 		amount_field(j, "cuda_self", &cs);
 		amount_field(j, "cuda_total", &ct);
 		if (l->torch_blocks) {
-			struct ml_amount rs = ml_amount_gpu(f->self);
+			struct ml_amount rs = ml_amount_gpu(ML_AGG_SELF_ALL(f));
 			amount_field(j, "cuda_reserved_self", &rs);
-			amount_field(j, "cuda_freed_self", &f->self[ML_KIND_TORCH_CUDA_FREED]);
-			amount_field(j, "cuda_freed_total", &f->total[ML_KIND_TORCH_CUDA_FREED]);
+			amount_field(j, "cuda_freed_self", &ML_AGG_SELF(f, ML_KIND_TORCH_CUDA_FREED));
+			amount_field(j, "cuda_freed_total", &ML_AGG_TOTAL(f, ML_KIND_TORCH_CUDA_FREED));
 		}
 	}
 	ml_json_object_end(j);
@@ -486,12 +488,12 @@ static void ops_json(const struct layout *l, const struct ml_view_opts *o, struc
 /* Whether f is a row worth showing. */
 static bool row_shown(const struct layout *l, const struct ml_agg_func *f, enum ml_kind kind)
 {
-	const struct ml_amount *t = &f->total[kind];
-	struct ml_amount g = l->cuda ? ml_agg_cuda_mem(l->a, f->total) : (struct ml_amount){ 0 };
-	struct ml_amount r = l->cuda ? ml_amount_gpu(f->total) : (struct ml_amount){ 0 };
+	const struct ml_amount *t = &ML_AGG_TOTAL(f, kind);
+	struct ml_amount g = l->cuda ? ml_agg_cuda_mem(l->a, ML_AGG_TOTAL_ALL(f)) : (struct ml_amount){ 0 };
+	struct ml_amount r = l->cuda ? ml_amount_gpu(ML_AGG_TOTAL_ALL(f)) : (struct ml_amount){ 0 };
 	bool other = l->ops && ml_aten_row_of(f)->other_total[kind].allocs;
-	bool freed = l->ops && (f->total[ML_KIND_TORCH_CPU_FREED].allocs ||
-				f->total[ML_KIND_TORCH_CUDA_FREED].allocs);
+	bool freed = l->ops && (ML_AGG_TOTAL(f, ML_KIND_TORCH_CPU_FREED).allocs ||
+				ML_AGG_TOTAL(f, ML_KIND_TORCH_CUDA_FREED).allocs);
 	return t->allocs || t->alloc_bytes || t->frees || g.allocs || r.allocs || other || freed ||
 	       (l->time.shown && f->total_samples);
 }

@@ -13,7 +13,7 @@ static int cmp_line(const void *x, const void *y, void *ctx)
 	enum ml_kind kind = *(const enum ml_kind *)ctx;
 	const struct ml_agg_line *a = *(const struct ml_agg_line *const *)x;
 	const struct ml_agg_line *b = *(const struct ml_agg_line *const *)y;
-	uint64_t va = a->self[kind].peak_bytes, vb = b->self[kind].peak_bytes;
+	uint64_t va = ML_AGG_SELF(a, kind).peak_bytes, vb = ML_AGG_SELF(b, kind).peak_bytes;
 	if (va != vb)
 		return va > vb ? -1 : 1;
 	int c = strcmp(a->file, b->file);
@@ -29,7 +29,7 @@ static const struct ml_agg_line **peak_lines(const struct ml_agg *a, enum ml_kin
 	if (!rows)
 		return NULL;
 	for (size_t i = 0; i < a->n_lines; i++)
-		if (a->lines[i].self[kind].peak_bytes || a->lines[i].self[kind].peak_blocks)
+		if (ML_AGG_SELF(&a->lines[i], kind).peak_bytes || ML_AGG_SELF(&a->lines[i], kind).peak_blocks)
 			rows[(*n)++] = &a->lines[i];
 	qsort_r(rows, *n, sizeof(*rows), cmp_line, &kind);
 	return rows;
@@ -50,7 +50,7 @@ static void lines_table(FILE *out, const struct ml_agg_line **lines, size_t n, e
 	fprintf(out, "%-*s  %-*s  %12s  %14s  %8s\n", wloc, "Location", wfn, "Function",
 		"Peak Mem", "Bytes", "Blocks");
 	for (size_t i = 0; i < n; i++) {
-		const struct ml_amount *m = &lines[i]->self[kind];
+		const struct ml_amount *m = &ML_AGG_SELF(lines[i], kind);
 		const char *slash = strrchr(lines[i]->file, '/');
 		snprintf(loc, sizeof(loc), "%s:%d", slash ? slash + 1 : lines[i]->file, lines[i]->line);
 		fprintf(out, "%-*s  %-*s  %12s  %14llu  %8llu\n", wloc, loc, wfn, lines[i]->function,
@@ -138,9 +138,9 @@ static void peak_json(const struct ml_agg *a, const struct ml_view_opts *o, stru
 		ml_json_key(j, "function");
 		ml_json_string(j, lines[i]->function);
 		ml_json_key(j, "bytes");
-		ml_json_u64(j, lines[i]->self[o->kind].peak_bytes);
+		ml_json_u64(j, ML_AGG_SELF(lines[i], o->kind).peak_bytes);
 		ml_json_key(j, "blocks");
-		ml_json_u64(j, lines[i]->self[o->kind].peak_blocks);
+		ml_json_u64(j, ML_AGG_SELF(lines[i], o->kind).peak_blocks);
 		ml_json_object_end(j);
 	}
 	ml_json_array_end(j);
@@ -197,9 +197,9 @@ static int cuda_peaks(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 			ml_json_key(j, "function");
 			ml_json_string(j, lines[i]->function);
 			ml_json_key(j, "bytes");
-			ml_json_u64(j, lines[i]->self[k].peak_bytes);
+			ml_json_u64(j, ML_AGG_SELF(lines[i], k).peak_bytes);
 			ml_json_key(j, "blocks");
-			ml_json_u64(j, lines[i]->self[k].peak_blocks);
+			ml_json_u64(j, ML_AGG_SELF(lines[i], k).peak_blocks);
 			ml_json_object_end(j);
 		}
 		ml_json_array_end(j);

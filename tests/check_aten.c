@@ -189,13 +189,13 @@ START_TEST(op_sums)
 	}
 	ck_assert_ptr_nonnull(add);
 	ck_assert_ptr_nonnull(empty);
-	ck_assert_uint_eq(empty->f.self[ML_KIND_HEAP].alloc_bytes, 1000);
-	ck_assert_uint_eq(empty->f.total[ML_KIND_HEAP].alloc_bytes, 1000);
-	ck_assert_uint_eq(add->f.self[ML_KIND_HEAP].alloc_bytes, 305);
-	ck_assert_uint_eq(add->f.total[ML_KIND_HEAP].alloc_bytes, 1305);
-	ck_assert_uint_eq(add->f.self[ML_KIND_TORCH_CPU_FREED].alloc_bytes, 300);
-	ck_assert_uint_eq(add->f.total[ML_KIND_TORCH_CPU_FREED].alloc_bytes, 300);
-	ck_assert_uint_eq(add->f.self[ML_KIND_TORCH_CUDA].alloc_bytes, 512);
+	ck_assert_uint_eq(ML_AGG_SELF(&empty->f, ML_KIND_HEAP).alloc_bytes, 1000);
+	ck_assert_uint_eq(ML_AGG_TOTAL(&empty->f, ML_KIND_HEAP).alloc_bytes, 1000);
+	ck_assert_uint_eq(ML_AGG_SELF(&add->f, ML_KIND_HEAP).alloc_bytes, 305);
+	ck_assert_uint_eq(ML_AGG_TOTAL(&add->f, ML_KIND_HEAP).alloc_bytes, 1305);
+	ck_assert_uint_eq(ML_AGG_SELF(&add->f, ML_KIND_TORCH_CPU_FREED).alloc_bytes, 300);
+	ck_assert_uint_eq(ML_AGG_TOTAL(&add->f, ML_KIND_TORCH_CPU_FREED).alloc_bytes, 300);
+	ck_assert_uint_eq(ML_AGG_SELF(&add->f, ML_KIND_TORCH_CUDA).alloc_bytes, 512);
 	ck_assert_uint_eq(add->other_self[ML_KIND_HEAP].alloc_bytes, 64);
 	ck_assert_uint_eq(add->other_total[ML_KIND_HEAP].allocs, 2);
 	ck_assert_uint_eq(empty->other_total[ML_KIND_HEAP].alloc_bytes, 0);

@@ -23,8 +23,8 @@ static struct ml_module mods_b[] = {
  * b: the same main -> f (moved by 0x50000), and main -> libx */
 static const uint64_t fa1[] = { 0x2200, 0x2100 }, fa2[] = { 0x2300, 0x2100 };
 static const uint64_t fb1[] = { 0x52200, 0x52100 }, fb2[] = { 0x90500, 0x52100 };
-static struct ml_stack stacks_a[] = { { 1, 2, 0, fa1 }, { 2, 2, 0, fa2 } };
-static struct ml_stack stacks_b[] = { { 7, 2, 0, fb1 }, { 9, 2, 0, fb2 } };
+static struct ml_stack stacks_a[] = { { 1, 2, 0, fa1, 0 }, { 2, 2, 0, fa2, 0 } };
+static struct ml_stack stacks_b[] = { { 7, 2, 0, fb1, 0 }, { 9, 2, 0, fb2, 0 } };
 static struct ml_fmt_counter counters_a[] = {
 	{ .stack_id = 1, .kind = ML_KIND_HEAP, .allocs = 2, .alloc_bytes = 100, .frees = 1,
 	  .freed_bytes = 40, .live_blocks = 1, .live_bytes = 60, .peak_blocks = 2, .peak_bytes = 100 },

@@ -99,7 +99,7 @@ static struct ml_module modules[] = {
 };
 
 static struct ml_stack stacks[] = {
-	{ 1, 3, 0, st1 }, { 2, 4, 0, st2 }, { 3, 3, 0, st3 }, { 4, 5, 0, st4 },
+	{ 1, 3, 0, st1, 0 }, { 2, 4, 0, st2, 0 }, { 3, 3, 0, st3, 0 }, { 4, 5, 0, st4, 0 },
 };
 
 /*                         stack kind allocs bytes frees freed lblk lbytes pblk pbytes */
@@ -233,23 +233,23 @@ START_TEST(agg_self_and_inclusive)
 	ck_assert_ptr_null(ml_agg_find_func(agg, "malloc"));
 	ck_assert_ptr_null(ml_agg_find_func(agg, "ml_hook"));
 	/* f: innermost of stacks 1 and 2; inclusive also through strdup. */
-	ck_assert_uint_eq(f->self[ML_KIND_HEAP].alloc_bytes, 110);
-	ck_assert_uint_eq(f->self[ML_KIND_HEAP].allocs, 3);
-	ck_assert_uint_eq(f->total[ML_KIND_HEAP].alloc_bytes, 3110);
-	ck_assert_uint_eq(f->total[ML_KIND_HEAP].allocs, 6);
-	ck_assert_uint_eq(f->total[ML_KIND_HEAP].live_bytes, 3070);
-	ck_assert_uint_eq(f->total[ML_KIND_HEAP].peak_bytes, 110);
-	ck_assert_uint_eq(m->self[ML_KIND_HEAP].alloc_bytes, 0);
-	ck_assert_uint_eq(m->total[ML_KIND_HEAP].alloc_bytes, 3510);
-	ck_assert_uint_eq(m->total[ML_KIND_HEAP].frees, 5);
-	ck_assert_uint_eq(h->self[ML_KIND_HEAP].alloc_bytes, 400);
-	ck_assert_uint_eq(g->self[ML_KIND_HEAP].alloc_bytes, 0);
-	ck_assert_uint_eq(g->total[ML_KIND_HEAP].alloc_bytes, 400);
-	ck_assert_uint_eq(g->total[ML_KIND_HEAP].peak_bytes, 200);
-	ck_assert_uint_eq(sd->self[ML_KIND_HEAP].alloc_bytes, 3000);
+	ck_assert_uint_eq(ML_AGG_SELF(f, ML_KIND_HEAP).alloc_bytes, 110);
+	ck_assert_uint_eq(ML_AGG_SELF(f, ML_KIND_HEAP).allocs, 3);
+	ck_assert_uint_eq(ML_AGG_TOTAL(f, ML_KIND_HEAP).alloc_bytes, 3110);
+	ck_assert_uint_eq(ML_AGG_TOTAL(f, ML_KIND_HEAP).allocs, 6);
+	ck_assert_uint_eq(ML_AGG_TOTAL(f, ML_KIND_HEAP).live_bytes, 3070);
+	ck_assert_uint_eq(ML_AGG_TOTAL(f, ML_KIND_HEAP).peak_bytes, 110);
+	ck_assert_uint_eq(ML_AGG_SELF(m, ML_KIND_HEAP).alloc_bytes, 0);
+	ck_assert_uint_eq(ML_AGG_TOTAL(m, ML_KIND_HEAP).alloc_bytes, 3510);
+	ck_assert_uint_eq(ML_AGG_TOTAL(m, ML_KIND_HEAP).frees, 5);
+	ck_assert_uint_eq(ML_AGG_SELF(h, ML_KIND_HEAP).alloc_bytes, 400);
+	ck_assert_uint_eq(ML_AGG_SELF(g, ML_KIND_HEAP).alloc_bytes, 0);
+	ck_assert_uint_eq(ML_AGG_TOTAL(g, ML_KIND_HEAP).alloc_bytes, 400);
+	ck_assert_uint_eq(ML_AGG_TOTAL(g, ML_KIND_HEAP).peak_bytes, 200);
+	ck_assert_uint_eq(ML_AGG_SELF(sd, ML_KIND_HEAP).alloc_bytes, 3000);
 	/* Kinds stay apart. */
-	ck_assert_uint_eq(g->total[ML_KIND_CUDA_DEVICE].alloc_bytes, 1 << 20);
-	ck_assert_uint_eq(f->total[ML_KIND_CUDA_DEVICE].alloc_bytes, 0);
+	ck_assert_uint_eq(ML_AGG_TOTAL(g, ML_KIND_CUDA_DEVICE).alloc_bytes, 1 << 20);
+	ck_assert_uint_eq(ML_AGG_TOTAL(f, ML_KIND_CUDA_DEVICE).alloc_bytes, 0);
 }
 END_TEST
 
@@ -259,18 +259,18 @@ START_TEST(agg_recursion_counted_once)
 	const struct ml_agg_func *f = ml_agg_find_func(agg, "f");
 	uint64_t sum_self = 0;
 	for (size_t i = 0; i < agg->n_funcs; i++)
-		sum_self += agg->funcs[i].self[ML_KIND_HEAP].alloc_bytes;
+		sum_self += ML_AGG_SELF(&agg->funcs[i], ML_KIND_HEAP).alloc_bytes;
 	ck_assert_uint_eq(sum_self, 3510);	/* self adds up to the total */
-	ck_assert_uint_eq(f->total[ML_KIND_HEAP].alloc_bytes, 100 + 10 + 3000);
+	ck_assert_uint_eq(ML_AGG_TOTAL(f, ML_KIND_HEAP).alloc_bytes, 100 + 10 + 3000);
 	const struct ml_agg_line *l20 = find_line(20, "f"), *l21 = find_line(21, "f");
 	ck_assert_ptr_nonnull(l20);
 	ck_assert_ptr_nonnull(l21);
-	ck_assert_uint_eq(l20->self[ML_KIND_HEAP].alloc_bytes, 110);
-	ck_assert_uint_eq(l20->total[ML_KIND_HEAP].alloc_bytes, 3110);
-	ck_assert_uint_eq(l21->self[ML_KIND_HEAP].alloc_bytes, 0);
-	ck_assert_uint_eq(l21->total[ML_KIND_HEAP].alloc_bytes, 10);
-	ck_assert_uint_eq(find_line(10, "main")->total[ML_KIND_HEAP].alloc_bytes, 3510);
-	ck_assert_uint_eq(find_line(40, "h")->self[ML_KIND_HEAP].peak_bytes, 200);
+	ck_assert_uint_eq(ML_AGG_SELF(l20, ML_KIND_HEAP).alloc_bytes, 110);
+	ck_assert_uint_eq(ML_AGG_TOTAL(l20, ML_KIND_HEAP).alloc_bytes, 3110);
+	ck_assert_uint_eq(ML_AGG_SELF(l21, ML_KIND_HEAP).alloc_bytes, 0);
+	ck_assert_uint_eq(ML_AGG_TOTAL(l21, ML_KIND_HEAP).alloc_bytes, 10);
+	ck_assert_uint_eq(ML_AGG_TOTAL(find_line(10, "main"), ML_KIND_HEAP).alloc_bytes, 3510);
+	ck_assert_uint_eq(ML_AGG_SELF(find_line(40, "h"), ML_KIND_HEAP).peak_bytes, 200);
 }
 END_TEST
 
@@ -285,7 +285,7 @@ START_TEST(agg_unknown_stack_id)
 	ck_assert_int_eq(ml_agg_build(&p, &fake, &a), 0);
 	const struct ml_agg_func *u = ml_agg_find_func(a, ML_AGG_UNKNOWN);
 	ck_assert_ptr_nonnull(u);
-	ck_assert_uint_eq(u->self[ML_KIND_HEAP].alloc_bytes, 7);
+	ck_assert_uint_eq(ML_AGG_SELF(u, ML_KIND_HEAP).alloc_bytes, 7);
 	ml_agg_free(a);
 }
 END_TEST
@@ -294,7 +294,7 @@ START_TEST(agg_symbol_offsets_grouped)
 {
 	/* Frames without debug info ("sym+0x10") are one function per symbol. */
 	static const uint64_t a[] = { 0x610, 0x700, 0x100 }, b[] = { 0x62a, 0x100 };
-	static struct ml_stack s[] = { { 1, 3, 0, a }, { 2, 2, 0, b } };
+	static struct ml_stack s[] = { { 1, 3, 0, a, 0 }, { 2, 2, 0, b, 0 } };
 	static struct ml_fmt_counter c[] = {
 		{ 1, ML_KIND_HEAP, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 		{ 2, ML_KIND_HEAP, 2, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
@@ -308,8 +308,8 @@ START_TEST(agg_symbol_offsets_grouped)
 	ck_assert_int_eq(ml_agg_build(&p, &fake, &ag), 0);
 	const struct ml_agg_func *f = ml_agg_find_func(ag, "libfn");
 	ck_assert_ptr_nonnull(f);
-	ck_assert_uint_eq(f->self[ML_KIND_HEAP].alloc_bytes, 11);
-	ck_assert_uint_eq(f->self[ML_KIND_HEAP].allocs, 3);
+	ck_assert_uint_eq(ML_AGG_SELF(f, ML_KIND_HEAP).alloc_bytes, 11);
+	ck_assert_uint_eq(ML_AGG_SELF(f, ML_KIND_HEAP).allocs, 3);
 	ck_assert_ptr_nonnull(ml_agg_find_func(ag, "operator+"));
 	ck_assert_ptr_null(ml_agg_find_func(ag, "libfn+0x10"));
 	/* The stack itself keeps the exact frame. */
@@ -336,8 +336,8 @@ START_TEST(agg_same_name_kept_apart)
 			      a6[] = { 0x820, 0x100 }, dx[] = { 0x830, 0x100 },
 			      dy[] = { 0x840, 0x100 };
 	static struct ml_stack s[] = {
-		{ 1, 2, 0, a5 }, { 2, 2, 0, b7 }, { 3, 2, 0, a6 },
-		{ 4, 2, 0, dx }, { 5, 2, 0, dy }, { 6, 2, 0, a5 },
+		{ 1, 2, 0, a5, 0 }, { 2, 2, 0, b7, 0 }, { 3, 2, 0, a6, 0 },
+		{ 4, 2, 0, dx, 0 }, { 5, 2, 0, dy, 0 }, { 6, 2, 0, a5, 0 },
 	};
 	static struct ml_fmt_counter c[] = {
 		{ 1, ML_KIND_HEAP, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
@@ -367,12 +367,12 @@ START_TEST(agg_same_name_kept_apart)
 	ck_assert_ptr_nonnull(m);
 	ck_assert_str_eq(ha->name, "helper");
 	ck_assert_str_eq(ha->file, "/src/a.c");
-	ck_assert_uint_eq(ha->self[ML_KIND_HEAP].alloc_bytes, 37);
-	ck_assert_uint_eq(ha->self[ML_KIND_HEAP].allocs, 3);
-	ck_assert_uint_eq(hb->self[ML_KIND_HEAP].alloc_bytes, 2);
-	ck_assert_uint_eq(dx_->self[ML_KIND_HEAP].alloc_bytes, 8);
-	ck_assert_uint_eq(dy_->self[ML_KIND_HEAP].alloc_bytes, 16);
-	ck_assert_uint_eq(m->total[ML_KIND_HEAP].alloc_bytes, 63);
+	ck_assert_uint_eq(ML_AGG_SELF(ha, ML_KIND_HEAP).alloc_bytes, 37);
+	ck_assert_uint_eq(ML_AGG_SELF(ha, ML_KIND_HEAP).allocs, 3);
+	ck_assert_uint_eq(ML_AGG_SELF(hb, ML_KIND_HEAP).alloc_bytes, 2);
+	ck_assert_uint_eq(ML_AGG_SELF(dx_, ML_KIND_HEAP).alloc_bytes, 8);
+	ck_assert_uint_eq(ML_AGG_SELF(dy_, ML_KIND_HEAP).alloc_bytes, 16);
+	ck_assert_uint_eq(ML_AGG_TOTAL(m, ML_KIND_HEAP).alloc_bytes, 63);
 	ck_assert_str_eq(m->label, m->name);	/* no collision: the plain name */
 	ml_agg_free(ag);
 }

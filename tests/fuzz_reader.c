@@ -34,10 +34,15 @@ static void walk(const struct ml_profile *p)
 	}
 	/* Frames rebuilt from the FRAMES trie: depth of them, readable. */
 	for (size_t i = 0; i < p->n_stacks; i++) {
-		if (!p->stacks[i].frames)
+		uint64_t *buf = malloc(((size_t)p->stacks[i].depth + 1) * sizeof(*buf));
+		const uint64_t *frames;
+
+		if (!buf)
 			abort();
+		frames = ml_profile_stack_frames(p, &p->stacks[i], buf);
 		for (uint32_t f = 0; f < p->stacks[i].depth; f++)
-			sink += (uintptr_t)ml_profile_module(p, p->stacks[i].frames[f]);
+			sink += (uintptr_t)ml_profile_module(p, frames[f]);
+		free(buf);
 	}
 	for (size_t i = 0; i < p->n_samples; i++)
 		for (uint32_t f = 0; f < p->samples[i].depth; f++)
