@@ -7,7 +7,8 @@ void ml_cli_usage(FILE *out)
 {
 	fputs(
 "usage: memline run [-o DIR] [--depth N] [--sample BYTES] [--no-follow]\n"
-"                   [--no-torch-cache] [--no-pymem] [--lines [--clock cpu|wall]\n"
+"                   [--no-torch-cache] [--no-pymem] [--native]\n"
+"                   [--lines [--clock cpu|wall]\n"
 "                   [--rate HZ]] [--] PROG [ARGS...]\n"
 "       memline report [RUN|FILE...] VIEW [--json] [options]\n"
 "       memline --help\n"
@@ -28,6 +29,9 @@ void ml_cli_usage(FILE *out)
 "                attributed per tensor rather than per caching-allocator segment\n"
 "  --no-pymem    Python: leave the interpreter's PyMem allocators alone (Python\n"
 "                objects are then seen only as the malloc blocks pymalloc takes)\n"
+"  --native      Python: keep the interpreter's own C frames below the line\n"
+"                that made each Python object (by default they are left out,\n"
+"                as report's default views leave them out; larger profiles)\n"
 "  --lines       the line timer: sample every thread's stack (time per line)\n"
 "  --clock C     cpu (each thread's CPU time, default) or wall (blocked time too)\n"
 "  --rate HZ     samples per second per thread (1-100000, default 997)\n"

@@ -21,6 +21,7 @@ struct run_opts {
 	bool no_follow;
 	bool no_torch_cache;	/* --no-torch-cache: PYTORCH_NO_CUDA_MEMORY_CACHING=1 */
 	bool no_pymem;		/* --no-pymem: MEMLINE_PYMEM=0 */
+	bool native;		/* --native: MEMLINE_PY_NATIVE=1 */
 	bool lines;		/* --lines: the line timer */
 	const char *clock;	/* --clock cpu|wall, validated */
 	const char *rate;	/* --rate HZ, validated */
@@ -81,6 +82,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			o->no_follow = true;
 		} else if (strcmp(a, "--no-pymem") == 0) {
 			o->no_pymem = true;
+		} else if (strcmp(a, "--native") == 0) {
+			o->native = true;
 		} else if (strcmp(a, "--no-torch-cache") == 0) {
 			o->no_torch_cache = true;
 		} else if (strcmp(a, "--lines") == 0) {
@@ -225,6 +228,8 @@ static void exec_child(const char *path, const struct run_opts *o, const char *r
 		setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
 	if (o->no_pymem)
 		setenv("MEMLINE_PYMEM", "0", 1);
+	if (o->native)
+		setenv("MEMLINE_PY_NATIVE", "1", 1);
 	if (o->lines) {
 		setenv("MEMLINE_LINES", "1", 1);
 		setenv("MEMLINE_CLOCK", o->clock ? o->clock : "cpu", 1);

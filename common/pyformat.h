@@ -108,6 +108,11 @@ struct ml_fmt_python {
 
 #define ML_PY_ALLOCATORS 0x1u	/* PyMem domains and the arena allocator were wrapped */
 #define ML_PY_QUALNAME_IS_NAME 0x2u	/* 3.10: code objects know co_name only */
+/* A Python object's stack leaves out the interpreter module's own frames
+ * below its innermost eval-loop frame (the C path inside python3.x or
+ * libpython from the line to the allocator); an extension's frames there
+ * stay.  Not set with `memline run --native`. */
+#define ML_PY_INTERP_CUT 0x4u
 
 /* ML_SEC_PYCODE record: one code object seen on a stack; this struct, then
  * filename_len bytes of co_filename, name_len bytes of co_qualname (3.10:

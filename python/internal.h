@@ -109,6 +109,8 @@ struct ml_py_state {
 	const struct ml_py_layout *layout;
 	struct ml_py_api api;
 	uint64_t eval_lo, eval_hi;	/* _PyEval_EvalFrameDefault */
+	uint64_t interp_lo, interp_hi;	/* the module that holds it: its PT_LOAD span */
+	uint64_t interp_cut;		/* interp_hi - interp_lo with ML_PY_INTERP_CUT, else 0 */
 	void *runtime;			/* &_PyRuntime */
 	size_t runtime_size;		/* its dynamic symbol's size */
 	uint32_t flags;			/* ML_PY_* (format) */
@@ -116,6 +118,14 @@ struct ml_py_state {
 	char cwd[4096];			/* the working directory at boot */
 };
 extern struct ml_py_state ml_py;
+
+/* A return address in the interpreter's module that a Python object's
+ * stack leaves out: below its Python frames, the eval-loop frame included
+ * (ML_PY_INTERP_CUT; never without it). */
+static inline bool ml_py_interp_cut(uint64_t ra)
+{
+	return ra - 1 - ml_py.interp_lo < ml_py.interp_cut;
+}
 
 /* Looks for a CPython interpreter in the process (dlsym, no allocation
  * through Python).  Fills ml_py; found stays false for a process that is
@@ -249,6 +259,8 @@ int ml_py_hooks_install(void);
 struct ml_py_boot_config {
 	bool allocators;		/* MEMLINE_PYMEM (default on): wrap the PyMem domains */
 	bool frames;			/* MEMLINE_PY_FRAMES (default on): read Python frames */
+	bool native;			/* MEMLINE_PY_NATIVE (default off): keep the interpreter's
+					 * own frames below a Python object's line */
 	char boot_dir[4096];		/* MEMLINE_PY_BOOT_DIR, else <libmemline's dir>/python */
 };
 extern struct ml_py_boot_config ml_py_boot_config;

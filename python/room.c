@@ -22,6 +22,14 @@ static void start(void)
 	ml_py_boot_config.allocators = !env_off("MEMLINE_PYMEM");
 	/* Off only to measure what reading frames costs (bench/python_bench.py). */
 	ml_py_boot_config.frames = !env_off("MEMLINE_PY_FRAMES");
+	/* memline run --native: the interpreter's frames below a Python
+	 * object's line are kept. */
+	const char *native = getenv("MEMLINE_PY_NATIVE");
+	ml_py_boot_config.native = native && *native && !env_off("MEMLINE_PY_NATIVE");
+	if (!ml_py_boot_config.native && ml_py.interp_hi > ml_py.interp_lo) {
+		ml_py.interp_cut = ml_py.interp_hi - ml_py.interp_lo;
+		ml_py.flags |= ML_PY_INTERP_CUT;
+	}
 	const char *dir = getenv("MEMLINE_PY_BOOT_DIR");
 	if (dir && strlen(dir) < sizeof(ml_py_boot_config.boot_dir))
 		strcpy(ml_py_boot_config.boot_dir, dir);
@@ -32,8 +40,10 @@ static void start(void)
 }
 
 /* A Python object's stack: native frames up to the innermost eval-loop
- * frame, when one is there (python/internal.h, ML_STACK_PY_NATIVE_CUT). */
-static uint32_t cut_at_eval(const uint64_t *frames, uint32_t depth, uint32_t *flags)
+ * frame, when one is there (python/internal.h, ML_STACK_PY_NATIVE_CUT),
+ * less the interpreter's own frames, that one included (ML_PY_INTERP_CUT:
+ * the report puts the Python frames outside the native ones left). */
+static uint32_t cut_at_eval(uint64_t *frames, uint32_t depth, uint32_t *flags)
 {
 	for (uint32_t i = 0; i < depth; i++)
 		if (frames[i] - 1 - ml_py.eval_lo < ml_py.eval_hi - ml_py.eval_lo) {
@@ -41,7 +51,11 @@ static uint32_t cut_at_eval(const uint64_t *frames, uint32_t depth, uint32_t *fl
 				*flags |= ML_STACK_PY_NATIVE_CUT;
 				*flags &= ~ML_STACK_TRUNCATED;
 			}
-			return i + 1;
+			uint32_t n = 0;
+			for (uint32_t j = 0; j <= i; j++)
+				if (!ml_py_interp_cut(frames[j]))
+					frames[n++] = frames[j];
+			return n;
 		}
 	return depth;
 }

@@ -84,9 +84,12 @@ static uint32_t below(struct memo *m, struct ml_intern_cache *ic, uint32_t paren
 	if (np->token && s->token == np->token && s->parent == parent)
 		return s->node;
 	uint32_t node = parent;
-	for (uint32_t k = np->n; k-- > 0;)
+	for (uint32_t k = np->n; k-- > 0;) {
+		if (ml_py_interp_cut(np->ras[k]))	/* room.c's cut_at_eval */
+			continue;
 		if (!(node = ml_core_stack_child(ic, node, np->ras[k])))
 			return ML_CORE_STACK_LOST;
+	}
 	if (np->token)
 		*s = (struct below_slot){ np->token, parent, node };
 	return node;
