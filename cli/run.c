@@ -269,16 +269,20 @@ static int wait_child(pid_t pid)
 	return ML_EXIT_CANNOT_RUN;
 }
 
+/* A signal memline was started with ignored (nohup, a shell's background
+ * job) stays ignored, here and in the program: exec keeps SIG_IGN, while a
+ * handler of ours would become SIG_DFL there. */
 static void install_forwarding(void)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGQUIT, SIGHUP };
-	struct sigaction sa;
+	struct sigaction sa, was;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = forward_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, NULL);
+		if (sigaction(sigs[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
 }
 
 /* Checks everything that can be checked before forking.  Returns 0 with

@@ -295,6 +295,38 @@ def python_keyboard_interrupt():
 
 
 @test
+def ignored_signals_stay_ignored():
+	"""Signals memline was started with ignored (nohup, a background job of
+	a shell) are ignored in the program too, as they would be without it:
+	python's SIGINT then raises no KeyboardInterrupt."""
+	py = "/usr/bin/python3"
+	check(os.path.exists(py), "no /usr/bin/python3")
+	script = ("import os, signal, time\n"
+		  "print([signal.getsignal(s) == signal.SIG_IGN for s in"
+		  " (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)])\n"
+		  "os.kill(os.getpid(), signal.SIGINT)\n"
+		  "os.kill(os.getpid(), signal.SIGHUP)\n"
+		  "time.sleep(0.2)\n"
+		  "print('still here')\n")
+
+	def ignoring():
+		no_core()
+		signal.signal(signal.SIGINT, signal.SIG_IGN)
+		signal.signal(signal.SIGHUP, signal.SIG_IGN)
+		signal.signal(signal.SIGTERM, signal.SIG_DFL)
+		signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+	out = []
+	for cmd in ([py, "-c", script],
+		    [memline(), "run", "-o", tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp),
+		     "--", py, "-c", script]):
+		p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+				   timeout=60, preexec_fn=ignoring)
+		out.append((p.returncode, text(p.stdout)))
+	eq(out[0], (0, "[True, True, False, False]\nstill here\n"), "python alone")
+	eq(out[1], out[0], "python under memline (exit status, output)")
+
+
+@test
 def term_during_exit_write():
 	"""SIGTERM while a process writes its exit profile (Pool.terminate on
 	python's workers) must neither lose the profile nor leave a temporary:
