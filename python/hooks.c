@@ -105,6 +105,14 @@ static void *py_realloc(void *ctx, void *old, size_t size)
 static void py_free(void *ctx, void *p)
 {
 	const struct ml_py_memalloc *o = ctx;
+	/* A code object freed (its type still there: code_dealloc frees it
+	 * last, through OBJ): its address may name another one from now on
+	 * (stackfast.c tells code objects apart by address within an epoch).
+	 * Every OBJ block has 16 bytes to read; another block that happens to
+	 * hold the word costs a new epoch, nothing more. */
+	if (o == &orig[ML_PY_DOMAIN_OBJ] && p &&
+	    ((void *const *)p)[1] == ml_py.api.code_type)
+		__atomic_fetch_add(&ml_py_code_epoch, 1, __ATOMIC_SEQ_CST);
 	if (!p || !ml_guard_enter()) {
 		o->free(o->ctx, p);
 		return;

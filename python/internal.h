@@ -181,8 +181,10 @@ const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code);
 const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code,
 				       int32_t lasti, int32_t *unit);
 /* Counts the times an address's entry was replaced by a new one (another
- * code object there now): until it changes, ml_py_code_get gives every code
- * object it gave an entry to that same entry again.  Atomic. */
+ * code object there now), and the code objects freed (hooks.c): until it
+ * changes, ml_py_code_get gives every code object it gave an entry to that
+ * same entry again, and a code object's address names that object.
+ * Atomic. */
 extern uint32_t ml_py_code_epoch;
 /* Calls fn for every code object recorded. */
 void ml_py_codes_foreach(void (*fn)(const struct ml_py_code *c, void *arg), void *arg);
@@ -213,23 +215,18 @@ uint32_t ml_py_walk_unchecked(uint64_t *frames, uint32_t depth, uint32_t cap, ui
 			      unsigned mode);
 
 /* One frame of the calling thread's chain as read plainly: what its tagged
- * form in a stack is a function of (the code object as codetab.c tells
- * code objects apart, the instruction, the owner and entry flags, whether
- * a shim frame follows it).  A shim (3.12+) is bits ML_PY_RAW_SHIM alone. */
+ * form in a stack is a function of while ml_py_code_epoch stands (the code
+ * object's address, the instruction, the owner and entry flags, whether a
+ * shim frame follows it).  A shim (3.12+) is bits ML_PY_RAW_SHIM alone. */
 struct ml_py_raw {
 	uint64_t code, instr;
-	uint64_t filename, name, linetable;	/* what code points to */
-	int32_t firstlineno;
-	uint32_t bits;			/* owner | is_entry << 8 | ML_PY_RAW_* */
+	uint64_t bits;			/* owner | is_entry << 8 | ML_PY_RAW_* */
 };
 #define ML_PY_RAW_SHIM 0x10000u
 #define ML_PY_RAW_NEXT_SHIM 0x20000u	/* the next frame out is a shim */
 static inline bool ml_py_raw_same(const struct ml_py_raw *a, const struct ml_py_raw *b)
 {
-	return ((a->code ^ b->code) | (a->instr ^ b->instr) | (a->filename ^ b->filename) |
-		(a->name ^ b->name) | (a->linetable ^ b->linetable) |
-		(uint64_t)(uint32_t)(a->firstlineno ^ b->firstlineno) |
-		(uint64_t)(a->bits ^ b->bits)) == 0;
+	return ((a->code ^ b->code) | (a->instr ^ b->instr) | (a->bits ^ b->bits)) == 0;
 }
 /* Reads the chain, innermost first, into out[0..max): the count, or -1
  * when it is longer, a frame cannot be read, or there is no thread state

@@ -6,8 +6,10 @@
  *
  * Per thread (the memo): the chain of Python frames read at the previous
  * object, each frame as what its tagged form is a function of (struct
- * ml_py_raw: the code object as codetab.c tells code objects apart, the
- * instruction, the owner and entry flags, a shim outside it), with the
+ * ml_py_raw: the code object's address, which names one code object while
+ * ml_py_code_epoch stands (hooks.c starts a new one at every code object
+ * freed), the instruction, the owner and entry flags, a shim outside it),
+ * with the
  * trie node of the path up to it; and a small table from such a frame to
  * its tagged form, filled from full walks.  A new object's chain is read
  * plainly (no code-table lookup), compared from the outermost frame with

@@ -158,8 +158,6 @@ int ml_py_chain(struct ml_py_raw *out, uint32_t max, const struct ml_py_raw *was
 		return -1;
 	const uint32_t o_prev = L->fr_previous, o_code = L->fr_code, o_instr = L->fr_instr,
 		       o_owner = L->fr_owner, o_entry = L->fr_is_entry;
-	const uint32_t c_file = L->co_filename, c_name = L->co_qualname ? L->co_qualname : L->co_name,
-		       c_lt = L->co_linetable, c_first = L->co_firstlineno;
 	const bool objects = L->model == ML_PY_FRAME_OBJECTS, shims = L->minor >= 12;
 	uint64_t f;
 	if (L->model == ML_PY_IFRAMES_PREV) {
@@ -198,13 +196,8 @@ int ml_py_chain(struct ml_py_raw *out, uint32_t max, const struct ml_py_raw *was
 		}
 		if (!code || (code & 7))
 			return -1;
-		const unsigned char *c = (const unsigned char *)(uintptr_t)code;
 		o->code = code;
 		o->instr = instr;
-		o->filename = ld64(c + c_file);
-		o->name = ld64(c + c_name);
-		o->linetable = ld64(c + c_lt);
-		memcpy(&o->firstlineno, c + c_first, 4);
 		o->bits = bits;
 		if (n < was_n && !ml_py_raw_same(o, &was[n]))
 			top = n + 1;
