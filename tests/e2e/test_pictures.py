@@ -335,16 +335,23 @@ def chromium():
 
 
 def browse(page, *args, size="1400,900"):
-	"""Runs headless Chromium on page with args; returns (stdout, console)."""
-	prof = tempfile.mkdtemp(dir=h.OPTS.tmp)
-	cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-	       "--no-first-run", "--disable-background-networking", "--disable-component-update",
-	       "--disable-sync", "--user-data-dir=" + prof, "--enable-logging=stderr", "--v=0",
-	       "--hide-scrollbars", "--window-size=" + size] + list(args) + [page]
-	p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+	"""Runs headless Chromium on page with args; returns (stdout, console).
+	Chromium itself killed by a signal (a SIGSEGV of its own, seen once in
+	the suite on a loaded machine) is tried again, twice at most: the page
+	is static, so that says nothing of it."""
+	for attempt in range(3):
+		prof = tempfile.mkdtemp(dir=h.OPTS.tmp)
+		cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		       "--no-first-run", "--disable-background-networking",
+		       "--disable-component-update", "--disable-sync", "--user-data-dir=" + prof,
+		       "--enable-logging=stderr", "--v=0", "--hide-scrollbars",
+		       "--window-size=" + size] + list(args) + [page]
+		p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+		shutil.rmtree(prof, ignore_errors=True)
+		if p.returncode >= 0:
+			break
 	err = text(p.stderr)
 	console = [l for l in err.splitlines() if "CONSOLE" in l or "Uncaught" in l]
-	shutil.rmtree(prof, ignore_errors=True)
 	check(p.returncode == 0, "chromium exit %d: %s" % (p.returncode, err[-500:]))
 	return text(p.stdout), console
 
