@@ -126,6 +126,14 @@ static inline uint32_t ml_stacktab_here(struct ml_intern_cache *cache)
 {
 	return ml_unwind_stack(cache);
 }
+/* The common heap allocation on the side stack (ml_side_call3's fn; t the
+ * calling thread's state, the hook's mark set): its stack id (the walker
+ * inline, else as ml_unwind_stack), then ml_track_heap_stack (track.c),
+ * errno kept around both. */
+struct ml_thread;
+long ml_unwind_heap_event(uint64_t ptr, uint64_t size, void *t);
+long ml_track_heap_stack(uint64_t ptr, uint64_t size, struct ml_thread *t, uint32_t stack,
+			 int saved_errno);
 /* The same by a capture into a buffer (libunwind where the walker
  * declines), the rooms' decorations and ml_stacktab_intern. */
 uint32_t ml_stacktab_here_slow(struct ml_intern_cache *cache);
@@ -605,12 +613,12 @@ static inline uint32_t ml_live_lanes(__m128i lows, __m128i k32)
 int ml_livetab_insert_slow(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
 			   struct ml_live_block *old);
 
-/* Adds (addr, kind) -> (size, stack).  Returns 0, or -ENOMEM (not added).
- * An existing entry for the same (addr, kind) is removed first and
- * returned in *old (old->addr = 0 if none).  Thread-safe. */
-static inline __attribute__((always_inline)) int
-ml_livetab_insert_in(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
-		     struct ml_live_block *old, bool plain)
+/* The common insert alone: the key in neither of its buckets, a free way
+ * in its first, a size below 4 GiB, no growth due: true when it added
+ * (addr, kind) -> (size, stack), false when it did nothing.  plain: the
+ * event's ml_tl_plain, read once by the caller. */
+static inline __attribute__((always_inline)) bool
+ml_livetab_insert_quick(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack, bool plain)
 {
 	uint64_t key = ml_live_key(addr, kind);
 	struct ml_live_shard *s = ml_live_shard_of(addr);
@@ -637,12 +645,25 @@ ml_livetab_insert_in(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack
 			s->count++;
 			if (!plain)
 				ml_spin_unlock(&s->lock);
-			old->addr = 0;
-			return 0;
+			return true;
 		}
 	}
 	if (!plain)
 		ml_spin_unlock(&s->lock);
+	return false;
+}
+
+/* Adds (addr, kind) -> (size, stack).  Returns 0, or -ENOMEM (not added).
+ * An existing entry for the same (addr, kind) is removed first and
+ * returned in *old (old->addr = 0 if none).  Thread-safe. */
+static inline __attribute__((always_inline)) int
+ml_livetab_insert_in(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
+		     struct ml_live_block *old, bool plain)
+{
+	if (__builtin_expect(ml_livetab_insert_quick(addr, kind, size, stack, plain), 1)) {
+		old->addr = 0;
+		return 0;
+	}
 	return ml_livetab_insert_slow(addr, kind, size, stack, old);
 }
 static inline __attribute__((always_inline)) int

@@ -741,14 +741,13 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	return node;
 }
 
-/* The walk of ml_unwind_stack: the stack id (ML_NODE_LOST without room
- * for a node), or 0 for the slow path. */
-HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
+/* The stack id of the walk from (pc, sp, bp), lead being the mark's
+ * return address (0: none, the walk starts at the caller's own frame),
+ * with the thread's record w (ML_NODE_LOST without room for a node), or 0
+ * for the slow path. */
+HOT uint32_t unwind_from(struct thread_walk *w, struct ml_intern_cache *ic, uint64_t pc,
+			 uint64_t sp, uint64_t bp, uint64_t lead)
 {
-	uint64_t pc, sp, bp, lead;
-	HERE(pc, sp, bp);
-	start_point(&pc, &sp, &bp, &lead);
-	struct thread_walk *w = walk_get();
 	uint32_t max_depth = ml_config.max_depth;
 	uint32_t hit = 0;
 	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead, &hit);
@@ -782,6 +781,15 @@ HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
 	return node;
 }
 
+/* The walk of ml_unwind_stack: from the mark, else from here. */
+HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
+{
+	uint64_t pc, sp, bp, lead;
+	HERE(pc, sp, bp);
+	start_point(&pc, &sp, &bp, &lead);
+	return unwind_from(walk_get(), ic, pc, sp, bp, lead);
+}
+
 /* Decorating rooms, MEMLINE_VERIFY_UNWIND, the walker off or declining. */
 static uint32_t __attribute__((noinline)) unwind_stack_other(struct ml_intern_cache *ic)
 {
@@ -813,6 +821,36 @@ ml_unwind_stack(struct ml_intern_cache *ic)
 	if (__builtin_expect(!node, 0))
 		return ml_stacktab_here_slow(ic);
 	return node;
+}
+
+/* ml_unwind_stack's other cases: the walker off or declining, decorating
+ * rooms, MEMLINE_VERIFY_UNWIND. */
+static uint32_t __attribute__((noinline)) unwind_stack_rest(struct ml_intern_cache *ic)
+{
+	if (__builtin_expect(!ml_capture_fast || ml_rooms_decorating, 0))
+		return unwind_stack_other(ic);
+	return ml_stacktab_here_slow(ic);
+}
+
+/* The common allocation on the side stack (ml_track_alloc_heap's target:
+ * the heap, exact mode, the hook's mark set, t the calling thread's
+ * state): the walk from the mark inline, with t's record and cache, then
+ * the bookkeeping in a tail call (ml_track_heap_stack): one frame, whose
+ * registers the walk alone uses.  errno is kept from here, the walk's
+ * slow paths included. */
+long ml_unwind_heap_event(uint64_t ptr, uint64_t size, void *arg)
+{
+	struct ml_thread *t = arg;
+	int *e = t->errno_at, saved = *e;
+	const struct ml_unwind_mark *m = &ml_tl_mark;
+	uint64_t lead = m->ra;
+	struct thread_walk *w = t->walk;
+	uint32_t node = 0;
+	if (__builtin_expect(ml_capture_fast && !ml_rooms_decorating && w != NULL && lead != 0, 1))
+		node = unwind_from(w, &t->intern, lead - 1, m->sp, m->bp, lead);
+	if (__builtin_expect(!node, 0))
+		node = w ? unwind_stack_rest(&t->intern) : ml_unwind_stack(&t->intern);
+	return ml_track_heap_stack(ptr, size, t, node, saved);
 }
 
 /* ---- a room's native frames: from the mark to an address range ---- */
