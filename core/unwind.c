@@ -120,6 +120,10 @@ struct thread_walk {
 	/* o's ra_at and ra again, dense: what the check of the reused frames
 	 * reads (four to a 32-byte load, not one 64-byte record each). */
 	uint64_t o_at[WALK_MAX], o_ra[WALK_MAX];
+	/* Their saved-rbp words so too (bw_at, bw): read where the saved rbp
+	 * matters (bp_matters: a thread's first stack, below an rbp-based
+	 * CFA of libc's start code, has it on every frame). */
+	uint64_t o_bwat[WALK_MAX], o_bw[WALK_MAX];
 	/* A hash of the path root .. o[p], valid with the node (p < nodes)
 	 * where p < phs too: where o[p]'s node lookup is cached (see
 	 * set_nodes). */
@@ -202,12 +206,28 @@ changed_gather(const uint64_t *at, const uint64_t *ra, uint32_t n)
 		acc = _mm256_or_si256(acc, GATHER_DIFF(i));
 	return !_mm256_testz_si256(acc, acc);
 }
+/* The same for two pairs of arrays (the return addresses and the saved
+ * rbp words). */
+__attribute__((target("avx2"), noinline)) static bool
+changed_gather2(const uint64_t *at, const uint64_t *ra, const uint64_t *at2,
+		const uint64_t *ra2, uint32_t n)
+{
+	__m256i acc = GATHER_DIFF(n - 4);
+	for (uint32_t i = 0; i + 4 < n; i += 4)
+		acc = _mm256_or_si256(acc, GATHER_DIFF(i));
+	at = at2;
+	ra = ra2;
+	acc = _mm256_or_si256(acc, GATHER_DIFF(n - 4));
+	for (uint32_t i = 0; i + 4 < n; i += 4)
+		acc = _mm256_or_si256(acc, GATHER_DIFF(i));
+	return !_mm256_testz_si256(acc, acc);
+}
 #undef GATHER_DIFF
 
 /* The first frame of [w->o, end) whose words no longer hold what was
  * read, or end; saved-rbp words too when bp says so.  Four frames per
- * test: independent loads (without saved-rbp words and with AVX2: first
- * all of them at once, which usually finds none). */
+ * test: independent loads (with AVX2: first all of them at once, which
+ * usually finds none). */
 HOT const struct frame *first_changed(const struct thread_walk *w, const struct frame *end,
 				      bool bp)
 {
@@ -224,6 +244,9 @@ HOT const struct frame *first_changed(const struct thread_walk *w, const struct 
 			f++;
 		return f;
 	}
+	if (end - f >= 4 && use_gather > 0 &&
+	    !changed_gather2(w->o_at, w->o_ra, w->o_bwat, w->o_bw, (uint32_t)(end - f)))
+		return end;
 	for (; end - f >= 2; f += 2)
 		if (__builtin_expect((RA_DIFF(f[0]) | BW_DIFF(f[0]) | RA_DIFF(f[1]) |
 				      BW_DIFF(f[1])) != 0, 0))
@@ -268,6 +291,8 @@ HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 		*dst = *src;
 		w->o_at[dst - w->o] = src->ra_at;
 		w->o_ra[dst - w->o] = src->ra;
+		w->o_bwat[dst - w->o] = src->bw_at;
+		w->o_bw[dst - w->o] = src->bw;
 		cum += (dst->bits & BIT_RBP_CFA) != 0;
 		dst->rbp = (uint16_t)cum;
 		if (same) {
@@ -492,6 +517,8 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	w->o_ra[n - 1] = ra;
 	f0->bw_at = bw_at;
 	f0->bw = bw;
+	w->o_bwat[n - 1] = bw_at;
+	w->o_bw[n - 1] = bw;
 	f0->rbp = (uint16_t)(f1->rbp + ((r->fbits & BIT_RBP_CFA) != 0));
 	if (!node_kept && w->nodes >= n)
 		w->nodes = n - 1;
