@@ -149,9 +149,11 @@ void ml_stacktab_verify(uint32_t stack);
  * innermost end are dropped (see ml_stacktab_set_skip). */
 struct ml_skip { uint64_t lo, range; };
 extern struct ml_skip ml_skip;
-/* Whether ml_unwind_stack may answer by itself alone: the walker is on and
- * no stack is to be checked against libunwind (MEMLINE_VERIFY_UNWIND):
- * set from ml_config by ml_stacktab_set_mode (ml_stacktab_init calls it). */
+/* Whether ml_unwind_stack may answer by itself alone: the walker is on, no
+ * stack is to be checked against libunwind (MEMLINE_VERIFY_UNWIND) and no
+ * room decorates stacks (ml_rooms_decorating): set by ml_stacktab_set_mode
+ * (ml_stacktab_init and ml_rooms_start call it), so that the hot path
+ * tests one word. */
 extern int ml_capture_fast;
 void ml_stacktab_set_mode(void);
 /* MEMLINE_VERIFY_UNWIND: one line on stderr, how many stacks were checked

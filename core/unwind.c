@@ -873,7 +873,7 @@ long ml_unwind_heap_event(uint64_t ptr, uint64_t size, void *arg)
 	uint64_t lead = m->ra;
 	struct thread_walk *w = t->walk;
 	uint32_t node = 0;
-	if (__builtin_expect(ml_capture_fast && !ml_rooms_decorating && w != NULL && lead != 0, 1))
+	if (__builtin_expect(ml_capture_fast && w != NULL && lead != 0, 1))	/* (rooms: off) */
 		node = unwind_from(w, &t->intern, lead - 1, m->sp, m->bp, lead);
 	if (__builtin_expect(!node, 0))
 		node = w ? unwind_stack_rest(&t->intern) : ml_unwind_stack(&t->intern);
