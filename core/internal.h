@@ -1121,20 +1121,26 @@ ml_counters_apply_down(uint32_t kind, uint64_t size, bool plain)
 	return peak;
 }
 
-/* Applies one allocation (+size) to c, the calling thread's counter of
- * kind (c->kind: a constant here folds the kind's look-ups away).  Exact
- * under any interleaving of threads (see counters.c).  plain: the
- * event's ml_tl_plain. */
+/* c's part of one allocation (+size), the kind's peak before and after it
+ * given; then the whole of it: applies one allocation (+size) to c, the
+ * calling thread's counter of kind (c->kind: a constant here folds the
+ * kind's look-ups away).  Exact under any interleaving of threads (see
+ * counters.c).  plain: the event's ml_tl_plain. */
 static inline __attribute__((always_inline)) void
-ml_counters_alloc_in(struct ml_counter *c, uint32_t kind, uint64_t size, bool plain)
+ml_counter_add(struct ml_counter *c, uint64_t size, uint64_t before, uint64_t after)
 {
-	uint64_t before, after = ml_counters_apply_in(kind, (int64_t)size, &before, plain);
 	ml_counters_before(c, before);
 	c->allocs++;
 	c->alloc_bytes += size;
 	c->live_blocks++;
 	c->live_bytes += (int64_t)size;
 	ml_counters_after(c, before, after);
+}
+static inline __attribute__((always_inline)) void
+ml_counters_alloc_in(struct ml_counter *c, uint32_t kind, uint64_t size, bool plain)
+{
+	uint64_t before, after = ml_counters_apply_in(kind, (int64_t)size, &before, plain);
+	ml_counter_add(c, size, before, after);
 }
 
 static inline __attribute__((always_inline)) void ml_counters_alloc_k(struct ml_counter *c,

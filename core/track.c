@@ -252,12 +252,7 @@ long ml_track_heap_stack(uint64_t ptr, uint64_t size, struct ml_thread *t, uint3
 	uint64_t after = live > before ? live : before;
 	ml_kinds[kind].total.live = live;
 	ml_kinds[kind].total.peak = after;
-	ml_counters_before(c, before);
-	c->allocs++;
-	c->alloc_bytes += size;
-	c->live_blocks++;
-	c->live_bytes += (int64_t)size;
-	ml_counters_after(c, before, after);
+	ml_counter_add(c, size, before, after);
 	bool due = ml_timeline_due(kind, live);
 	if (__builtin_expect(due || after > before, 0))
 		return heap_stack_end(t, live, before, after, due, saved_errno);
