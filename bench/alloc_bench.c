@@ -1,6 +1,7 @@
 /* bench/alloc_bench.c - a malloc-heavy workload for the overhead benchmark.
  *
  * Usage: alloc_bench ALLOCS_PER_THREAD THREADS
+ *        alloc_bench ALLOCS main      (one worker: the main thread itself)
  *
  * Each thread performs exactly ALLOCS_PER_THREAD allocations (malloc, calloc
  * and growing realloc of a NULL or live block each count as one) and frees
@@ -206,10 +207,12 @@ int main(int argc, char **argv)
 	long allocs, threads;
 	struct worker *workers;
 	uint64_t start, elapsed, checksum = 0;
+	/* "main": the main thread's stacks (below libc's start code) */
+	int on_main = argc == 3 && strcmp(argv[2], "main") == 0;
 
 	if (argc != 3 || (allocs = atol(argv[1])) <= 0 ||
-	    (threads = atol(argv[2])) <= 0 || threads > 64) {
-		fprintf(stderr, "usage: alloc_bench ALLOCS_PER_THREAD THREADS(1-64)\n");
+	    (threads = on_main ? 1 : atol(argv[2])) <= 0 || threads > 64) {
+		fprintf(stderr, "usage: alloc_bench ALLOCS_PER_THREAD THREADS(1-64)|main\n");
 		return 2;
 	}
 	/* Bookkeeping is allocated before the timed phase. */
@@ -220,13 +223,18 @@ int main(int argc, char **argv)
 	for (long t = 0; t < threads; t++) {
 		workers[t].allocs_wanted = allocs;
 		workers[t].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(t + 1);
+		if (on_main) {
+			drive(&workers[t]);
+			continue;
+		}
 		if (pthread_create(&workers[t].thread, NULL, thread_main, &workers[t])) {
 			fprintf(stderr, "alloc_bench: pthread_create failed\n");
 			return 1;
 		}
 	}
 	for (long t = 0; t < threads; t++) {
-		pthread_join(workers[t].thread, NULL);
+		if (!on_main)
+			pthread_join(workers[t].thread, NULL);
 		checksum += workers[t].checksum;
 		if (workers[t].allocs_done != allocs) {
 			fprintf(stderr, "alloc_bench: thread %ld did %ld allocations, not %ld\n",

@@ -16,7 +16,7 @@ void ml_stacktab_set_skip(uint64_t lo, uint64_t hi)
 
 void ml_stacktab_set_mode(void)
 {
-	ml_capture_fast = ml_config.fast_unwind && !ml_config.verify_unwind;
+	ml_capture_fast = ml_config.fast_unwind && !ml_config.verify_unwind && !ml_rooms_decorating;
 }
 
 /* Inlined into both entry points so that, whichever is used, frame 0 is a

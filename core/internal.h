@@ -126,6 +126,14 @@ static inline uint32_t ml_stacktab_here(struct ml_intern_cache *cache)
 {
 	return ml_unwind_stack(cache);
 }
+/* The common heap allocation on the side stack (ml_side_call3's fn; t the
+ * calling thread's state, the hook's mark set): its stack id (the walker
+ * inline, else as ml_unwind_stack), then ml_track_heap_stack (track.c),
+ * errno kept around both. */
+struct ml_thread;
+long ml_unwind_heap_event(uint64_t ptr, uint64_t size, void *t);
+long ml_track_heap_stack(uint64_t ptr, uint64_t size, struct ml_thread *t, uint32_t stack,
+			 int saved_errno);
 /* The same by a capture into a buffer (libunwind where the walker
  * declines), the rooms' decorations and ml_stacktab_intern. */
 uint32_t ml_stacktab_here_slow(struct ml_intern_cache *cache);
@@ -141,9 +149,11 @@ void ml_stacktab_verify(uint32_t stack);
  * innermost end are dropped (see ml_stacktab_set_skip). */
 struct ml_skip { uint64_t lo, range; };
 extern struct ml_skip ml_skip;
-/* Whether ml_unwind_stack may answer by itself alone: the walker is on and
- * no stack is to be checked against libunwind (MEMLINE_VERIFY_UNWIND):
- * set from ml_config by ml_stacktab_set_mode (ml_stacktab_init calls it). */
+/* Whether ml_unwind_stack may answer by itself alone: the walker is on, no
+ * stack is to be checked against libunwind (MEMLINE_VERIFY_UNWIND) and no
+ * room decorates stacks (ml_rooms_decorating): set by ml_stacktab_set_mode
+ * (ml_stacktab_init and ml_rooms_start call it), so that the hot path
+ * tests one word. */
 extern int ml_capture_fast;
 void ml_stacktab_set_mode(void);
 /* MEMLINE_VERIFY_UNWIND: one line on stderr, how many stacks were checked
@@ -605,12 +615,12 @@ static inline uint32_t ml_live_lanes(__m128i lows, __m128i k32)
 int ml_livetab_insert_slow(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
 			   struct ml_live_block *old);
 
-/* Adds (addr, kind) -> (size, stack).  Returns 0, or -ENOMEM (not added).
- * An existing entry for the same (addr, kind) is removed first and
- * returned in *old (old->addr = 0 if none).  Thread-safe. */
-static inline __attribute__((always_inline)) int
-ml_livetab_insert_in(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
-		     struct ml_live_block *old, bool plain)
+/* The common insert alone: the key in neither of its buckets, a free way
+ * in its first, a size below 4 GiB, no growth due: true when it added
+ * (addr, kind) -> (size, stack), false when it did nothing.  plain: the
+ * event's ml_tl_plain, read once by the caller. */
+static inline __attribute__((always_inline)) bool
+ml_livetab_insert_quick(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack, bool plain)
 {
 	uint64_t key = ml_live_key(addr, kind);
 	struct ml_live_shard *s = ml_live_shard_of(addr);
@@ -637,12 +647,25 @@ ml_livetab_insert_in(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack
 			s->count++;
 			if (!plain)
 				ml_spin_unlock(&s->lock);
-			old->addr = 0;
-			return 0;
+			return true;
 		}
 	}
 	if (!plain)
 		ml_spin_unlock(&s->lock);
+	return false;
+}
+
+/* Adds (addr, kind) -> (size, stack).  Returns 0, or -ENOMEM (not added).
+ * An existing entry for the same (addr, kind) is removed first and
+ * returned in *old (old->addr = 0 if none).  Thread-safe. */
+static inline __attribute__((always_inline)) int
+ml_livetab_insert_in(uint64_t addr, uint32_t kind, uint64_t size, uint32_t stack,
+		     struct ml_live_block *old, bool plain)
+{
+	if (__builtin_expect(ml_livetab_insert_quick(addr, kind, size, stack, plain), 1)) {
+		old->addr = 0;
+		return 0;
+	}
 	return ml_livetab_insert_slow(addr, kind, size, stack, old);
 }
 static inline __attribute__((always_inline)) int
@@ -1098,20 +1121,26 @@ ml_counters_apply_down(uint32_t kind, uint64_t size, bool plain)
 	return peak;
 }
 
-/* Applies one allocation (+size) to c, the calling thread's counter of
- * kind (c->kind: a constant here folds the kind's look-ups away).  Exact
- * under any interleaving of threads (see counters.c).  plain: the
- * event's ml_tl_plain. */
+/* c's part of one allocation (+size), the kind's peak before and after it
+ * given; then the whole of it: applies one allocation (+size) to c, the
+ * calling thread's counter of kind (c->kind: a constant here folds the
+ * kind's look-ups away).  Exact under any interleaving of threads (see
+ * counters.c).  plain: the event's ml_tl_plain. */
 static inline __attribute__((always_inline)) void
-ml_counters_alloc_in(struct ml_counter *c, uint32_t kind, uint64_t size, bool plain)
+ml_counter_add(struct ml_counter *c, uint64_t size, uint64_t before, uint64_t after)
 {
-	uint64_t before, after = ml_counters_apply_in(kind, (int64_t)size, &before, plain);
 	ml_counters_before(c, before);
 	c->allocs++;
 	c->alloc_bytes += size;
 	c->live_blocks++;
 	c->live_bytes += (int64_t)size;
 	ml_counters_after(c, before, after);
+}
+static inline __attribute__((always_inline)) void
+ml_counters_alloc_in(struct ml_counter *c, uint32_t kind, uint64_t size, bool plain)
+{
+	uint64_t before, after = ml_counters_apply_in(kind, (int64_t)size, &before, plain);
+	ml_counter_add(c, size, before, after);
 }
 
 static inline __attribute__((always_inline)) void ml_counters_alloc_k(struct ml_counter *c,

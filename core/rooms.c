@@ -36,6 +36,7 @@ void ml_rooms_start(void)
 			ml_rooms_decorating = 1;
 		}
 	}
+	ml_stacktab_set_mode();	/* ml_capture_fast: off while rooms decorate */
 	for (uint32_t i = 0; i < n_rooms; i++)
 		if (decorating_mask == 1u << i && rooms[i]->stack_id && rooms[i]->stack_memo_size)
 			stack_room = rooms[i];

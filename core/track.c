@@ -111,23 +111,23 @@ static COLD void add_block_lost(struct ml_thread *t, uint64_t ptr, uint64_t size
 		no_room();
 }
 
-/* One exact-mode allocation on t, with the calling thread's stack, in
- * mode plain when known (a constant), else in the event's mode, read
- * after the capture. */
-INLINE void record_block_mode(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t kind,
-			      bool known, bool plain)
+/* One exact-mode allocation on t under stack, in mode plain when known (a
+ * constant), else in the event's mode. */
+INLINE void record_stack_mode(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t stack,
+			      uint32_t kind, bool known, bool plain)
 {
-	uint32_t stack = ml_stacktab_here(&t->intern);
 	struct ml_counter *c = ml_thread_counter(t, stack, kind);
 	if (__builtin_expect(c != NULL, 1))
 		add_block_in(t, c, ptr, size, stack, kind, known ? plain : ml_tl_plain);
 	else
 		add_block_lost(t, ptr, size, kind);
 }
-/* The same in the event's mode. */
+/* The same with the calling thread's stack, in the event's mode, read
+ * after the capture. */
 INLINE void record_block(struct ml_thread *t, uint64_t ptr, uint64_t size, uint32_t kind)
 {
-	record_block_mode(t, ptr, size, kind, false, false);
+	uint32_t stack = ml_stacktab_here(&t->intern);
+	record_stack_mode(t, ptr, size, stack, kind, false, false);
 }
 
 /* Counts the end of a block (stack, kind, size) on the calling thread:
@@ -192,22 +192,72 @@ static long record_heap(uint64_t ptr, uint64_t size, void *t)
 	return 0;
 }
 
-/* The common allocation whole, on the side stack: errno kept, the event
- * around the record (ml_track_alloc only switches stacks: one frame that
- * keeps its values in registers, not two). */
-static long record_heap_event(uint64_t ptr, uint64_t size, void *arg)
+/* ml_track_heap_stack's other cases: not the owner of the plain mode (no
+ * event begun yet); the owner (its plain event begun, nothing done)
+ * without the counter at hand or the common insert; the end of an
+ * owner's allocation whose timeline note (due) or peak time is to be
+ * kept (the heap's total now live, its peak before and after). */
+static __attribute__((noinline)) long heap_stack_any(uint64_t ptr, uint64_t size,
+						     struct ml_thread *t, uint32_t stack,
+						     int saved_errno)
 {
-	struct ml_thread *t = arg;
-	int *e = t->errno_at, saved = *e;
-	if (__builtin_expect(ml_event_begin_plain(t), 1)) {
-		record_block_mode(t, ptr, size, ML_KIND_HEAP, true, true);	/* the owner: plain */
-		ml_event_end_plain(t);
-	} else {
-		ml_event_begin();
-		record_block(t, ptr, size, ML_KIND_HEAP);
-		ml_event_end();
-	}
-	*e = saved;
+	ml_event_begin();
+	record_stack_mode(t, ptr, size, stack, ML_KIND_HEAP, false, false);
+	ml_event_end();
+	*t->errno_at = saved_errno;
+	return 0;
+}
+static __attribute__((noinline)) long heap_stack_rest(uint64_t ptr, uint64_t size,
+						      struct ml_thread *t, uint32_t stack,
+						      int saved_errno)
+{
+	record_stack_mode(t, ptr, size, stack, ML_KIND_HEAP, true, true);
+	ml_event_end_plain(t);
+	*t->errno_at = saved_errno;
+	return 0;
+}
+static __attribute__((noinline)) long heap_stack_end(struct ml_thread *t, uint64_t live,
+						     uint64_t before, uint64_t after, bool due,
+						     int saved_errno)
+{
+	uint32_t kind = ml_kind_peak_of(ML_KIND_HEAP);
+	if (due)
+		ml_timeline_slow(kind, live);
+	if (after > before)
+		ml_counters_note_peak_time(kind, after);	/* after the timeline's clock */
+	ml_event_end_plain(t);
+	*t->errno_at = saved_errno;
+	return 0;
+}
+
+/* The common allocation's bookkeeping, on the side stack, its stack id
+ * found (ml_unwind_heap_event, which kept errno: saved_errno): the event
+ * around it, errno restored.  The common case (the plain mode's owner,
+ * the counter in the cache, the common insert, no timeline note or peak
+ * time due) makes no call: the other cases are tail calls that take over
+ * where it stopped, so it needs no frame. */
+long ml_track_heap_stack(uint64_t ptr, uint64_t size, struct ml_thread *t, uint32_t stack,
+			 int saved_errno)
+{
+	if (__builtin_expect(!ml_event_begin_plain(t), 0))
+		return heap_stack_any(ptr, size, t, stack, saved_errno);
+	struct ml_counter *c = ml_thread_counter_cached(t, stack, ML_KIND_HEAP);
+	if (__builtin_expect(c == NULL, 0) ||
+	    __builtin_expect(!ml_livetab_insert_quick(ptr, ML_KIND_HEAP, size, stack, true), 0))
+		return heap_stack_rest(ptr, size, t, stack, saved_errno);
+	/* ml_counters_alloc_in in plain mode, the timeline's note and the
+	 * peak's time last */
+	uint32_t kind = ml_kind_peak_of(ML_KIND_HEAP);
+	uint64_t before = ml_kinds[kind].total.peak, live = ml_kinds[kind].total.live + size;
+	uint64_t after = live > before ? live : before;
+	ml_kinds[kind].total.live = live;
+	ml_kinds[kind].total.peak = after;
+	ml_counter_add(c, size, before, after);
+	bool due = ml_timeline_due(kind, live);
+	if (__builtin_expect(due || after > before, 0))
+		return heap_stack_end(t, live, before, after, due, saved_errno);
+	ml_event_end_plain(t);
+	*t->errno_at = saved_errno;
 	return 0;
 }
 
@@ -306,7 +356,7 @@ INLINE void track_alloc(void *ptr, size_t size, enum ml_kind kind, bool marked)
 	struct ml_thread *t = ml_tl_thread;
 	if (__builtin_expect(!ml_config.sample_bytes && kind == ML_KIND_HEAP && t != NULL &&
 			     (marked || ml_tl_mark.sp != 0) && !ml_thread_side_here(t), 1)) {
-		ml_side_call3(record_heap_event, (uint64_t)ptr, size, t, t->side_hi);
+		ml_side_call3(ml_unwind_heap_event, (uint64_t)ptr, size, t, t->side_hi);
 		return;
 	}
 	track_alloc_rest(ptr, size, kind);

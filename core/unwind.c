@@ -52,6 +52,8 @@ enum { END_OUTERMOST = 1, END_ZERO_RA, END_LIMIT };
 
 #define BIT_BP_OK 1u		/* rbp's value entering the frame is known */
 #define BIT_RBP_CFA 2u		/* the frame's CFA is rbp-based */
+#define BIT_LIVE 4u		/* rbp's value entering the frame matters (rbp_live;
+				 * in the record only) */
 
 /* A rule as the walk uses it.  The return address is at CFA - 8 (x86-64:
  * the CFA is rsp before the call); a rule that says otherwise is taken as
@@ -73,11 +75,12 @@ struct l1_slot {
 struct frame {
 	uint64_t sp, bp;	/* state entering the frame (bp: when BIT_BP_OK) */
 	uint64_t ra_at, ra;	/* its return address, and where it was read */
-	uint64_t bw_at, bw;	/* the saved rbp read; if none, no_bw's (so a
+	uint64_t bw_at, bw;	/* the saved rbp read where it matters (in the
+				 * record: the caller's rbp is live); else no_bw's (so a
 				 * check needs no branch) */
 	uint64_t rule;		/* its rule (struct l1_slot's packed) */
 	uint32_t node;		/* the trie node of the path root .. here */
-	uint16_t rbp;		/* frames with an rbp-based CFA from the outermost
+	uint16_t rbp;		/* frames whose saved-rbp word matters from the outermost
 				 * to here (in the scratch array: unset) */
 	uint8_t bits;
 };
@@ -120,6 +123,11 @@ struct thread_walk {
 	/* o's ra_at and ra again, dense: what the check of the reused frames
 	 * reads (four to a 32-byte load, not one 64-byte record each). */
 	uint64_t o_at[WALK_MAX], o_ra[WALK_MAX];
+	/* The frames whose saved-rbp word matters (frame p's rbp of them are
+	 * at o[0, p]), outermost first: where the check reads such words
+	 * apart (a main thread's stacks: usually one, below libc's start
+	 * code, whose CFA comes from rbp). */
+	uint16_t bwm_at[WALK_MAX];
 	/* A hash of the path root .. o[p], valid with the node (p < nodes)
 	 * where p < phs too: where o[p]'s node lookup is cached (see
 	 * set_nodes). */
@@ -164,14 +172,31 @@ void ml_unwind_thread_reset(void *walk)
 	w->hold = 0;
 }
 
-/* Whether some frame strictly outwards of f takes its CFA from rbp: then
- * the saved-rbp words matter too.  (f's own CFA comes from the rbp
- * compared equal on entry.  A recorded rbp left stale by a check without
- * them can only make a later match fail: rbp is compared only where an
- * rbp-based CFA follows.) */
+/* rbp's value entering a frame of rule `rule` matters to the walk from
+ * there outwards (it is live) when the frame's CFA comes from it, or when
+ * the frame leaves rbp as it found it (saves none, does not lose it) and
+ * the value matters entering its caller (live_out).  A frame that saves rbp
+ * hands its caller the saved word: that word matters (see settle) where
+ * live_out, and rbp's value entering the frame no longer does.  So on a
+ * thread whose outermost frames take their CFA from rbp (a main thread,
+ * below libc's start code), only the saved word of the nearest frame
+ * inwards that saves rbp matters, not rbp's value at every frame (code
+ * built without frame pointers uses rbp as any other register). */
+HOT bool rbp_live(uint64_t rule, bool live_out)
+{
+	struct l1_slot r = { .packed = rule };
+	return (r.flags & ML_RULE_CFA_RBP) ||
+	       (!(r.flags & (ML_RULE_RBP_SAVED | ML_RULE_RBP_UNDEF)) && live_out);
+}
+
+/* Whether some saved-rbp word from f outwards (f's own included) matters:
+ * then the checks read them too.  (Words that do not matter are recorded
+ * as no_bw's, so a check that reads them all reads only those that do.
+ * A recorded rbp left stale where it did not matter can only make a later
+ * match fail where it does: rbp is compared only where it is live.) */
 HOT bool bp_matters(const struct frame *f)
 {
-	return f->rbp != ((f->bits & BIT_RBP_CFA) != 0);
+	return f->rbp != 0;
 }
 
 #define WORD(at) (*(const volatile uint64_t *)(uintptr_t)(at))
@@ -206,8 +231,8 @@ changed_gather(const uint64_t *at, const uint64_t *ra, uint32_t n)
 
 /* The first frame of [w->o, end) whose words no longer hold what was
  * read, or end; saved-rbp words too when bp says so.  Four frames per
- * test: independent loads (without saved-rbp words and with AVX2: first
- * all of them at once, which usually finds none). */
+ * test: independent loads (with AVX2: first all of them at once, which
+ * usually finds none). */
 HOT const struct frame *first_changed(const struct thread_walk *w, const struct frame *end,
 				      bool bp)
 {
@@ -224,6 +249,16 @@ HOT const struct frame *first_changed(const struct thread_walk *w, const struct 
 			f++;
 		return f;
 	}
+	if (end - f >= 4 && use_gather > 0 &&
+	    !changed_gather(w->o_at, w->o_ra, (uint32_t)(end - f))) {
+		/* the return addresses hold: the saved-rbp words that matter */
+		for (uint32_t i = 0, m = end[-1].rbp; i < m; i++) {
+			const struct frame *b = w->o + w->bwm_at[i];
+			if (__builtin_expect(BW_DIFF(*b) != 0, 0))
+				return b;
+		}
+		return end;
+	}
 	for (; end - f >= 2; f += 2)
 		if (__builtin_expect((RA_DIFF(f[0]) | BW_DIFF(f[0]) | RA_DIFF(f[1]) |
 				      BW_DIFF(f[1])) != 0, 0))
@@ -234,13 +269,13 @@ HOT const struct frame *first_changed(const struct thread_walk *w, const struct 
 }
 
 /* Whether the previous walk's frame old has the state (rule, bp, bits) of
- * the new walk's frame at the same sp.  rbp is compared only when some
- * frame from there outwards takes its CFA from it. */
+ * the new walk's frame at the same sp.  rbp is compared only where its
+ * value entering the frame is live (rbp_live). */
 HOT bool same_state(const struct frame *old, uint64_t rule, uint64_t bp, uint32_t bits)
 {
 	if (old->rule != rule)
 		return false;
-	if (!old->rbp)
+	if (!(old->bits & BIT_LIVE))
 		return true;
 	if ((old->bits ^ bits) & BIT_BP_OK)
 		return false;
@@ -249,7 +284,8 @@ HOT bool same_state(const struct frame *old, uint64_t rule, uint64_t bp, uint32_
 
 /* The new walk's n frames (y, innermost first) go after the kept o[0,
  * keep).  A new frame keeps the trie node of the previous frame at its
- * depth while their paths agree. */
+ * depth while their paths agree.  Outermost first, each gets rbp's
+ * liveness (BIT_LIVE) and its saved-rbp word where that matters. */
 HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 {
 	if (n == 0) {	/* the same frames as last time from here out */
@@ -262,13 +298,23 @@ HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 	const struct frame *with_node = w->o + (w->nodes < w->n ? w->nodes : w->n);
 	bool same = dst <= with_node;
 	uint32_t cum = keep ? dst[-1].rbp : 0, nodes = same ? keep : w->nodes;
+	bool live = keep && (dst[-1].bits & BIT_LIVE);	/* entering the caller */
 	while (src-- > w->y) {
 		uint32_t node = dst->node;
 		same = same && dst < with_node && dst->ra == src->ra;
 		*dst = *src;
-		w->o_at[dst - w->o] = src->ra_at;
-		w->o_ra[dst - w->o] = src->ra;
-		cum += (dst->bits & BIT_RBP_CFA) != 0;
+		struct l1_slot r = { .packed = dst->rule };
+		bool bwm = (r.flags & ML_RULE_RBP_SAVED) && live;	/* its saved word matters */
+		if (!bwm) {
+			dst->bw_at = NO_BW_AT;
+			dst->bw = 0;
+		}
+		live = rbp_live(dst->rule, live);
+		dst->bits = (uint8_t)((dst->bits & ~BIT_LIVE) | (live ? BIT_LIVE : 0));
+		w->o_at[dst - w->o] = dst->ra_at;
+		w->o_ra[dst - w->o] = dst->ra;
+		if (bwm)
+			w->bwm_at[cum++] = (uint16_t)(dst - w->o);
 		dst->rbp = (uint16_t)cum;
 		if (same) {
 			dst->node = node;
@@ -470,11 +516,22 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		return 0;
 	uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8), bw_at = NO_BW_AT, bw = 0, bp1 = bp;
 	uint32_t bits1 = BIT_BP_OK;
-	if (r->flags & ML_RULE_RBP_SAVED) {
-		bw_at = cfa + (uint64_t)(int64_t)r->bp_off;
-		bp1 = bw = *(const uint64_t *)(uintptr_t)bw_at;
-	} else if (r->flags & ML_RULE_RBP_UNDEF) {
-		bits1 = 0;
+	/* Where rbp entering f1 matters (f1 live): f0's saved word, if it
+	 * saves one, does too, and rbp's value entering f1 is compared; f0's
+	 * own liveness as settle gives it.  (Elsewhere same_state compares
+	 * f1's rule alone.) */
+	bool bwm = false;
+	uint32_t live0 = (r->fbits & BIT_RBP_CFA) ? BIT_LIVE : 0;
+	if (__builtin_expect((f1->bits & BIT_LIVE) != 0, 0)) {
+		if (r->flags & ML_RULE_RBP_SAVED) {
+			bwm = true;
+			bw_at = cfa + (uint64_t)(int64_t)r->bp_off;
+			bp1 = bw = *(const uint64_t *)(uintptr_t)bw_at;
+		} else if (r->flags & ML_RULE_RBP_UNDEF) {
+			bits1 = 0;
+		} else {
+			live0 = BIT_LIVE;	/* rbp passes through to f1 */
+		}
 	}
 	if (!ra || !same_state(f1, rule_of_ra(w, ra)->packed, bp1, bits1))
 		return 0;
@@ -484,7 +541,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	bool node_kept = ra == f0->ra && w->nodes >= n;
 	f0->sp = sp;
 	f0->bp = bp;
-	f0->bits = (uint8_t)(BIT_BP_OK | r->fbits);
+	f0->bits = (uint8_t)(BIT_BP_OK | r->fbits | live0);
 	f0->rule = r->packed;
 	f0->ra_at = cfa - 8;
 	f0->ra = ra;
@@ -492,7 +549,9 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	w->o_ra[n - 1] = ra;
 	f0->bw_at = bw_at;
 	f0->bw = bw;
-	f0->rbp = (uint16_t)(f1->rbp + ((r->fbits & BIT_RBP_CFA) != 0));
+	if (__builtin_expect(bwm, 0))
+		w->bwm_at[f1->rbp] = (uint16_t)(n - 1);
+	f0->rbp = (uint16_t)(f1->rbp + bwm);
 	if (!node_kept && w->nodes >= n)
 		w->nodes = n - 1;
 	w->pc0 = pc;
@@ -741,14 +800,13 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	return node;
 }
 
-/* The walk of ml_unwind_stack: the stack id (ML_NODE_LOST without room
- * for a node), or 0 for the slow path. */
-HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
+/* The stack id of the walk from (pc, sp, bp), lead being the mark's
+ * return address (0: none, the walk starts at the caller's own frame),
+ * with the thread's record w (ML_NODE_LOST without room for a node), or 0
+ * for the slow path. */
+HOT uint32_t unwind_from(struct thread_walk *w, struct ml_intern_cache *ic, uint64_t pc,
+			 uint64_t sp, uint64_t bp, uint64_t lead)
 {
-	uint64_t pc, sp, bp, lead;
-	HERE(pc, sp, bp);
-	start_point(&pc, &sp, &bp, &lead);
-	struct thread_walk *w = walk_get();
 	uint32_t max_depth = ml_config.max_depth;
 	uint32_t hit = 0;
 	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead, &hit);
@@ -782,6 +840,15 @@ HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
 	return node;
 }
 
+/* The walk of ml_unwind_stack: from the mark, else from here. */
+HOT uint32_t unwind_stack(struct ml_intern_cache *ic)
+{
+	uint64_t pc, sp, bp, lead;
+	HERE(pc, sp, bp);
+	start_point(&pc, &sp, &bp, &lead);
+	return unwind_from(walk_get(), ic, pc, sp, bp, lead);
+}
+
 /* Decorating rooms, MEMLINE_VERIFY_UNWIND, the walker off or declining. */
 static uint32_t __attribute__((noinline)) unwind_stack_other(struct ml_intern_cache *ic)
 {
@@ -813,6 +880,36 @@ ml_unwind_stack(struct ml_intern_cache *ic)
 	if (__builtin_expect(!node, 0))
 		return ml_stacktab_here_slow(ic);
 	return node;
+}
+
+/* ml_unwind_stack's other cases: the walker off or declining, decorating
+ * rooms, MEMLINE_VERIFY_UNWIND. */
+static uint32_t __attribute__((noinline)) unwind_stack_rest(struct ml_intern_cache *ic)
+{
+	if (__builtin_expect(!ml_capture_fast || ml_rooms_decorating, 0))
+		return unwind_stack_other(ic);
+	return ml_stacktab_here_slow(ic);
+}
+
+/* The common allocation on the side stack (ml_track_alloc_heap's target:
+ * the heap, exact mode, the hook's mark set, t the calling thread's
+ * state): the walk from the mark inline, with t's record and cache, then
+ * the bookkeeping in a tail call (ml_track_heap_stack): one frame, whose
+ * registers the walk alone uses.  errno is kept from here, the walk's
+ * slow paths included. */
+long ml_unwind_heap_event(uint64_t ptr, uint64_t size, void *arg)
+{
+	struct ml_thread *t = arg;
+	int *e = t->errno_at, saved = *e;
+	const struct ml_unwind_mark *m = &ml_tl_mark;
+	uint64_t lead = m->ra;
+	struct thread_walk *w = t->walk;
+	uint32_t node = 0;
+	if (__builtin_expect(ml_capture_fast && w != NULL && lead != 0, 1))	/* (rooms: off) */
+		node = unwind_from(w, &t->intern, lead - 1, m->sp, m->bp, lead);
+	if (__builtin_expect(!node, 0))
+		node = w ? unwind_stack_rest(&t->intern) : ml_unwind_stack(&t->intern);
+	return ml_track_heap_stack(ptr, size, t, node, saved);
 }
 
 /* ---- a room's native frames: from the mark to an address range ---- */
