@@ -340,6 +340,10 @@ static int load(const struct ml_profile *p, bool cov, bool native, struct ml_rep
 		return -1;
 	}
 	warn_profile(p);
+	if (native && p->has_python && (p->python.flags & ML_PY_INTERP_CUT))
+		fprintf(stderr, "memline: note: %s: Python objects' stacks were recorded without "
+			"the interpreter's own frames below their lines (memline run --native "
+			"records them)\n", p->path);
 	*out = l;
 	return 0;
 }

@@ -573,6 +573,8 @@ def python_run_native(py):
 	eq(sorted(s["bytes"] for s in recs if s["bytes"] in (3 * 56, 3 * 200001)),
 	   [3 * 56, 3 * 200001], "the objects' and the buffers' records")
 	total = sum(s["bytes"] for s in recs)
+	p = run([rcli(), "report", prof, "leaks", "--native"])
+	eq((p.returncode, text(p.stderr)), (0, ""), "report --native of a run --native profile")
 	leaks = view_doc(prof, "leaks", "--limit", "100000")
 	recs = records_on_line(leaks, "views.py", "forward")
 	eq(sum(s["bytes"] for s in recs), total, "the forward line's bytes, default view")
@@ -638,6 +640,11 @@ def python_views(py):
 	recs = records_on_line(native, "views.py", "inner")
 	check(len(recs) == 1 and all(is_py(f) for f in recs[0]["frames"]),
 	      "report --native of a run without run --native: %s" % recs[:1])
+	p = run([rcli(), "report", prof, "leaks", "--native"])
+	eq(p.returncode, 0, "report leaks --native: exit status")
+	eq(text(p.stderr), "memline: note: %s: Python objects' stacks were recorded without the "
+	   "interpreter's own frames below their lines (memline run --native records them)\n"
+	   % prof, "report --native's note")
 	peak = view_doc(prof, "peak", "--limit", "100000")
 	check(any(l["line"] == py_line("views.py", "inner") and l["bytes"] >= inner
 		  for l in peak["peak"]["lines"]), "the peak by line")
