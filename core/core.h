@@ -310,6 +310,10 @@ static inline uintptr_t ml_dyn_addr(uintptr_t base, uint64_t v)
 	return v < base ? base + v : v;
 }
 
+/* The span [lo, hi) of the PT_LOAD segments of the loaded module that
+ * holds addr (0,0 if none).  Takes the loader's lock: not in a hook. */
+void ml_modules_range_of(uint64_t addr, uint64_t *lo, uint64_t *hi);
+
 /* The address of the function libmemline itself exports as name, or NULL
  * (whatever the symbol lookup finds first: the program's own, an earlier
  * preload's).  Reads libmemline's dynamic symbol table; thread-safe. */

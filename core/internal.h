@@ -885,8 +885,6 @@ void ml_modules_load_counts(uint64_t *adds, uint64_t *subs);
  * since the last refresh), without the loader lock: for writes from
  * signal handlers, where ml_modules_refresh must not run. */
 void ml_modules_add_missing(const uint64_t *addrs, uint32_t n);
-/* The range [lo, hi) of the module that holds addr (0,0 if none). */
-void ml_modules_range_of(uint64_t addr, uint64_t *lo, uint64_t *hi);
 /* Marks the module holding addr as the runtime (libmemline). */
 void ml_modules_set_runtime(uint64_t addr);
 /* In a fork child: release the lock another thread may have held. */

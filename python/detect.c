@@ -4,7 +4,6 @@
  * the interpreter here. */
 #include <dlfcn.h>
 #include <elf.h>
-#include <stdbool.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,29 +85,6 @@ static void *sym_sized(const char *name, size_t *size)
 	return p;
 }
 
-/* dl_iterate_phdr: the PT_LOAD span of the module holding ml_py.eval_lo. */
-static int interp_module(struct dl_phdr_info *info, size_t size, void *data)
-{
-	(void)size;
-	(void)data;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	bool holds = false;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uint64_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-		lo = a < lo ? a : lo;
-		hi = b > hi ? b : hi;
-		holds |= ml_py.eval_lo - a < ph->p_memsz;
-	}
-	if (!holds)
-		return 0;
-	ml_py.interp_lo = lo;
-	ml_py.interp_hi = hi;
-	return 1;
-}
-
 /* The eval loop's hot code, from its dynamic symbol's size, and the
  * module that holds it (the interpreter: python3.x or libpython). */
 static void find_eval(void)
@@ -119,7 +95,7 @@ static void find_eval(void)
 	if (eval && dladdr1(eval, &info, (void **)&s, RTLD_DL_SYMENT) && s && s->st_size) {
 		ml_py.eval_lo = (uint64_t)(uintptr_t)eval;
 		ml_py.eval_hi = ml_py.eval_lo + s->st_size;
-		dl_iterate_phdr(interp_module, NULL);
+		ml_modules_range_of(ml_py.eval_lo, &ml_py.interp_lo, &ml_py.interp_hi);
 	}
 }
 
