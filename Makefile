@@ -145,7 +145,15 @@ $(BUILD)/libmlcore.a: $(CORE_OBJS)
 $(BUILD)/rt/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC [rt] $<"
-	$(Q)$(CC) $(RT_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(RT_CFLAGS) $(RT_EXTRA) -c -o $@ $<
+
+# The hot path's files without frame pointers (one register more, no frame
+# set up): their CFI describes every frame, for the walker and libunwind
+# alike.  A function that takes __builtin_frame_address(0) (ML_UNWIND_MARK:
+# the hooks, ml_thread_side_run's callers) keeps its frame pointer anyway.
+HOT_RT := alloc/hooks core/track core/unwind core/livetab core/stacktab core/timeline \
+	core/counters
+$(patsubst %,$(BUILD)/rt/%.o,$(HOT_RT)): RT_EXTRA := -fomit-frame-pointer
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -27,6 +27,12 @@
  * level 9 saves 2 % more and needs a 17 MB context, against 6 MB. */
 #define ZSTD_LEVEL 6
 #define SEC_MIN_CAP (64u << 10)
+/* Sections are kept uncompressed until they add up to this much: a profile
+ * that fits goes to zstd in one call of known size, which then sizes its
+ * tables for it (a few KiB for a small run, not level 6's 6 MB: at exit
+ * that was most of a short run's added time, in page faults); past it the
+ * stream starts and each later section goes as it ends. */
+#define STAGE_MAX (1u << 20)
 
 #define FNV_PRIME 0x100000001b3ull
 #define HEADER_SIZE ((uint64_t)sizeof(struct ml_fmt_header))
@@ -237,9 +243,11 @@ static int open_file(struct ml_writer *w, const char *final_path, unsigned mode,
 	w->section_records = 0;
 	w->error = 0;
 	w->raw = raw;
+	w->streaming = false;
 	w->sec = NULL;		/* mappings of a previous file went at its commit/abort */
 	w->sec_len = 0;
 	w->sec_cap = 0;
+	w->sec_start = 0;
 	w->zctx = NULL;
 	w->zctx_size = 0;
 	w->tmp_path[0] = '\0';
@@ -291,7 +299,7 @@ int ml_writer_begin(struct ml_writer *w, uint32_t type)
 	w->section_open = true;
 	w->section_type = type;
 	w->section_records = 0;
-	w->sec_len = 0;
+	w->sec_start = w->sec_len;
 	/* Filled in by ml_writer_end() once size and count are known. */
 	return sec_append(w, zero_section, sizeof(zero_section));
 }
@@ -338,13 +346,29 @@ int ml_writer_end(struct ml_writer *w)
 	memset(&sh, 0, sizeof(sh));
 	sh.type = w->section_type;
 	sh.count = w->section_records;
-	sh.size = w->sec_len - SECTION_HEADER_SIZE;
-	memcpy(w->sec, &sh, sizeof(sh));
-	if (compress(w, w->sec, w->sec_len, ZSTD_e_continue))
-		return w->error;
-	w->payload_size += w->sec_len;
+	sh.size = w->sec_len - w->sec_start - SECTION_HEADER_SIZE;
+	memcpy(w->sec + w->sec_start, &sh, sizeof(sh));
+	w->payload_size += w->sec_len - w->sec_start;
 	w->section_count++;
 	w->section_open = false;
+	if (!w->streaming && w->sec_len < STAGE_MAX)
+		return 0;	/* kept: see STAGE_MAX */
+	w->streaming = true;
+	if (compress(w, w->sec, w->sec_len, ZSTD_e_continue))
+		return w->error;
+	w->sec_len = 0;
+	return 0;
+}
+
+/* The stream's end: the sections kept, if any (then the whole payload,
+ * its size pledged), go first. */
+static int finish_stream(struct ml_writer *w)
+{
+	if (!w->streaming && !w->raw &&
+	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(w->zctx, w->sec_len)))
+		return fail(w, -EINVAL);
+	if (compress(w, w->sec, w->sec_len, ZSTD_e_end))
+		return w->error;
 	w->sec_len = 0;
 	return 0;
 }
@@ -407,7 +431,7 @@ int ml_writer_commit(struct ml_writer *w, const char *final_path, bool replace)
 	if (w->section_open)
 		return fail(w, -EINVAL);	/* unfinished section */
 	/* Once: a retry under another name (after -EEXIST) only renames. */
-	if (!w->finished && (compress(w, NULL, 0, ZSTD_e_end) || write_header(w)))
+	if (!w->finished && (finish_stream(w) || write_header(w)))
 		return w->error;
 	w->finished = true;
 	/* Not sticky: on -EEXIST the caller may retry with another name. */

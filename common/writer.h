@@ -24,8 +24,11 @@ struct ml_writer {
 	bool finished;		/* the stream is complete (commit ran once) */
 	bool raw;		/* no compression (tests, the fuzzer's seeds) */
 	int error;		/* first -errno seen; every later call is a no-op */
-	unsigned char *sec;	/* the open section, its header first (mmap'd) */
+	bool streaming;		/* sections go to zstd as they end (see ml_writer_end) */
+	unsigned char *sec;	/* sections not yet compressed, the open one last,
+				 * each its header first (mmap'd) */
 	size_t sec_len, sec_cap;
+	size_t sec_start;	/* where the open section begins in sec */
 	void *zctx;		/* zstd's context in its own mapping */
 	size_t zctx_size;
 	char tmp_path[PATH_MAX];

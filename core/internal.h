@@ -829,7 +829,7 @@ uint32_t ml_libunwind_capture(uint64_t *frames, uint32_t max);
  * Thread-safe, lock-free except while buckets merge. */
 void ml_timeline_note(uint32_t kind, uint64_t now_ns, uint64_t live_bytes);
 /* What a thread knows of kind's timeline (see timeline.c). */
-#define ML_TIMELINE_EVERY 16u
+#define ML_TIMELINE_EVERY 64u
 /* (struct ml_timeline_thread, ml_tl_timeline: core.h, the TLS block) */
 void ml_timeline_slow(uint32_t kind, uint64_t live_bytes);
 /* The hot path's note: kind's total is now live_bytes.  Reads the clock

@@ -73,8 +73,14 @@ static inline struct entry way_of(const struct ml_live_bucket *b, unsigned w)
 
 static void spill_set(struct ml_live_bucket *b, uint32_t n)
 {
-	for (unsigned w = 0; w < WAYS; w++)
-		b->stack[w] = (b->stack[w] & ~ML_LIVE_SPILL) | ((n >> w & 1u) ? ML_LIVE_SPILL : 0);
+	_Static_assert(WAYS == 4, "four stack words: one vector");
+	/* bit w of n in the top bit of stack word w: all four words at once */
+	__m128i sel = _mm_setr_epi32(1, 2, 4, 8);
+	__m128i bits = _mm_and_si128(_mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32((int)n), sel), sel),
+				     _mm_set1_epi32((int)ML_LIVE_SPILL));
+	__m128i *p = (__m128i *)(void *)b->stack;
+	_mm_store_si128(p, _mm_or_si128(_mm_and_si128(_mm_load_si128(p),
+						       _mm_set1_epi32(~ML_LIVE_SPILL)), bits));
 }
 
 static void spill_inc(struct ml_live_bucket *b)
@@ -259,6 +265,29 @@ int ml_livetab_insert_slow(uint64_t addr, uint32_t kind, uint64_t size, uint32_t
 		ml_spin_lock(&s->lock);
 	if (s->count >= s->grow_at && (rc = grow(s, NULL)) < 0)
 		goto out;
+	if (__builtin_expect(size < BIG_SIZE, 1)) {
+		/* The common case here (the inline insert found the first
+		 * bucket full): the key in neither bucket (the other one read
+		 * only if the first sent keys there), an empty way in either. */
+		uint32_t i = ml_live_b1(s->shift, key);
+		struct ml_live_bucket *b1 = &s->b[i], *b2 = &s->b[i ^ ml_live_alt(s->shift, key)];
+		__m128i k = _mm_set1_epi64x((long long)key);
+		uint32_t n = ml_live_spilled(b1);
+		if (!ml_live_match(b1, k) && !(n && ml_live_match(b2, k))) {
+			uint32_t m = empty_way(b1);
+			if (m) {
+				set_way(b1, ML_LIVE_WAY(m), &in);
+				s->count++;
+				goto out;
+			}
+			if ((m = empty_way(b2))) {
+				set_way(b2, ML_LIVE_WAY(m), &in);
+				spill_inc(b1);
+				s->count++;
+				goto out;
+			}
+		}
+	}
 	struct ml_live_bucket *b = lookup(s, key, &w);
 	if (__builtin_expect(b != NULL, 0))
 		take(s, b, w, addr, kind, old);	/* the allocator reused it: we missed its free */
@@ -286,15 +315,27 @@ struct ml_live_val ml_livetab_take_slow(uint64_t addr, uint32_t kind)
 {
 	uint64_t key = ml_live_key(addr, kind);
 	struct ml_live_shard *s = ml_live_shard_of(addr);
-	struct ml_live_block out;
 	struct ml_live_val v = { 0, 0, 0 };
 	unsigned w;
 	if (!ml_tl_plain)
 		ml_spin_lock(&s->lock);
-	struct ml_live_bucket *b = lookup(s, key, &w);
-	if (b) {
-		take(s, b, w, addr, kind, &out);
-		v = (struct ml_live_val){ out.size, out.stack, 1 };
+	if (__builtin_expect(s->shift != 0, 1)) {
+		/* lookup and take in one: the key's first bucket, then its
+		 * other one (whose entry the first one counts as spilled) */
+		uint32_t i = ml_live_b1(s->shift, key);
+		struct ml_live_bucket *b1 = &s->b[i], *b = b1;
+		__m128i k = _mm_set1_epi64x((long long)key);
+		uint32_t m = ml_live_match(b1, k);
+		if (!m && (m = ml_live_match(b = &s->b[i ^ ml_live_alt(s->shift, key)], k)))
+			spill_dec(b1);
+		if (m) {
+			w = ML_LIVE_WAY(m);
+			uint32_t size = b->size[w];
+			v = (struct ml_live_val){ size == BIG_SIZE ? big_take(s, key) : size,
+						  b->stack[w] & ~ML_LIVE_SPILL, 1 };
+			b->key[w] = 0;
+			s->count--;
+		}
 	}
 	if (!ml_tl_plain)
 		ml_spin_unlock(&s->lock);

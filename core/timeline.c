@@ -29,6 +29,7 @@ struct kind_line {
 static struct kind_line lines[ML_KIND_COUNT];
 static uint64_t start_ns;
 static volatile uint32_t reset_gen = 1;
+static bool started;	/* a reset ran: buckets may be set since */
 
 /* Per thread and kind (ml_tl_timeline, a field of the TLS block: core.h):
  * what the thread knows of the bucket it last wrote, so that most events
@@ -36,9 +37,16 @@ static volatile uint32_t reset_gen = 1;
 
 void ml_timeline_reset(uint64_t now_ns)
 {
-	memset(lines, 0, sizeof(lines));
-	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
+	/* The start's reset finds them zero (static storage): clearing them
+	 * anyway would touch every page of them (the page faults were a
+	 * visible part of a short run's cost). */
+	for (uint32_t k = 0; k < ML_KIND_COUNT; k++) {
+		if (started)
+			memset(lines[k].bucket, 0, sizeof(lines[k].bucket));
 		lines[k].shift = START_SHIFT;
+		lines[k].lock = (ml_spin_t){ 0 };
+	}
+	started = true;
 	start_ns = now_ns;
 	__atomic_add_fetch(&reset_gen, 1, __ATOMIC_RELEASE);
 	/* The calling thread's view (a fork child's only thread) starts over. */

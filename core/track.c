@@ -211,7 +211,19 @@ static __attribute__((noinline)) long heap_stack_rest(uint64_t ptr, uint64_t siz
 						      struct ml_thread *t, uint32_t stack,
 						      int saved_errno)
 {
-	record_stack_mode(t, ptr, size, stack, ML_KIND_HEAP, true, true);
+	/* record_stack_mode, less the inline insert that just failed (or
+	 * was not tried: no counter at hand) */
+	struct ml_counter *c = ml_thread_counter(t, stack, ML_KIND_HEAP);
+	struct ml_live_block old;
+	if (__builtin_expect(c == NULL, 0))
+		add_block_lost(t, ptr, size, ML_KIND_HEAP);
+	else if (__builtin_expect(ml_livetab_insert_slow(ptr, ML_KIND_HEAP, size, stack, &old) < 0, 0))
+		no_room();
+	else {
+		if (__builtin_expect(old.addr != 0, 0))
+			count_free_on(t, old.stack, old.kind, old.size);
+		ml_counters_alloc_in(c, ML_KIND_HEAP, size, true);
+	}
 	ml_event_end_plain(t);
 	*t->errno_at = saved_errno;
 	return 0;

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY
+#include <zstd.h>
 
 static char dir[] = "/tmp/check_format.XXXXXX";
 static char errbuf[256];
@@ -617,6 +619,60 @@ START_TEST(round_trip_large)
 	}
 	ck_assert_uint_eq(p->n_counters, 4);
 	ml_profile_free(p);
+}
+END_TEST
+
+/* The writer keeps sections until they add up to 1 MiB: a profile below
+ * that is one zstd call of known size (its frame says the size), a bigger
+ * one a stream started at the 1 MiB mark (its frame does not).  Both read
+ * back whole, and so do unknown sections around the big one. */
+static void write_padded(const char *path, uint32_t pad_records)
+{
+	struct ml_writer w;
+	static unsigned char rec[1000];
+
+	ck_assert_int_eq(ml_writer_open(&w, path, 0644), 0);
+	put_meta(&w, 3, 64);
+	ck_assert_int_eq(ml_writer_begin(&w, 97), 0);
+	for (uint32_t i = 0; i < pad_records; i++) {
+		memset(rec, (int)(i * 37u), sizeof(rec));	/* not all alike: no tiny frame */
+		rec[0] = (unsigned char)i;
+		rec[1] = (unsigned char)(i >> 8);
+		ck_assert_int_eq(ml_writer_put(&w, rec, sizeof(rec)), 0);
+		ck_assert_int_eq(ml_writer_record(&w), 0);
+	}
+	ck_assert_int_eq(ml_writer_end(&w), 0);
+	put_stacks(&w);
+	put_unknown(&w, 98);
+	put_counters(&w);
+	ck_assert_int_eq(ml_writer_commit(&w, path, true), 0);
+}
+
+START_TEST(staged_and_streamed)
+{
+	const char *path = in_dir("staged.prof");
+	static const uint32_t pads[] = { 0, 1000, 3000 };	/* ~0, ~1, ~3 MB */
+
+	for (unsigned k = 0; k < 3; k++) {
+		struct ml_profile *p = NULL;
+		struct ml_fmt_header h;
+		size_t len;
+
+		write_padded(path, pads[k]);
+		unsigned char *raw = slurp(path, &len);
+		memcpy(&h, raw, sizeof(h));
+		unsigned long long size = ZSTD_getFrameContentSize(raw + sizeof(h), len - sizeof(h));
+		if (h.payload_size < (1u << 20))
+			ck_assert_uint_eq(size, h.payload_size);
+		else
+			ck_assert_uint_eq(size, ZSTD_CONTENTSIZE_UNKNOWN);
+		ck_assert(pads[k] < 3000 || h.payload_size > (2u << 20));
+		free(raw);
+		ck_assert_int_eq(ml_profile_load(path, &p, errbuf, sizeof(errbuf)), 0);
+		ck_assert_uint_eq(p->n_counters, 4);
+		ck_assert_uint_eq(p->n_stacks, 3);
+		ml_profile_free(p);
+	}
 }
 END_TEST
 
@@ -1641,6 +1697,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, round_trip_large);
+	tcase_add_test(tc, staged_and_streamed);
 	tcase_add_test(tc, truncated_everywhere);
 	tcase_add_test(tc, corrupt_every_byte);
 	tcase_add_test(tc, wrong_magic_and_version);

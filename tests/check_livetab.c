@@ -252,6 +252,76 @@ START_TEST(threads_free_each_other)
 }
 END_TEST
 
+/* Keys that share a first bucket, in one region of a table made and left
+ * at its size: the fifth goes to its other bucket (the first one full),
+ * which its first bucket then counts.  Once a way of the first bucket is
+ * free again, inserting the fifth anew (the allocator gave its address
+ * again: we missed its free) must still find it there, and a remove must
+ * find it and uncount it.  Each step is one the inline paths and the
+ * slow one share. */
+START_TEST(other_bucket_counted)
+{
+	struct ml_live_block b, old;
+	const uint64_t base = 0x7f5550000000ull;
+	for (uint64_t i = 0; i < 8; i++)	/* the region's table: 16 buckets */
+		ck_assert_int_eq(ml_livetab_insert(base + (1000 + i) * 16, HEAP, 1, 1, &old), 0);
+	struct ml_live_shard *s = ml_live_shard_of(base);
+	uint32_t shift = s->shift;
+	ck_assert_uint_ne(shift, 0);
+	/* five more keys of one first bucket, an empty one, whose other
+	 * buckets have room */
+	uint64_t k[5];
+	unsigned got = 0;
+	for (uint64_t i = 0; got < 5 && i < 100000; i++) {
+		uint64_t a = base + (2000 + i) * 16;
+		uint32_t b1 = ml_live_b1(shift, ml_live_key(a, HEAP));
+		if (got == 0) {
+			const struct ml_live_bucket *bb = &s->b[b1];
+			if (bb->key[0] || bb->key[1] || bb->key[2] || bb->key[3] ||
+			    ml_live_spilled(bb))
+				continue;
+			const struct ml_live_bucket *b2 = &s->b[b1 ^ ml_live_alt(shift, ml_live_key(a, HEAP))];
+			if (b2->key[0] && b2->key[1] && b2->key[2] && b2->key[3])
+				continue;
+		} else if (b1 != ml_live_b1(shift, ml_live_key(k[0], HEAP)) ||
+			   ml_live_alt(shift, ml_live_key(a, HEAP)) !=
+			   ml_live_alt(shift, ml_live_key(k[0], HEAP))) {
+			continue;
+		}
+		k[got++] = a;
+	}
+	ck_assert_uint_eq(got, 5);
+	for (unsigned i = 0; i < 5; i++) {
+		ck_assert_int_eq(ml_livetab_insert(k[i], HEAP, 100 + i, 10 + i, &old), 0);
+		ck_assert_uint_eq(old.addr, 0);
+	}
+	ck_assert_uint_eq(s->shift, shift);	/* no growth: no rehash recounted it */
+	uint32_t home = ml_live_b1(shift, ml_live_key(k[0], HEAP));
+	ck_assert_uint_eq(ml_live_spilled(&s->b[home]), 1);
+	ck_assert(ml_livetab_remove(k[1], HEAP, &b));	/* a free way in the first */
+	ck_assert_int_eq(ml_livetab_insert(k[4], HEAP, 7, 77, &old), 0);
+	ck_assert_uint_eq(old.addr, k[4]);	/* found in the other bucket */
+	ck_assert_uint_eq(old.size, 104);
+	ck_assert_uint_eq(old.stack, 14);
+	ck_assert_uint_eq(ml_live_spilled(&s->b[home]), 0);	/* it took the free way */
+	ck_assert_int_eq(ml_livetab_insert(k[1], HEAP, 8, 88, &old), 0);	/* the first full again */
+	ck_assert_uint_eq(old.addr, 0);
+	ck_assert_uint_eq(ml_live_spilled(&s->b[home]), 1);
+	ck_assert(ml_livetab_remove(k[1], HEAP, &b));	/* from the other bucket */
+	ck_assert_uint_eq(b.size, 8);
+	ck_assert_uint_eq(b.stack, 88);
+	ck_assert_uint_eq(ml_live_spilled(&s->b[home]), 0);
+	ck_assert(!ml_livetab_remove(k[1], HEAP, &b));
+	ck_assert(ml_livetab_remove(k[4], HEAP, &b));
+	ck_assert_uint_eq(b.size, 7);
+	ck_assert_uint_eq(b.stack, 77);
+	for (unsigned i = 0; i < 4; i++)
+		if (i != 1)
+			ck_assert(ml_livetab_remove(k[i], HEAP, &b));
+	ck_assert_uint_eq(ml_livetab_count(), 8);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("livetab");
@@ -266,6 +336,7 @@ int main(void)
 	tcase_add_test(tc, dense_region);
 	tcase_add_test(tc, reset_forgets);
 	tcase_add_test(tc, missed_frees_found_everywhere);
+	tcase_add_test(tc, other_bucket_counted);
 	tcase_add_test(tc, threads_free_each_other);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
