@@ -79,7 +79,6 @@ struct frame {
 				 * record: the caller's rbp is live); else no_bw's (so a
 				 * check needs no branch) */
 	uint64_t rule;		/* its rule (struct l1_slot's packed) */
-	uint32_t node;		/* the trie node of the path root .. here */
 	uint16_t rbp;		/* frames whose saved-rbp word matters from the outermost
 				 * to here (in the scratch array: unset) */
 	uint8_t bits;
@@ -102,7 +101,7 @@ struct near_slot {
  * return address - 1. */
 struct thread_walk {
 	uint32_t n;		/* frames recorded (0: no previous walk) */
-	uint32_t nodes;		/* o[0, nodes) have their trie node */
+	uint32_t nodes;		/* o[0, nodes) have their trie node (o_node) */
 	uint32_t phs;		/* o_ph[0, min(phs, nodes)) are valid (see set_nodes) */
 	uint32_t reuse;		/* the limit it ran with if it may be reused
 				 * (see fresh), else 0 */
@@ -123,6 +122,8 @@ struct thread_walk {
 	/* o's ra_at and ra again, dense: what the check of the reused frames
 	 * reads (four to a 32-byte load, not one 64-byte record each). */
 	uint64_t o_at[WALK_MAX], o_ra[WALK_MAX];
+	/* The trie node of the path root .. o[p], valid for p < nodes. */
+	uint32_t o_node[WALK_MAX];
 	/* The frames whose saved-rbp word matters (frame p's rbp of them are
 	 * at o[0, p]), outermost first: where the check reads such words
 	 * apart (a main thread's stacks: usually one, below libc's start
@@ -300,7 +301,6 @@ HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 	uint32_t cum = keep ? dst[-1].rbp : 0, nodes = same ? keep : w->nodes;
 	bool live = keep && (dst[-1].bits & BIT_LIVE);	/* entering the caller */
 	while (src-- > w->y) {
-		uint32_t node = dst->node;
 		same = same && dst < with_node && dst->ra == src->ra;
 		*dst = *src;
 		struct l1_slot r = { .packed = dst->rule };
@@ -316,10 +316,7 @@ HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 		if (bwm)
 			w->bwm_at[cum++] = (uint16_t)(dst - w->o);
 		dst->rbp = (uint16_t)cum;
-		if (same) {
-			dst->node = node;
-			nodes++;
-		}
+		nodes += same;	/* o_node[dst - o] stays */
 		dst++;
 	}
 	w->nodes = nodes;
@@ -411,7 +408,7 @@ HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct fram
 {
 	if (ns->ra0 == f0->ra && ns->lead == lead && ns->parent == parent) {
 		uint32_t n = w->n;
-		f0->node = ns->node0;
+		w->o_node[n - 1] = ns->node0;
 		ph_upto(w, n - 1);
 		w->nodes = n;
 		*hit = ns->node;
@@ -495,7 +492,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		/* (a) */
 		bool bpm = bp_matters(f0);
 		if (ic && lead && w->nodes >= n)
-			ns = near_slot(w, f1->node, f0->ra, lead);
+			ns = near_slot(w, w->o_node[n - 2], f0->ra, lead);
 		/* f0's own word apart: it changes whenever the innermost
 		 * function is called from another site, and then the check of
 		 * the others still finds them all holding (no scan for the
@@ -506,7 +503,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		if (c != f0 + 1 && !patch_words(w, (uint32_t)(c - w->o), n, bpm))
 			return 0;
 		if (ns && w->nodes >= n)
-			near_hit(w, ns, f0, f1->node, lead, hit);
+			near_hit(w, ns, f0, w->o_node[n - 2], lead, hit);
 		w->pc0 = pc;
 		return n;
 	}
@@ -537,7 +534,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		return 0;
 	/* (b): f0 becomes the new innermost frame (f1's state is its). */
 	if (ic && lead && w->nodes >= n - 1)
-		ns = near_slot(w, f1->node, ra, lead);
+		ns = near_slot(w, w->o_node[n - 2], ra, lead);
 	bool node_kept = ra == f0->ra && w->nodes >= n;
 	f0->sp = sp;
 	f0->bp = bp;
@@ -560,7 +557,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	if (c != f0 && !patch_words(w, (uint32_t)(c - w->o), n - 1, bpm))
 		return 0;
 	if (ns && w->nodes >= n - 1)
-		near_hit(w, ns, f0, f1->node, lead, hit);
+		near_hit(w, ns, f0, w->o_node[n - 2], lead, hit);
 	return n;
 }
 
@@ -750,7 +747,7 @@ HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32
 {
 	uint32_t p = w->nodes;
 	if (p >= upto)
-		return upto ? w->o[upto - 1].node : ML_NODE_ROOT;
+		return upto ? w->o_node[upto - 1] : ML_NODE_ROOT;
 	/* First the slots of all the lookups, by a hash of each frame's path
 	 * (no node needed): their lines are asked for together, and the
 	 * lookups, each needing its parent's node, then find them on the way. */
@@ -761,12 +758,12 @@ HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32
 		__builtin_prefetch(&ic->l0[ph >> (64 - 12)]);
 	}
 	w->phs = upto;
-	uint32_t parent = p ? w->o[p - 1].node : ML_NODE_ROOT;
+	uint32_t parent = p ? w->o_node[p - 1] : ML_NODE_ROOT;
 	for (; p < upto; p++) {
 		parent = ml_stacktab_child_at(ic, w->o_ph[p], parent, w->o_ra[p]);
 		if (!parent)
 			break;
-		w->o[p].node = parent;
+		w->o_node[p] = parent;
 	}
 	w->nodes = p;
 	return parent;
@@ -783,15 +780,16 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	struct frame *f0 = &w->o[n - 1];
 	struct near_slot *s = near_slot(w, parent, f0->ra, lead);
 	if (s->ra0 == f0->ra && s->lead == lead && s->parent == parent) {
-		f0->node = s->node0;
+		w->o_node[n - 1] = s->node0;
 		ph_upto(w, n - 1);
 		w->nodes = n;
 		return s->node;
 	}
-	uint32_t node0 = w->nodes >= n ? f0->node : ml_stacktab_child_cached(ic, parent, f0->ra);
+	uint32_t node0 = w->nodes >= n ? w->o_node[n - 1] :
+		ml_stacktab_child_cached(ic, parent, f0->ra);
 	if (!node0)
 		return 0;
-	f0->node = node0;
+	w->o_node[n - 1] = node0;
 	ph_upto(w, n - 1);
 	w->nodes = n;
 	uint32_t node = ml_stacktab_child_cached(ic, node0, lead);
@@ -830,8 +828,8 @@ HOT uint32_t unwind_from(struct thread_walk *w, struct ml_intern_cache *ic, uint
 			else if ((node = set_nodes(w, ic, w->n)) && !skip && lead)
 				node = ml_stacktab_child_cached(ic, node, lead);
 			else if (node && skip > lead_n)
-				node = skip - lead_n < (uint32_t)n ? frame_at(w, skip - lead_n)->node :
-					ML_NODE_ROOT;
+				node = skip - lead_n < (uint32_t)n ?
+					w->o_node[w->n - 1 - (skip - lead_n)] : ML_NODE_ROOT;
 			if (!node)
 				node = ML_NODE_LOST;
 		}
