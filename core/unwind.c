@@ -96,6 +96,31 @@ struct near_slot {
 	uint32_t parent, node0, node, pad;
 };
 
+/* The path memo: call paths the thread gave nodes, by their return
+ * addresses.  After a deep change of the call path (another path through
+ * a recursion, another caller far out) set_nodes would look up every frame
+ * from the change inwards in the stack table, one lookup needing the one
+ * before; a path seen before gives all of them from one entry instead: its
+ * addresses o_ra[0, k) compared exactly, its nodes copied into o_node.  A
+ * trie node is a function of its path's addresses alone, and node ids never
+ * change, so an entry never goes stale (a new thread, new rules, all keep
+ * it).  A longer path keeps its outermost MEMO_MAX frames. */
+#define MEMO_BITS 6u		/* sets */
+#define MEMO_WAYS 4u
+#define MEMO_MAX 24u
+#define MEMO_MIN 4u		/* fewer nodes to find: the stack table's caches */
+struct memo_entry {
+	uint32_t k, pad;	/* k: 0 for an empty entry */
+	uint64_t ra[MEMO_MAX];
+	uint32_t node[MEMO_MAX];
+};
+/* A set's ways' hashes side by side (one line tells them apart), and the
+ * way it replaces next. */
+struct memo_set {
+	uint64_t hash[MEMO_WAYS];
+	uint32_t next, pad;
+};
+
 /* Per thread: the previous walk, outermost first (frame i, innermost = 0,
  * is o[n - 1 - i]).  Frame i's target is pc0 for i = 0, else frame i-1's
  * return address - 1. */
@@ -122,7 +147,8 @@ struct thread_walk {
 	/* o's ra_at and ra again, dense: what the check of the reused frames
 	 * reads (four to a 32-byte load, not one 64-byte record each). */
 	uint64_t o_at[WALK_MAX], o_ra[WALK_MAX];
-	/* The trie node of the path root .. o[p], valid for p < nodes. */
+	/* The trie node of the path root .. o[p], valid for p < nodes (dense:
+	 * the path memo fills them with a few vector copies). */
 	uint32_t o_node[WALK_MAX];
 	/* The frames whose saved-rbp word matters (frame p's rbp of them are
 	 * at o[0, p]), outermost first: where the check reads such words
@@ -133,6 +159,8 @@ struct thread_walk {
 	 * where p < phs too: where o[p]'s node lookup is cached (see
 	 * set_nodes). */
 	uint64_t o_ph[WALK_MAX];
+	struct memo_set memo_sets[1u << MEMO_BITS];
+	struct memo_entry memo[1u << MEMO_BITS][MEMO_WAYS];
 	struct frame y[WALK_MAX];	/* the new walk's own frames, innermost first */
 };
 
@@ -740,14 +768,114 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 	return (int)o;
 }
 
+/* The path memo's lookup of the record's path o_ra[0, k) (MEMO_MIN <= k <=
+ * MEMO_MAX): its hash in *hash (its set: the top MEMO_BITS), and when an
+ * entry holds that path, its nodes copied into o_node[0, MEMO_MAX) (where
+ * o_node was valid it had these values: the same path, the same nodes).
+ * With AVX2, one call: four lanes, each word xored in and mixed (a 32-bit
+ * multiply of the low half, the high half shifted down) four at a time,
+ * the last four overlapping the others where k is not a multiple of four,
+ * the lanes then multiplied apart (a path's order counts); the set's four
+ * hashes compared at once; the addresses four at a time. */
+__attribute__((target("avx2"), noinline)) static bool
+memo_get_avx2(struct thread_walk *w, uint32_t k, uint64_t *hash)
+{
+	const uint64_t *ra = w->o_ra;
+	const __m256i mul = _mm256_set1_epi64x(0x9e3779b1);
+#define LOAD4(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define MIX4(x) _mm256_xor_si256(_mm256_mul_epu32(x, mul), _mm256_srli_epi64(x, 29))
+	const uint64_t *last = ra + k - 4;
+	__m256i acc = MIX4(LOAD4(last));
+	for (const uint64_t *p = ra; p < last; p += 4)
+		acc = MIX4(_mm256_xor_si256(acc, LOAD4(p)));
+	__m128i lo = _mm256_castsi256_si128(acc), hi = _mm256_extracti128_si256(acc, 1);
+	uint64_t h = ((uint64_t)_mm_cvtsi128_si64(lo) ^ k) * 0x9e3779b97f4a7c15ull +
+		     (uint64_t)_mm_extract_epi64(lo, 1) * 0xd6e8feb86659fd93ull +
+		     (uint64_t)_mm_cvtsi128_si64(hi) * 0xc2b2ae3d27d4eb4full +
+		     (uint64_t)_mm_extract_epi64(hi, 1) * 0x165667b19e3779f9ull;
+	h = (h ^ (h >> 32)) * 0x9e3779b97f4a7c15ull;
+	*hash = h;
+	uint32_t set = (uint32_t)(h >> (64 - MEMO_BITS));
+	_Static_assert(MEMO_WAYS == 4, "a set's hashes: one vector");
+	__m256i eq = _mm256_cmpeq_epi64(LOAD4(w->memo_sets[set].hash), _mm256_set1_epi64x((long long)h));
+	for (uint32_t m = (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(eq)); m; m &= m - 1) {
+		struct memo_entry *e = &w->memo[set][__builtin_ctz(m)];
+		if (e->k != k)
+			continue;
+		const uint64_t *q = e->ra;
+		__m256i diff = _mm256_xor_si256(LOAD4(q + k - 4), LOAD4(last));
+		for (const uint64_t *p = ra; p < last; p += 4, q += 4)
+			diff = _mm256_or_si256(diff, _mm256_xor_si256(LOAD4(q), LOAD4(p)));
+		if (!_mm256_testz_si256(diff, diff))
+			continue;
+		memcpy(w->o_node, e->node, sizeof(e->node));
+		return true;
+	}
+#undef MIX4
+#undef LOAD4
+	return false;
+}
+
+/* The same without AVX2, a word at a time. */
+static __attribute__((noinline)) bool memo_get_plain(struct thread_walk *w, uint32_t k,
+						     uint64_t *hash)
+{
+	const uint64_t *ra = w->o_ra;
+	uint64_t h = k;
+	for (uint32_t i = 0; i < k; i++)
+		h = (h ^ ra[i]) * 0x9e3779b97f4a7c15ull;
+	*hash = h;
+	uint32_t set = (uint32_t)(h >> (64 - MEMO_BITS));
+	for (uint32_t way = 0; way < MEMO_WAYS; way++) {
+		struct memo_entry *e = &w->memo[set][way];
+		if (w->memo_sets[set].hash[way] != h || e->k != k)
+			continue;
+		uint64_t diff = 0;
+		for (uint32_t i = 0; i < k; i++)
+			diff |= e->ra[i] ^ ra[i];
+		if (diff)
+			continue;
+		memcpy(w->o_node, e->node, sizeof(e->node));
+		return true;
+	}
+	return false;
+}
+
+/* Keeps the record's path o[0, k) with its nodes (all valid) under hash. */
+static __attribute__((noinline)) void memo_put(struct thread_walk *w, uint32_t k, uint64_t hash)
+{
+	uint32_t set = (uint32_t)(hash >> (64 - MEMO_BITS));
+	struct memo_set *s = &w->memo_sets[set];
+	uint32_t way = s->next;
+	struct memo_entry *e = &w->memo[set][way];
+	s->next = (way + 1) % MEMO_WAYS;
+	s->hash[way] = hash;
+	e->k = k;
+	memcpy(e->ra, w->o_ra, sizeof(e->ra));
+	memcpy(e->node, w->o_node, sizeof(e->node));
+}
+
 /* Gives frames o[0, upto) of the record their trie nodes, outermost
  * first; returns o[upto - 1]'s (ML_NODE_ROOT for none), 0 when the stack
- * table has no room (nodes stay valid up to there). */
+ * table has no room (nodes stay valid up to there).  Many of them to find
+ * (a deep change): from the path memo if it has the path. */
 HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32_t upto)
 {
 	uint32_t p = w->nodes;
 	if (p >= upto)
 		return upto ? w->o_node[upto - 1] : ML_NODE_ROOT;
+	uint32_t k = 0;
+	uint64_t hash = 0;
+	if (__builtin_expect(upto - p >= MEMO_MIN, 0)) {
+		k = upto < MEMO_MAX ? upto : MEMO_MAX;
+		if (use_gather > 0 ? memo_get_avx2(w, k, &hash) : memo_get_plain(w, k, &hash)) {
+			ph_upto(w, p);	/* o_ph past p: not made */
+			w->nodes = p = k;
+			k = 0;
+			if (p >= upto)
+				return w->o_node[upto - 1];
+		}
+	}
 	/* First the slots of all the lookups, by a hash of each frame's path
 	 * (no node needed): their lines are asked for together, and the
 	 * lookups, each needing its parent's node, then find them on the way. */
@@ -766,6 +894,8 @@ HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32
 		w->o_node[p] = parent;
 	}
 	w->nodes = p;
+	if (k && p >= k)
+		memo_put(w, k, hash);
 	return parent;
 }
 
