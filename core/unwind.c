@@ -608,14 +608,15 @@ memo_patch_avx2(struct thread_walk *w, uint32_t c, uint32_t k, bool bp)
 	struct memo_entry *e = memo_find_avx2(w, cur, k, h);
 	if (!e || e->gen != w->gen)
 		return false;
-	/* the rules of frames [0, k - 1): the frames the words [1, k) lead to */
+	/* the rules of frames [c - 1, k - 1): the frames the words that may
+	 * have changed, [c, k), lead to (k - c >= 4) */
 	const long long *rules = (const long long *)(const void *)&w->o[0].rule;
 	const __m256i stride = _mm256_set_epi64x(24, 16, 8, 0);	/* a frame: 8 words */
 	_Static_assert(sizeof(struct frame) == 64, "frames of 8 words");
 #define RULE_DIFF(i) _mm256_xor_si256(LOAD4(e->rule + (i)), _mm256_i64gather_epi64( \
 		rules + 8 * (i), stride, 8))
 	__m256i diff = RULE_DIFF(k - 5);
-	for (uint32_t i = 0; i + 5 < k; i += 4)
+	for (uint32_t i = c - 1; i + 5 < k; i += 4)
 		diff = _mm256_or_si256(diff, RULE_DIFF(i));
 #undef RULE_DIFF
 	if (!_mm256_testz_si256(diff, diff))
