@@ -79,7 +79,6 @@ struct frame {
 				 * record: the caller's rbp is live); else no_bw's (so a
 				 * check needs no branch) */
 	uint64_t rule;		/* its rule (struct l1_slot's packed) */
-	uint32_t node;		/* the trie node of the path root .. here */
 	uint16_t rbp;		/* frames whose saved-rbp word matters from the outermost
 				 * to here (in the scratch array: unset) */
 	uint8_t bits;
@@ -97,12 +96,43 @@ struct near_slot {
 	uint32_t parent, node0, node, pad;
 };
 
+/* The path memo: call paths the thread gave nodes, by their return
+ * addresses.  After a deep change of the call path (another path through
+ * a recursion, another caller far out) the record's changed words would be
+ * patched in one at a time, each target's rule looked up (patch_words),
+ * and set_nodes would then look up every frame from the change inwards in
+ * the stack table, one lookup needing the one before; a path seen before
+ * gives all of that from one entry instead: its addresses compared
+ * exactly with the words read (memo_patch_avx2), its rules with the
+ * record's, its nodes copied into o_node.  A trie node is a function of its
+ * path's addresses alone, and node ids never change, so an entry's nodes
+ * never go stale (a new thread, new rules, all keep them); its rules are
+ * those of one generation.  A longer path keeps its outermost MEMO_MAX
+ * frames.  128 entries of 488 bytes per thread. */
+#define MEMO_BITS 5u		/* sets */
+#define MEMO_WAYS 4u
+#define MEMO_MAX 24u
+#define MEMO_MIN 4u		/* fewer nodes to find: the stack table's caches */
+struct memo_entry {
+	uint32_t k;		/* 0 for an empty entry */
+	uint32_t gen;		/* ml_unwind_gen of rule */
+	uint64_t ra[MEMO_MAX];
+	uint32_t node[MEMO_MAX];
+	uint64_t rule[MEMO_MAX];	/* the record's rules then (see memo_patch_avx2) */
+};
+/* A set's ways' hashes side by side (one line tells them apart), and the
+ * way it replaces next. */
+struct memo_set {
+	uint64_t hash[MEMO_WAYS];
+	uint32_t next, pad;
+};
+
 /* Per thread: the previous walk, outermost first (frame i, innermost = 0,
  * is o[n - 1 - i]).  Frame i's target is pc0 for i = 0, else frame i-1's
  * return address - 1. */
 struct thread_walk {
 	uint32_t n;		/* frames recorded (0: no previous walk) */
-	uint32_t nodes;		/* o[0, nodes) have their trie node */
+	uint32_t nodes;		/* o[0, nodes) have their trie node (o_node) */
 	uint32_t phs;		/* o_ph[0, min(phs, nodes)) are valid (see set_nodes) */
 	uint32_t reuse;		/* the limit it ran with if it may be reused
 				 * (see fresh), else 0 */
@@ -123,6 +153,9 @@ struct thread_walk {
 	/* o's ra_at and ra again, dense: what the check of the reused frames
 	 * reads (four to a 32-byte load, not one 64-byte record each). */
 	uint64_t o_at[WALK_MAX], o_ra[WALK_MAX];
+	/* The trie node of the path root .. o[p], valid for p < nodes (dense:
+	 * the path memo fills them with a few vector copies). */
+	uint32_t o_node[WALK_MAX];
 	/* The frames whose saved-rbp word matters (frame p's rbp of them are
 	 * at o[0, p]), outermost first: where the check reads such words
 	 * apart (a main thread's stacks: usually one, below libc's start
@@ -132,6 +165,9 @@ struct thread_walk {
 	 * where p < phs too: where o[p]'s node lookup is cached (see
 	 * set_nodes). */
 	uint64_t o_ph[WALK_MAX];
+	uint64_t cur[MEMO_MAX];	/* memo_patch_avx2's words read */
+	struct memo_set memo_sets[1u << MEMO_BITS];
+	struct memo_entry memo[1u << MEMO_BITS][MEMO_WAYS];
 	struct frame y[WALK_MAX];	/* the new walk's own frames, innermost first */
 };
 
@@ -300,7 +336,6 @@ HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 	uint32_t cum = keep ? dst[-1].rbp : 0, nodes = same ? keep : w->nodes;
 	bool live = keep && (dst[-1].bits & BIT_LIVE);	/* entering the caller */
 	while (src-- > w->y) {
-		uint32_t node = dst->node;
 		same = same && dst < with_node && dst->ra == src->ra;
 		*dst = *src;
 		struct l1_slot r = { .packed = dst->rule };
@@ -316,10 +351,7 @@ HOT void settle(struct thread_walk *w, uint32_t keep, uint32_t n)
 		if (bwm)
 			w->bwm_at[cum++] = (uint16_t)(dst - w->o);
 		dst->rbp = (uint16_t)cum;
-		if (same) {
-			dst->node = node;
-			nodes++;
-		}
+		nodes += same;	/* o_node[dst - o] stays */
 		dst++;
 	}
 	w->nodes = nodes;
@@ -411,12 +443,199 @@ HOT void near_hit(struct thread_walk *w, const struct near_slot *ns, struct fram
 {
 	if (ns->ra0 == f0->ra && ns->lead == lead && ns->parent == parent) {
 		uint32_t n = w->n;
-		f0->node = ns->node0;
+		w->o_node[n - 1] = ns->node0;
 		ph_upto(w, n - 1);
 		w->nodes = n;
 		*hit = ns->node;
 	}
 }
+
+/* A path's two sets, by its hash: it is kept in either (a set full of
+ * other paths seldom keeps it out, as one set alone would). */
+HOT uint32_t memo_set_a(uint64_t h)
+{
+	return (uint32_t)(h >> (64 - MEMO_BITS));
+}
+HOT uint32_t memo_set_b(uint64_t h)
+{
+	uint32_t b = (uint32_t)(h >> (64 - 2 * MEMO_BITS)) & ((1u << MEMO_BITS) - 1);
+	return b == memo_set_a(h) ? b ^ 1 : b;
+}
+
+#define AVX2_INLINE static inline __attribute__((target("avx2"), always_inline))
+#define LOAD4(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+/* The memo's hash of a path's addresses ra[0, k) (MEMO_MIN <= k <=
+ * MEMO_MAX), with AVX2: four lanes, each word xored in and mixed (a 32-bit
+ * multiply of the low half, the high half shifted down) four at a time, the
+ * last four overlapping the others where k is not a multiple of four, the
+ * lanes then multiplied apart (a path's order counts). */
+AVX2_INLINE uint64_t memo_hash_avx2(const uint64_t *ra, uint32_t k)
+{
+	const __m256i mul = _mm256_set1_epi64x(0x9e3779b1);
+#define MIX4(x) _mm256_xor_si256(_mm256_mul_epu32(x, mul), _mm256_srli_epi64(x, 29))
+	const uint64_t *last = ra + k - 4;
+	__m256i acc = MIX4(LOAD4(last));
+	for (const uint64_t *p = ra; p < last; p += 4)
+		acc = MIX4(_mm256_xor_si256(acc, LOAD4(p)));
+#undef MIX4
+	__m128i lo = _mm256_castsi256_si128(acc), hi = _mm256_extracti128_si256(acc, 1);
+	uint64_t h = ((uint64_t)_mm_cvtsi128_si64(lo) ^ k) * 0x9e3779b97f4a7c15ull +
+		     (uint64_t)_mm_extract_epi64(lo, 1) * 0xd6e8feb86659fd93ull +
+		     (uint64_t)_mm_cvtsi128_si64(hi) * 0xc2b2ae3d27d4eb4full +
+		     (uint64_t)_mm_extract_epi64(hi, 1) * 0x165667b19e3779f9ull;
+	return (h ^ (h >> 32)) * 0x9e3779b97f4a7c15ull;
+}
+
+/* The entry that holds the path ra[0, k) whose hash is h, or NULL: both
+ * sets' four hashes compared at once, then the addresses four at a time. */
+AVX2_INLINE struct memo_entry *memo_find_avx2(struct thread_walk *w, const uint64_t *ra,
+					      uint32_t k, uint64_t h)
+{
+	_Static_assert(MEMO_WAYS == 4, "a set's hashes: one vector");
+	const __m256i hv = _mm256_set1_epi64x((long long)h);
+	uint32_t sa = memo_set_a(h), sb = memo_set_b(h);
+	__m256i eqa = _mm256_cmpeq_epi64(LOAD4(w->memo_sets[sa].hash), hv);
+	__m256i eqb = _mm256_cmpeq_epi64(LOAD4(w->memo_sets[sb].hash), hv);
+	uint32_t ma = (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(eqa));
+	uint32_t mb = (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(eqb));
+	const uint64_t *last = ra + k - 4;
+	for (uint32_t m = ma | mb << MEMO_WAYS; m; m &= m - 1) {
+		uint32_t i = (uint32_t)__builtin_ctz(m);
+		struct memo_entry *e = i < MEMO_WAYS ? &w->memo[sa][i] : &w->memo[sb][i - MEMO_WAYS];
+		if (e->k != k)
+			continue;
+		const uint64_t *q = e->ra;
+		__m256i diff = _mm256_xor_si256(LOAD4(q + k - 4), LOAD4(last));
+		for (const uint64_t *p = ra; p < last; p += 4, q += 4)
+			diff = _mm256_or_si256(diff, _mm256_xor_si256(LOAD4(q), LOAD4(p)));
+		if (_mm256_testz_si256(diff, diff))
+			return e;
+	}
+	return NULL;
+}
+
+/* The path memo's lookup of the record's path o_ra[0, k) (MEMO_MIN <= k <=
+ * MEMO_MAX): its hash in *hash, and when an entry holds that path, its
+ * nodes copied into o_node[0, MEMO_MAX) (where o_node was valid it had
+ * these values: the same path, the same nodes). */
+__attribute__((target("avx2"), noinline)) static bool
+memo_get_avx2(struct thread_walk *w, uint32_t k, uint64_t *hash)
+{
+	uint64_t h = *hash = memo_hash_avx2(w->o_ra, k);
+	struct memo_entry *e = memo_find_avx2(w, w->o_ra, k, h);
+	if (!e)
+		return false;
+	memcpy(w->o_node, e->node, sizeof(e->node));
+	return true;
+}
+
+/* The same without AVX2, a word at a time (another hash). */
+static __attribute__((noinline)) bool memo_get_plain(struct thread_walk *w, uint32_t k,
+						     uint64_t *hash)
+{
+	const uint64_t *ra = w->o_ra;
+	uint64_t h = k;
+	for (uint32_t i = 0; i < k; i++)
+		h = (h ^ ra[i]) * 0x9e3779b97f4a7c15ull;
+	*hash = h;
+	for (uint32_t j = 0; j < 2 * MEMO_WAYS; j++) {
+		uint32_t set = j < MEMO_WAYS ? memo_set_a(h) : memo_set_b(h), way = j % MEMO_WAYS;
+		struct memo_entry *e = &w->memo[set][way];
+		if (w->memo_sets[set].hash[way] != h || e->k != k)
+			continue;
+		uint64_t diff = 0;
+		for (uint32_t i = 0; i < k; i++)
+			diff |= e->ra[i] ^ ra[i];
+		if (diff)
+			continue;
+		memcpy(w->o_node, e->node, sizeof(e->node));
+		return true;
+	}
+	return false;
+}
+
+/* Keeps the record's path o[0, k) with its nodes (all valid) and rules
+ * under hash: in a free way of either set, else over the first set's next
+ * way. */
+static __attribute__((noinline)) void memo_put(struct thread_walk *w, uint32_t k, uint64_t hash)
+{
+	uint32_t set = memo_set_a(hash), way = 0;
+	while (way < MEMO_WAYS && w->memo[set][way].k)
+		way++;
+	if (way == MEMO_WAYS) {
+		set = memo_set_b(hash);
+		for (way = 0; way < MEMO_WAYS && w->memo[set][way].k; way++)
+			;
+	}
+	if (way == MEMO_WAYS) {	/* both full: the first set's next way */
+		set = memo_set_a(hash);
+		way = w->memo_sets[set].next;
+		w->memo_sets[set].next = (way + 1) % MEMO_WAYS;
+	}
+	struct memo_entry *e = &w->memo[set][way];
+	w->memo_sets[set].hash[way] = hash;
+	e->k = k;
+	e->gen = w->gen;
+	memcpy(e->ra, w->o_ra, sizeof(e->ra));
+	memcpy(e->node, w->o_node, sizeof(e->node));
+	for (uint32_t p = 0; p < k; p++)
+		e->rule[p] = w->o[p].rule;
+}
+
+/* patch_words for frames [c, k) of the record, k = n - 1 (all but the
+ * innermost), through the path memo: when the words there now are a path
+ * the memo holds (read into cur, all k of them: four per gather), the
+ * entry's rules, those of the record it was made from, say whether
+ * patching would succeed: that record was consistent, so the rule of each
+ * of its words' targets was the rule of the frame the word leads to
+ * (entry rule[p - 1] for ra[p]; rules of one generation), and if these are
+ * the rules of our record's frames, each word that changed has the rule
+ * patch_frames requires.  Then the words are patched in and the nodes
+ * copied from the entry.  Saved-rbp words that matter (bp) must hold, as
+ * in patch_frames.  Returns false, the record untouched, where the memo
+ * does not say (patch_words then decides). */
+__attribute__((target("avx2"), noinline)) static bool
+memo_patch_avx2(struct thread_walk *w, uint32_t c, uint32_t k, bool bp)
+{
+	uint64_t *cur = w->cur;
+#define GATHER4(i) _mm256_storeu_si256((__m256i *)(void *)(cur + (i)), \
+		_mm256_i64gather_epi64((const long long *)0, LOAD4(w->o_at + (i)), 1))
+	GATHER4(k - 4);
+	for (uint32_t i = 0; i + 4 < k; i += 4)
+		GATHER4(i);
+#undef GATHER4
+	uint64_t h = memo_hash_avx2(cur, k);
+	struct memo_entry *e = memo_find_avx2(w, cur, k, h);
+	if (!e || e->gen != w->gen)
+		return false;
+	/* the rules of frames [c - 1, k - 1): the frames the words that may
+	 * have changed, [c, k), lead to (k - c >= 4) */
+	const long long *rules = (const long long *)(const void *)&w->o[0].rule;
+	const __m256i stride = _mm256_set_epi64x(24, 16, 8, 0);	/* a frame: 8 words */
+	_Static_assert(sizeof(struct frame) == 64, "frames of 8 words");
+#define RULE_DIFF(i) _mm256_xor_si256(LOAD4(e->rule + (i)), _mm256_i64gather_epi64( \
+		rules + 8 * (i), stride, 8))
+	__m256i diff = RULE_DIFF(k - 5);
+	for (uint32_t i = c - 1; i + 5 < k; i += 4)
+		diff = _mm256_or_si256(diff, RULE_DIFF(i));
+#undef RULE_DIFF
+	if (!_mm256_testz_si256(diff, diff))
+		return false;
+	if (bp)
+		for (uint32_t i = 0, m = w->o[k - 1].rbp; i < m; i++)
+			if (BW_DIFF(w->o[w->bwm_at[i]]))
+				return false;
+	for (uint32_t p = c; p < k; p++) {
+		w->o[p].ra = cur[p];
+		w->o_ra[p] = cur[p];
+	}
+	memcpy(w->o_node, e->node, sizeof(e->node));
+	w->nodes = k;
+	if (w->phs > c)
+		w->phs = c;
+	return true;
+}
+#undef LOAD4
 
 /* Brings frames o[lo, top) of the record up to date where their return
  * addresses changed but not the shape of the stack: a frame p whose
@@ -465,6 +684,18 @@ HOT bool patch_words(struct thread_walk *w, uint32_t lo, uint32_t top, bool bp)
 	return bp ? patch_frames(w, lo, top, true) : patch_frames(w, lo, top, false);
 }
 
+/* Patches frames [c, top) (see patch_words; top: n, or n - 1 where the
+ * innermost frame was replaced): after a deep change through the path
+ * memo. */
+HOT bool patch_deep(struct thread_walk *w, uint32_t c, uint32_t top, bool bp)
+{
+	uint32_t k = w->n - 1;
+	if (use_gather > 0 && c > 0 && k <= MEMO_MAX && k >= c + MEMO_MIN &&
+	    memo_patch_avx2(w, c, k, bp))
+		return top == k || patch_words(w, k, top, bp);
+	return patch_words(w, c, top, bp);
+}
+
 /* The common cases, without the general walk's bookkeeping:
  * (a) The innermost frame has the state it had in the previous walk (same
  * sp and rule, same bp where a CFA from there out depends on it): the
@@ -495,7 +726,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		/* (a) */
 		bool bpm = bp_matters(f0);
 		if (ic && lead && w->nodes >= n)
-			ns = near_slot(w, f1->node, f0->ra, lead);
+			ns = near_slot(w, w->o_node[n - 2], f0->ra, lead);
 		/* f0's own word apart: it changes whenever the innermost
 		 * function is called from another site, and then the check of
 		 * the others still finds them all holding (no scan for the
@@ -503,10 +734,10 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		const struct frame *c = first_changed(w, f0, bpm);
 		if (c == f0 && !(RA_DIFF(*f0) | (bpm ? BW_DIFF(*f0) : 0)))
 			c = f0 + 1;
-		if (c != f0 + 1 && !patch_words(w, (uint32_t)(c - w->o), n, bpm))
+		if (c != f0 + 1 && !patch_deep(w, (uint32_t)(c - w->o), n, bpm))
 			return 0;
 		if (ns && w->nodes >= n)
-			near_hit(w, ns, f0, f1->node, lead, hit);
+			near_hit(w, ns, f0, w->o_node[n - 2], lead, hit);
 		w->pc0 = pc;
 		return n;
 	}
@@ -537,7 +768,7 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 		return 0;
 	/* (b): f0 becomes the new innermost frame (f1's state is its). */
 	if (ic && lead && w->nodes >= n - 1)
-		ns = near_slot(w, f1->node, ra, lead);
+		ns = near_slot(w, w->o_node[n - 2], ra, lead);
 	bool node_kept = ra == f0->ra && w->nodes >= n;
 	f0->sp = sp;
 	f0->bp = bp;
@@ -557,10 +788,10 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	w->pc0 = pc;
 	bool bpm = bp_matters(f1);
 	const struct frame *c = first_changed(w, f0, bpm);
-	if (c != f0 && !patch_words(w, (uint32_t)(c - w->o), n - 1, bpm))
+	if (c != f0 && !patch_deep(w, (uint32_t)(c - w->o), n - 1, bpm))
 		return 0;
 	if (ns && w->nodes >= n - 1)
-		near_hit(w, ns, f0, f1->node, lead, hit);
+		near_hit(w, ns, f0, w->o_node[n - 2], lead, hit);
 	return n;
 }
 
@@ -745,12 +976,25 @@ int __attribute__((noinline)) ml_unwind_fast(uint64_t *buf, uint32_t limit)
 
 /* Gives frames o[0, upto) of the record their trie nodes, outermost
  * first; returns o[upto - 1]'s (ML_NODE_ROOT for none), 0 when the stack
- * table has no room (nodes stay valid up to there). */
+ * table has no room (nodes stay valid up to there).  Many of them to find
+ * (a deep change): from the path memo if it has the path. */
 HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32_t upto)
 {
 	uint32_t p = w->nodes;
 	if (p >= upto)
-		return upto ? w->o[upto - 1].node : ML_NODE_ROOT;
+		return upto ? w->o_node[upto - 1] : ML_NODE_ROOT;
+	uint32_t k = 0;
+	uint64_t hash = 0;
+	if (__builtin_expect(upto - p >= MEMO_MIN, 0)) {
+		k = upto < MEMO_MAX ? upto : MEMO_MAX;
+		if (use_gather > 0 ? memo_get_avx2(w, k, &hash) : memo_get_plain(w, k, &hash)) {
+			ph_upto(w, p);	/* o_ph past p: not made */
+			w->nodes = p = k;
+			k = 0;
+			if (p >= upto)
+				return w->o_node[upto - 1];
+		}
+	}
 	/* First the slots of all the lookups, by a hash of each frame's path
 	 * (no node needed): their lines are asked for together, and the
 	 * lookups, each needing its parent's node, then find them on the way. */
@@ -761,14 +1005,16 @@ HOT uint32_t set_nodes(struct thread_walk *w, struct ml_intern_cache *ic, uint32
 		__builtin_prefetch(&ic->l0[ph >> (64 - 12)]);
 	}
 	w->phs = upto;
-	uint32_t parent = p ? w->o[p - 1].node : ML_NODE_ROOT;
+	uint32_t parent = p ? w->o_node[p - 1] : ML_NODE_ROOT;
 	for (; p < upto; p++) {
 		parent = ml_stacktab_child_at(ic, w->o_ph[p], parent, w->o_ra[p]);
 		if (!parent)
 			break;
-		w->o[p].node = parent;
+		w->o_node[p] = parent;
 	}
 	w->nodes = p;
+	if (k && p >= k)
+		memo_put(w, k, hash);
 	return parent;
 }
 
@@ -783,15 +1029,16 @@ HOT uint32_t lead_node(struct thread_walk *w, struct ml_intern_cache *ic, uint64
 	struct frame *f0 = &w->o[n - 1];
 	struct near_slot *s = near_slot(w, parent, f0->ra, lead);
 	if (s->ra0 == f0->ra && s->lead == lead && s->parent == parent) {
-		f0->node = s->node0;
+		w->o_node[n - 1] = s->node0;
 		ph_upto(w, n - 1);
 		w->nodes = n;
 		return s->node;
 	}
-	uint32_t node0 = w->nodes >= n ? f0->node : ml_stacktab_child_cached(ic, parent, f0->ra);
+	uint32_t node0 = w->nodes >= n ? w->o_node[n - 1] :
+		ml_stacktab_child_cached(ic, parent, f0->ra);
 	if (!node0)
 		return 0;
-	f0->node = node0;
+	w->o_node[n - 1] = node0;
 	ph_upto(w, n - 1);
 	w->nodes = n;
 	uint32_t node = ml_stacktab_child_cached(ic, node0, lead);
@@ -830,8 +1077,8 @@ HOT uint32_t unwind_from(struct thread_walk *w, struct ml_intern_cache *ic, uint
 			else if ((node = set_nodes(w, ic, w->n)) && !skip && lead)
 				node = ml_stacktab_child_cached(ic, node, lead);
 			else if (node && skip > lead_n)
-				node = skip - lead_n < (uint32_t)n ? frame_at(w, skip - lead_n)->node :
-					ML_NODE_ROOT;
+				node = skip - lead_n < (uint32_t)n ?
+					w->o_node[w->n - 1 - (skip - lead_n)] : ML_NODE_ROOT;
 			if (!node)
 				node = ML_NODE_LOST;
 		}
