@@ -142,12 +142,12 @@ struct memo_set {
  * bwm list names.  An entry keeps those words' addresses and values and
  * the stack id the walk ended with (after the skip of the runtime's own
  * frames): an allocation from the same start whose words all still hold
- * them (four per AVX2 gather) has that stack id without a walk, the
- * record left as it was (it is only a cache).  Only walks that ran to the
- * thread's root are kept: their words lie between sp and that root, on
- * this thread's stack, mapped while it lives.  A start seen under several
- * callers keeps several walks: a set's ways, picked by a hash of the
- * start. */
+ * them (four per AVX2 gather; one at a time without AVX2) has that stack
+ * id without a walk, the record left as it was (it is only a cache).
+ * Only walks that ran to the thread's root are kept: their words lie
+ * between sp and that root, on this thread's stack, mapped while it
+ * lives.  A start seen under several callers keeps several walks: a set's
+ * ways, picked by a hash of the start. */
 #define WM_BITS 6u		/* sets */
 #define WM_WAYS 4u
 #define WM_WORDS 32u		/* longer walks are not kept */
@@ -843,27 +843,37 @@ HOT uint32_t wm_set_of(uint64_t lead, uint64_t sp)
 	return (uint32_t)(h >> (64 - WM_BITS));
 }
 
+/* Whether some of an entry's words no longer hold what was read: four per
+ * AVX2 gather where there is one, else one at a time. */
+HOT bool wm_changed(const struct wm_entry *e)
+{
+	if (use_gather > 0)
+		return changed_gather(e->at, e->val, e->words);
+	uint64_t diff = 0;
+	for (uint32_t i = 0; i < e->words; i++)
+		diff |= *(const volatile uint64_t *)(uintptr_t)e->at[i] ^ e->val[i];
+	return diff != 0;
+}
+
 /* The walk memo's stack id for the walk from the mark (lead, sp, bp), 0
  * when no entry has it (see struct wm_entry).  Called with the record held
  * (see walk: a signal handler's walk meanwhile takes libunwind's way and
  * leaves the entries alone).  An entry's innermost two words are compared
  * first, alone: another caller's walk from the same start usually differs
  * there, and then costs no gather. */
-__attribute__((target("avx2"), noinline)) static uint32_t
+static __attribute__((noinline)) uint32_t
 wm_get(struct thread_walk *w, uint64_t lead, uint64_t sp, uint64_t bp)
 {
 	uint32_t set = wm_set_of(lead, sp);
-	__m256i eq = _mm256_cmpeq_epi64(_mm256_loadu_si256((const __m256i *)(const void *)
-							   w->wm_sets[set].sp),
-					_mm256_set1_epi64x((long long)sp));
-	uint32_t m = (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(eq));
-	for (; m; m &= m - 1) {
-		const struct wm_entry *e = &w->wm[set][__builtin_ctz(m)];
-		if (e->lead != lead || e->gen != w->gen || (e->bp_in && e->bp != bp) ||
+	const uint64_t *t = w->wm_sets[set].sp;
+	for (uint32_t way = 0; way < WM_WAYS; way++) {
+		const struct wm_entry *e = &w->wm[set][way];
+		if (t[way] != sp || e->lead != lead || e->gen != w->gen ||
+		    (e->bp_in && e->bp != bp) ||
 		    *(const volatile uint64_t *)(uintptr_t)e->at[0] != e->val[0] ||
 		    *(const volatile uint64_t *)(uintptr_t)e->at[1] != e->val[1])
 			continue;
-		if (!changed_gather(e->at, e->val, e->words))
+		if (!wm_changed(e))
 			return e->node;
 	}
 	return 0;
@@ -931,7 +941,7 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		if (near)
 			return (int)near;
 	}
-	if (ic && lead && pc == lead - 1 && use_gather > 0) {
+	if (ic && lead && pc == lead - 1) {
 		/* the walk memo (see struct wm_entry); a walk that ends in the
 		 * general walk below offers it its result (unwind_from) */
 		uint32_t node = wm_get(w, lead, sp, bp);
