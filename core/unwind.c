@@ -36,7 +36,13 @@
  * levels and the lead comes from one per-thread cache keyed by what lies
  * below them (the near cache); deeper frames' lookups go through slots
  * picked by a hash of their paths, asked for all at once, so that their
- * cache misses overlap instead of following one another. */
+ * cache misses overlap instead of following one another.
+ *
+ * Where neither case holds (a program whose allocating function is called
+ * at another depth each time: the innermost frame's sp differs from the
+ * record's), a walk from the hook's mark is looked up whole in the walk
+ * memo (struct wm_entry): by its start (lead, sp), its words compared with
+ * those an earlier walk from there read, its stack id at once. */
 #include <immintrin.h>
 #include <string.h>
 #include "core/internal.h"
@@ -46,6 +52,7 @@
 #define HOT static inline __attribute__((always_inline))
 
 enum { END_OUTERMOST = 1, END_ZERO_RA, END_LIMIT };
+#define WALK_MEMO (-2)	/* walk_in: the walk memo had the stack id (*hit) */
 
 #define HOLD_BUSY 1u
 #define HOLD_DECLINED 2u
@@ -127,6 +134,36 @@ struct memo_set {
 	uint32_t next, pad;
 };
 
+/* The walk memo: whole walks from the hook's mark, by their start (lead,
+ * sp).  A walk from (lead - 1, sp) is a function of the start (and of rbp
+ * where its value entering the innermost frame is live: then bp keys it
+ * too), of the rules (one generation) and of the words it read that
+ * matter: every return-address word and the saved-rbp words the record's
+ * bwm list names.  An entry keeps those words' addresses and values and
+ * the stack id the walk ended with (after the skip of the runtime's own
+ * frames): an allocation from the same start whose words all still hold
+ * them (four per AVX2 gather; one at a time without AVX2) has that stack
+ * id without a walk, the record left as it was (it is only a cache).
+ * Only walks that ran to the thread's root are kept: their words lie
+ * between sp and that root, on this thread's stack, mapped while it
+ * lives.  A start seen under several callers keeps several walks: a set's
+ * ways, picked by a hash of the start. */
+#define WM_BITS 6u		/* sets */
+#define WM_WAYS 4u
+#define WM_WORDS 32u		/* longer walks are not kept */
+struct wm_entry {
+	uint64_t lead, sp, bp;	/* the start (bp: when bp_in) */
+	uint32_t gen, words;	/* ml_unwind_gen of the walk; words in at, val (>= 4) */
+	uint32_t bp_in, node;	/* the stack id */
+	uint64_t at[WM_WORDS], val[WM_WORDS];
+};
+/* A set's ways' start sp side by side (0: empty), and the way it replaces
+ * next. */
+struct wm_set {
+	uint64_t sp[WM_WAYS];
+	uint32_t next, pad;
+};
+
 /* Per thread: the previous walk, outermost first (frame i, innermost = 0,
  * is o[n - 1 - i]).  Frame i's target is pc0 for i = 0, else frame i-1's
  * return address - 1. */
@@ -144,6 +181,7 @@ struct thread_walk {
 	 * store to release. */
 	volatile uint32_t hold;
 	uint32_t tick;
+	uint32_t general;	/* the last walk_in asked the walk memo and missed */
 	uint64_t pc0;		/* frame 0's target */
 	uint64_t end_sp;	/* END_OUTERMOST: the outermost frame's CFA */
 	uint64_t home_top;	/* end_sp of the thread's first walk to its root */
@@ -169,6 +207,8 @@ struct thread_walk {
 	struct memo_set memo_sets[1u << MEMO_BITS];
 	struct memo_entry memo[1u << MEMO_BITS][MEMO_WAYS];
 	struct frame y[WALK_MAX];	/* the new walk's own frames, innermost first */
+	struct wm_set wm_sets[1u << WM_BITS];
+	struct wm_entry wm[1u << WM_BITS][WM_WAYS];
 };
 
 /* 1 when the CPU (and the kernel) give us AVX2's gathers. */
@@ -206,6 +246,8 @@ void ml_unwind_thread_reset(void *walk)
 	w->n = w->nodes = 0;
 	w->home_top = 0;
 	w->hold = 0;
+	/* the walk memo's words lay on the old thread's stack */
+	memset(w->wm_sets, 0, sizeof(w->wm_sets));
 }
 
 /* rbp's value entering a frame of rule `rule` matters to the walk from
@@ -795,6 +837,90 @@ HOT uint32_t walk_near(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t
 	return n;
 }
 
+HOT uint32_t wm_set_of(uint64_t lead, uint64_t sp)
+{
+	uint64_t h = (lead ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xd6e8feb86659fd93ull;
+	return (uint32_t)(h >> (64 - WM_BITS));
+}
+
+/* Whether some of an entry's words no longer hold what was read: four per
+ * AVX2 gather where there is one, else one at a time. */
+HOT bool wm_changed(const struct wm_entry *e)
+{
+	if (use_gather > 0)
+		return changed_gather(e->at, e->val, e->words);
+	uint64_t diff = 0;
+	for (uint32_t i = 0; i < e->words; i++)
+		diff |= *(const volatile uint64_t *)(uintptr_t)e->at[i] ^ e->val[i];
+	return diff != 0;
+}
+
+/* The walk memo's stack id for the walk from the mark (lead, sp, bp), 0
+ * when no entry has it (see struct wm_entry).  Called with the record held
+ * (see walk: a signal handler's walk meanwhile takes libunwind's way and
+ * leaves the entries alone).  An entry's innermost two words are compared
+ * first, alone: another caller's walk from the same start usually differs
+ * there, and then costs no gather. */
+static __attribute__((noinline)) uint32_t
+wm_get(struct thread_walk *w, uint64_t lead, uint64_t sp, uint64_t bp)
+{
+	uint32_t set = wm_set_of(lead, sp);
+	const uint64_t *t = w->wm_sets[set].sp;
+	for (uint32_t way = 0; way < WM_WAYS; way++) {
+		const struct wm_entry *e = &w->wm[set][way];
+		if (t[way] != sp || e->lead != lead || e->gen != w->gen ||
+		    (e->bp_in && e->bp != bp) ||
+		    *(const volatile uint64_t *)(uintptr_t)e->at[0] != e->val[0] ||
+		    *(const volatile uint64_t *)(uintptr_t)e->at[1] != e->val[1])
+			continue;
+		if (!wm_changed(e))
+			return e->node;
+	}
+	return 0;
+}
+
+/* Keeps the record's walk (today's, from the mark (lead, sp, bp), run to
+ * the thread's root) with its stack id node: in a free way of its set,
+ * else over the set's next way.  Walks of more words than an entry holds
+ * are not kept. */
+static __attribute__((noinline)) void wm_put(struct thread_walk *w, uint64_t lead, uint64_t sp,
+					    uint64_t bp, uint32_t node)
+{
+	uint32_t n = w->n, nb = n ? w->o[n - 1].rbp : 0, words = n + nb;
+	if (!n || words > WM_WORDS)
+		return;
+	uint32_t set = wm_set_of(lead, sp), way = 0;
+	struct wm_set *s = &w->wm_sets[set];
+	while (way < WM_WAYS && s->sp[way])
+		way++;
+	if (way == WM_WAYS) {
+		way = s->next;
+		s->next = (way + 1) % WM_WAYS;
+	}
+	struct wm_entry *e = &w->wm[set][way];
+	for (uint32_t i = 0; i < n; i++) {	/* innermost first (see wm_get) */
+		e->at[i] = w->o_at[n - 1 - i];
+		e->val[i] = w->o_ra[n - 1 - i];
+	}
+	for (uint32_t i = 0; i < nb; i++) {
+		const struct frame *b = &w->o[w->bwm_at[i]];
+		e->at[n + i] = b->bw_at;
+		e->val[n + i] = b->bw;
+	}
+	for (; words < 4; words++) {	/* a gather reads four: the first again */
+		e->at[words] = e->at[0];
+		e->val[words] = e->val[0];
+	}
+	e->words = words;
+	e->lead = lead;
+	e->sp = sp;
+	e->bp = bp;
+	e->bp_in = (w->o[n - 1].bits & BIT_LIVE) != 0;
+	e->gen = w->gen;
+	e->node = node;
+	s->sp[way] = sp;
+}
+
 /* Walks from (pc, sp, bp), pc being the target of the innermost frame,
  * into the thread's record.  Returns the frames recorded, or -1 when a
  * frame's rule is not one it handles. */
@@ -809,10 +935,21 @@ HOT int walk_in(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, ui
 		w->reuse = 0;
 	}
 	bool usable = w->reuse == limit;	/* see fresh */
+	w->general = 0;
 	if (usable) {
 		uint32_t near = walk_near(w, pc, sp, bp, ic, lead, hit);
 		if (near)
 			return (int)near;
+	}
+	if (ic && lead && pc == lead - 1) {
+		/* the walk memo (see struct wm_entry); a walk that ends in the
+		 * general walk below offers it its result (unwind_from) */
+		uint32_t node = wm_get(w, lead, sp, bp);
+		if (node) {
+			*hit = node;
+			return WALK_MEMO;
+		}
+		w->general = 1;
 	}
 	const struct frame *o = w->o, *last = o + (usable ? w->n : 0) - 1;
 	const struct frame *k = last;	/* the old frame with the lowest sp >= ours */
@@ -897,7 +1034,7 @@ HOT int walk(struct thread_walk *w, uint64_t pc, uint64_t sp, uint64_t bp, uint3
 	}
 	__asm__ volatile("" ::: "memory");
 	int n = walk_in(w, pc, sp, bp, limit, ic, lead, hit);
-	if (__builtin_expect(n < 0, 0)) {
+	if (__builtin_expect(n < 0, 0) && n != WALK_MEMO) {
 		w->end = 0;	/* the record may be half written */
 		w->reuse = 0;
 		w->n = w->nodes = 0;
@@ -1055,8 +1192,12 @@ HOT uint32_t unwind_from(struct thread_walk *w, struct ml_intern_cache *ic, uint
 			 uint64_t sp, uint64_t bp, uint64_t lead)
 {
 	uint32_t max_depth = ml_config.max_depth;
-	uint32_t hit = 0;
-	int n = walk(w, pc, sp, bp, max_depth + CAPTURE_SLACK + (lead == 0), ic, lead, &hit);
+	uint32_t hit = 0, limit = max_depth + CAPTURE_SLACK + (lead == 0);
+	int n = walk(w, pc, sp, bp, limit, ic, lead, &hit);
+	if (n == WALK_MEMO) {	/* the walk memo's stack id */
+		walk_done(w);
+		return hit;
+	}
 	if (n < 0)
 		return 0;
 	uint32_t node = 0;
@@ -1083,6 +1224,9 @@ HOT uint32_t unwind_from(struct thread_walk *w, struct ml_intern_cache *ic, uint
 				node = ML_NODE_LOST;
 		}
 	}
+	if (w->general && node && node != ML_NODE_LOST && w->end == END_OUTERMOST &&
+	    w->reuse == limit)
+		wm_put(w, lead, sp, bp, node);
 	walk_done(w);
 	return node;
 }
