@@ -83,8 +83,11 @@ static int parse_option(int argc, char **argv, int *i, struct report_args *ra)
 		char *end;
 		errno = 0;
 		long n = v ? strtol(v, &end, 10) : -1;
-		if (!v || errno || *end || end == v || n < 0)
-			return ml_cli_usage_error("report: --limit takes a number of rows (0 or more)");
+		if (v && strcmp(v, "all") == 0)
+			n = -1;
+		else if (!v || errno || *end || end == v || n < 0)
+			return ml_cli_usage_error("report: --limit takes a number of rows (0 or more) "
+						  "or 'all'");
 		ra->vo.limit = n;
 		ra->limit_set = true;
 	} else if ((v = opt_value(argc, argv, i, "--sort", &m)), m) {
@@ -285,7 +288,13 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 						  "(files come before it)", a);
 		}
 	}
-	return check_args(ra);
+	int rc = check_args(ra);
+	/* leaks and peak list the largest records: a PyTorch process has
+	 * hundreds of thousands (gigabytes of JSON), so a hundred unless asked */
+	if (!ra->limit_set && !ra->vo.base_path &&
+	    (ra->view == ML_VIEW_LEAKS || ra->view == ML_VIEW_PEAK))
+		ra->vo.limit = ML_VIEW_RECORDS_DEFAULT;
+	return rc;
 }
 
 /* True for a run's directory: memline.* holding a memline.*.mlp. */

@@ -124,6 +124,12 @@ size_t ml_view_limit(long limit, size_t n)
 	return limit >= 0 && (size_t)limit < n ? (size_t)limit : n;
 }
 
+void ml_view_more(FILE *out, size_t more, const char *kind, long limit)
+{
+	fprintf(out, "%zu more %s%srecords not shown (--limit %ld; --limit all lists every one)\n\n",
+		more, kind ? kind : "", kind ? " " : "", limit);
+}
+
 bool ml_view_is_torch(const struct ml_agg *a)
 {
 	const struct ml_profile *p = a->profile;

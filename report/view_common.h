@@ -107,6 +107,8 @@ bool ml_view_load_source(const struct ml_agg *a, const char *file, const char *n
 
 /* How many of n rows a --limit lets through (limit < 0: all). */
 size_t ml_view_limit(long limit, size_t n);
+/* "N more [KIND ]records not shown (...)": what a --limit left out. */
+void ml_view_more(FILE *out, size_t more, const char *kind, long limit);
 
 /* ---- what the flame views (flame, folded, html, pprof) share ---- */
 struct ml_flame;

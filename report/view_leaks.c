@@ -163,7 +163,7 @@ static void leaks_text(const struct ml_agg *a, const struct ml_view_opts *o, FIL
 		fputc('\n', out);
 	}
 	if (shown < n)
-		fprintf(out, "%zu more records not shown (--limit %ld)\n\n", n - shown, o->limit);
+		ml_view_more(out, n - shown, NULL, o->limit);
 	if (n == 0 && all == 0)
 		fprintf(out, "No leaks: every %s block was freed.\n\n", ml_kind_name(o->kind));
 	else if (n == 0)
@@ -271,8 +271,7 @@ static void cuda_leaks_text(const struct ml_agg *a, const struct ml_view_opts *o
 			fputc('\n', out);
 		}
 		if (shown < n)
-			fprintf(out, "%zu more %s records not shown (--limit %ld)\n\n", n - shown,
-				ml_kind_name((enum ml_kind)k), o->limit);
+			ml_view_more(out, n - shown, ml_kind_name((enum ml_kind)k), o->limit);
 		free(rows);
 		struct ml_amount t = ml_view_totals(a, (enum ml_kind)k);
 		if (ml_kind_is_gpu((enum ml_kind)k)) {

@@ -91,7 +91,7 @@ static void peak_text(const struct ml_agg *a, const struct ml_view_opts *o, FILE
 		fputc('\n', out);
 	}
 	if (shown < n)
-		fprintf(out, "%zu more records not shown (--limit %ld)\n\n", n - shown, o->limit);
+		ml_view_more(out, n - shown, NULL, o->limit);
 	fputs("Live at the peak by source line:\n", out);
 	lines_table(out, lines, ml_view_limit(o->limit, n_lines), o->kind);
 }

@@ -59,12 +59,16 @@ enum ml_ops_by {
 	ML_OPS_BY_FUNCTION,		/* functions (native and Python) */
 };
 
+#define ML_VIEW_RECORDS_DEFAULT 100	/* leaks, peak: records shown without --limit */
+
 struct ml_view_opts {
 	enum ml_kind kind;		/* the memory kind shown */
 	bool kind_set;			/* kind was asked for; else the profile's default
 					 * (ml_report_default_kind) */
 	bool native;			/* stacks with Python frames keep every native frame */
-	long limit;			/* rows or records at most; < 0: all */
+	long limit;			/* rows or records at most; < 0: all (the
+					 * command line's default for leaks and peak:
+					 * ML_VIEW_RECORDS_DEFAULT) */
 	enum ml_ops_key sort;		/* ops only */
 	enum ml_ops_by by;		/* ops only */
 	const char *const *functions;	/* lines only */

@@ -91,6 +91,32 @@ def report_fuzz_no_crash():
 
 
 @test
+def report_default_limit():
+	"""leaks and peak list the 100 largest records unless --limit says
+	otherwise (a PyTorch process has hundreds of thousands: gigabytes of
+	JSON), say how many more there are, and --limit all lists every one."""
+	prof = Run("many_leaks").file("many_leaks")
+	for view, key in (("leaks", "records"), ("peak", "stacks")):
+		d = report(prof, view)[view]
+		eq(d["total_records"], 150, "%s: records counted" % view)
+		eq([r["bytes"] for r in d[key]], list(range(150, 50, -1)),
+		   "%s: the 100 largest records, largest first" % view)
+		full = report(prof, view, "--limit", "all")[view]
+		eq(len(full[key]), 150, "%s --limit all: every record" % view)
+		eq(len(report(prof, view, "--limit", "7")[view][key]), 7, "%s --limit 7" % view)
+		p = run([rcli(), "report", prof, view])
+		eq(p.returncode, 0, "%s text: exit status" % view)
+		check("50 more records not shown (--limit 100; --limit all lists every one)"
+		      in text(p.stdout), "%s text: what the default left out" % view)
+		check("more records" not in text(run([rcli(), "report", prof, view, "--limit", "all"]).stdout),
+		      "%s text --limit all: nothing left out" % view)
+	p = run([rcli(), "report", prof, "leaks", "--limit", "some"])
+	eq(p.returncode, 2, "--limit some: a usage error")
+	check("--limit takes a number of rows (0 or more) or 'all'" in text(p.stderr),
+	      "--limit some: " + text(p.stderr))
+
+
+@test
 def report_missing_source():
 	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
 	src = os.path.join(d, "gone.c")

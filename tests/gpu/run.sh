@@ -21,7 +21,7 @@
 #   5. kp_torch: @profile's CUDA Increment per decorated line against
 #      torch.cuda.memory_reserved()'s change (tests/gpu/kp_torch.py).
 # A check not started within GPU_BUDGET_S seconds (default 210) is skipped,
-# so the whole run stays under four minutes.  Ends with
+# so the whole run stays under four minutes.  GPU_KEEP=DIR keeps the files.  Ends with
 # `gpu: N passed, M failed, K skipped`; exits 1 if any check failed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -64,8 +64,14 @@ if [ -n "$missing" ]; then
 	exit 2
 fi
 nvidia-smi -L 2>/dev/null || echo "warning: nvidia-smi found no GPU"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# GPU_KEEP=DIR keeps every check's files (profiles, JSON reports, outputs) in DIR.
+if [ -n "${GPU_KEEP:-}" ]; then
+	work=$GPU_KEEP
+	mkdir -p "$work" || exit 2
+else
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+fi
 TORCH_CUDA=0
 if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
 	TORCH_CUDA=1
