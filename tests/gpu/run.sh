@@ -21,7 +21,9 @@
 #   5. kp_torch: @profile's CUDA Increment per decorated line against
 #      torch.cuda.memory_reserved()'s change (tests/gpu/kp_torch.py).
 # A check not started within GPU_BUDGET_S seconds (default 210) is skipped,
-# so the whole run stays under four minutes.  GPU_KEEP=DIR keeps the files.  Ends with
+# so the whole run stays under four minutes.  GPU_KEEP=DIR keeps the files;
+# GPU_ONLY="WORD..." runs only the checks whose names contain a WORD (so that
+# several runs can share one GPU at once, each with its own GPU_KEEP).  Ends with
 # `gpu: N passed, M failed, K skipped`; exits 1 if any check failed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -37,9 +39,16 @@ skipped=0
 ok() { echo "ok $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
 skip() { echo "skip $1: $2"; skipped=$((skipped + 1)); }
-# in_budget NAME: true when there is time left to start check NAME.
+# in_budget NAME: true when check NAME is wanted (GPU_ONLY: words, one of
+# which NAME must contain; unset: every check) and there is time left to start it.
 in_budget() {
-	local used=$((SECONDS - START))
+	local used=$((SECONDS - START)) w
+	if [ -n "${GPU_ONLY:-}" ]; then
+		for w in $GPU_ONLY; do
+			case "$1" in *"$w"*) w=yes; break ;; esac
+		done
+		[ "$w" = yes ] || { skip "$1" "not in GPU_ONLY"; return 1; }
+	fi
 	if [ "$used" -ge "$BUDGET" ]; then
 		skip "$1" "time budget spent (${used}s of GPU_BUDGET_S=${BUDGET}s)"
 		return 1
