@@ -29,7 +29,18 @@ struct agg_priv {
 	size_t cap_funcs, cap_lines;
 	struct ml_amount *amounts;	/* every stack's amounts (ml_agg_stack.amounts) */
 	uint64_t *walk;		/* a stack's addresses from the profile's trie */
+	uint32_t *walk_ids;	/* and their entries in addrs */
 	size_t walk_cap;
+	/* Every address the stacks hold (struct addr_info), hashed (slots:
+	 * index + 1, 0 empty); the entry of each node of the profile's trie
+	 * (index + 1, 0 until first walked). */
+	struct addr_info *addrs;
+	size_t n_addrs, cap_addrs;
+	uint32_t *addr_slots;
+	size_t addr_slots_cap;
+	uint32_t *node_ids;
+	struct ml_pystack_item *items;	/* a stack with Python frames in order */
+	size_t items_cap;
 	const struct ml_frame **scratch;	/* a stack's frames as symbolized */
 	size_t scratch_cap;
 	struct frame_chunk *chunks;	/* every kept stack's and sample's frames */
@@ -41,6 +52,24 @@ struct agg_priv {
 	char **names;		/* function names made here (offsets cut off) */
 	const char *scratch_name;	/* a name in a caller's buffer, to copy */
 	size_t n_names, cap_names;
+	/* attribute_stacks: the path of the stack being charged, outermost
+	 * frame first, with n_slots amounts per entry (path_sum); and where
+	 * each function and line was first met in the stacks' order. */
+	struct path_ent *path;
+	struct ml_amount *path_sums;
+	size_t path_cap;
+	uint64_t *func_first, *line_first;
+	size_t n_func_first, n_line_first, cap_func_first, cap_line_first;
+};
+
+/* An entry of the path attribute_stacks walks: a frame and what it is
+ * charged to.  sum: the amounts of every stack through it (its subtree),
+ * of the kinds in kinds. */
+struct path_ent {
+	const struct ml_frame *fr;
+	long func, line;		/* line -1: no source line */
+	bool top_func, top_line;	/* the outermost entry of its function (line) */
+	uint32_t kinds;
 };
 
 /* Frames arrays packed one after another, each whole in one chunk. */
@@ -452,82 +481,204 @@ static bool torch_allocator_frame(const struct ml_frame *fr)
 	return base && strncmp(base, "libc10_cuda", 11) == 0;
 }
 
-/* Appends the frames of recorded frame i (address addr) of ps to st:
- * memline's own removed, the allocation entry point removed, inlined
+/* What the stacks ask of one recorded address (as a return address), each
+ * answer found once, when first asked, through the resolver: a profile's
+ * stacks hold the same few hundred thousand addresses tens of millions of
+ * times. */
+struct addr_info {
+	uint64_t addr;
+	const struct ml_frame *frames;	/* resolve(addr, return address) */
+	uint32_t n;			/* 0: no frames (or the resolver failed) */
+	uint8_t known, is;		/* ADDR_*: asked, and the answer */
+};
+
+enum {
+	ADDR_FRAMES = 1,	/* known only: frames and n are set */
+	ADDR_RUNTIME = 2,	/* a native frame in memline's runtime */
+	ADDR_EVAL = 4,		/* the eval loop (report/pystack.h) */
+	ADDR_INTERP = 8,	/* in the interpreter */
+	ADDR_OWN = 16,		/* memline's own Python code */
+};
+
+static uint64_t addr_hash(uint64_t addr)
+{
+	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+/* The index + 1 of addr's entry in pv->addrs, added on first sight; 0 on
+ * ENOMEM. */
+static uint32_t addr_id(struct agg_priv *pv, uint64_t addr)
+{
+	if ((pv->n_addrs + 1) * 2 > pv->addr_slots_cap) {
+		size_t cap = pv->addr_slots_cap ? pv->addr_slots_cap * 2 : 4096;
+		uint32_t *slots = calloc(cap, sizeof(*slots));
+		if (!slots || pv->n_addrs >= UINT32_MAX - 1) {
+			free(slots);
+			return 0;
+		}
+		for (size_t i = 0; i < pv->n_addrs; i++) {
+			size_t s = addr_hash(pv->addrs[i].addr) & (cap - 1);
+			while (slots[s])
+				s = (s + 1) & (cap - 1);
+			slots[s] = (uint32_t)i + 1;
+		}
+		free(pv->addr_slots);
+		pv->addr_slots = slots;
+		pv->addr_slots_cap = cap;
+	}
+	size_t mask = pv->addr_slots_cap - 1, s = addr_hash(addr) & mask;
+	for (; pv->addr_slots[s]; s = (s + 1) & mask)
+		if (pv->addrs[pv->addr_slots[s] - 1].addr == addr)
+			return pv->addr_slots[s];
+	if (pv->n_addrs == pv->cap_addrs) {
+		size_t cap = pv->cap_addrs ? pv->cap_addrs * 2 : 1024;
+		struct addr_info *mem = realloc(pv->addrs, cap * sizeof(*mem));
+		if (!mem)
+			return 0;
+		pv->addrs = mem;
+		pv->cap_addrs = cap;
+	}
+	pv->addrs[pv->n_addrs] = (struct addr_info){ .addr = addr };
+	pv->addr_slots[s] = (uint32_t)++pv->n_addrs;
+	return pv->addr_slots[s];
+}
+
+/* The frames of address entry id (as a return address). */
+static const struct ml_frame *addr_frames(struct ml_agg *a, uint32_t id, size_t *n)
+{
+	struct agg_priv *pv = a->priv;
+	struct addr_info *ai = &pv->addrs[id - 1];
+	if (!(ai->known & ADDR_FRAMES)) {
+		const struct ml_frame *frames = NULL;
+		size_t got = 0;
+		if (a->resolver->resolve(a->resolver->ctx, ai->addr, true, &frames, &got) < 0)
+			got = 0;
+		ai = &pv->addrs[id - 1];
+		ai->frames = got ? frames : NULL;
+		ai->n = (uint32_t)got;
+		ai->known |= ADDR_FRAMES;
+	}
+	*n = ai->n;
+	return ai->frames;
+}
+
+/* Answers question q (ADDR_RUNTIME, ADDR_EVAL, ADDR_INTERP, ADDR_OWN) of
+ * address entry id. */
+static bool addr_is(struct ml_agg *a, uint32_t id, uint8_t q)
+{
+	struct agg_priv *pv = a->priv;
+	struct addr_info *ai = &pv->addrs[id - 1];
+	if (ai->known & q)
+		return ai->is & q;
+	const struct ml_resolver *r = a->resolver;
+	uint64_t addr = ai->addr;
+	const struct ml_frame *frames;
+	size_t n;
+	bool yes = false;
+	if (q == ADDR_RUNTIME) {
+		yes = !ml_pyframe_is(addr) && addr_in_runtime(a->profile, addr);
+	} else if (q == ADDR_EVAL) {
+		frames = addr_frames(a, id, &n);
+		yes = r->py_is_eval(r->ctx, addr, false, n ? frames[n - 1].function : NULL);
+	} else if (q == ADDR_INTERP) {
+		yes = r->py_in_interpreter(r->ctx, addr);
+	} else if (q == ADDR_OWN) {
+		frames = addr_frames(a, id, &n);
+		yes = n > 0 && frames[0].own;
+	}
+	ai = &pv->addrs[id - 1];
+	ai->known |= q;
+	if (yes)
+		ai->is |= q;
+	return yes;
+}
+
+/* Appends the frames of recorded frame i (address addr, entry id) of ps to
+ * st: memline's own removed, the allocation entry point removed, inlined
  * calls expanded.  For a CUDA allocation, the CUDA runtime's innermost
  * frames are the entry point too (cuda_runtime_frame); host mallocs the
  * runtime makes keep them.  For a PyTorch CUDA block, its caching
  * allocator's frames are (torch_allocator_frame).  0 or -ENOMEM. */
 static int push_resolved(struct ml_agg *a, const struct ml_stack *ps, uint32_t i, uint64_t addr,
-			 struct ml_agg_stack *st, size_t *cap, bool strip_cudart, bool strip_torch)
+			 uint32_t id, struct ml_agg_stack *st, size_t *cap, bool strip_cudart,
+			 bool strip_torch)
 {
-	if (!ml_pyframe_is(addr) && addr_in_runtime(a->profile, addr))
+	if (addr_is(a, id, ADDR_RUNTIME))
 		return 0;
 	bool ret = !(i == 0 && (ps->flags & ML_STACK_EXACT_IP));
 	const struct ml_frame *frames = NULL;
 	size_t n = 0;
-	if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0 || n == 0)
+	if (ret)
+		frames = addr_frames(a, id, &n);
+	else if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0)
+		n = 0;
+	if (n == 0)
 		return 0;	/* the symbolizer reports its own trouble */
-	for (size_t k = 0; k < n; k++) {
-		if (frames[k].runtime)
-			continue;
-		if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
-			continue;	/* the entry point, not the program */
-		if (st->n_frames == 0 && global_operator_new(&frames[k]))
-			continue;	/* the program's own copy of operator new */
-		if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
-			continue;	/* the CUDA runtime: the entry point */
-		if (st->n_frames == 0 && strip_torch && torch_allocator_frame(&frames[k]))
-			continue;	/* PyTorch's allocator: the entry point */
-		if (push_frame(st, cap, &frames[k]) < 0)
+	size_t k = 0;
+	if (st->n_frames == 0)
+		for (; k < n; k++) {
+			if (frames[k].runtime)
+				continue;
+			if (k + 1 < n && inlined_alloc_entry(&frames[k]))
+				continue;	/* the entry point, not the program */
+			if (global_operator_new(&frames[k]))
+				continue;	/* the program's own copy of operator new */
+			if (strip_cudart && cuda_runtime_frame(&frames[k]))
+				continue;	/* the CUDA runtime: the entry point */
+			if (strip_torch && torch_allocator_frame(&frames[k]))
+				continue;	/* PyTorch's allocator: the entry point */
+			break;
+		}
+	for (; k < n; k++)
+		if (!frames[k].runtime && push_frame(st, cap, &frames[k]) < 0)
 			return -ENOMEM;
-	}
 	return 0;
 }
 
-/* report/pystack.h's questions, through the resolver. */
+/* report/pystack.h's questions, through the address entries. */
 struct py_env {
 	struct ml_agg *a;
 	const struct ml_stack *ps;
+	const uint32_t *ids;		/* the entry of each recorded frame */
 };
 
 static bool env_is_eval(void *ctx, uint64_t addr, uint32_t i)
 {
 	struct py_env *e = ctx;
 	const struct ml_resolver *r = e->a->resolver;
-	bool exact = i == 0 && (e->ps->flags & ML_STACK_EXACT_IP);
+	if (!(i == 0 && (e->ps->flags & ML_STACK_EXACT_IP)))
+		return addr_is(e->a, e->ids[i], ADDR_EVAL);
 	const struct ml_frame *frames = NULL;
 	size_t n = 0;
 	const char *fn = NULL;
-	if (r->resolve(r->ctx, addr, !exact, &frames, &n) == 0 && n > 0)
+	if (r->resolve(r->ctx, addr, false, &frames, &n) == 0 && n > 0)
 		fn = frames[n - 1].function;
-	return r->py_is_eval(r->ctx, addr, exact, fn);
+	return r->py_is_eval(r->ctx, addr, true, fn);
 }
 
 static bool env_in_interpreter(void *ctx, uint64_t addr, uint32_t i)
 {
 	struct py_env *e = ctx;
-	return e->a->resolver->py_in_interpreter(e->a->resolver->ctx, addr);
-}
-
-/* Whether Python frame addr is memline's own boot code. */
-static bool py_own(struct ml_agg *a, uint64_t addr)
-{
-	const struct ml_frame *frames = NULL;
-	size_t n = 0;
-	return a->resolver->resolve(a->resolver->ctx, addr, true, &frames, &n) == 0 && n > 0 &&
-	       frames[0].own;
+	return addr_is(e->a, e->ids[i], ADDR_INTERP);
 }
 
 /* A stack with Python frames: in program order (report/pystack.h), the
  * frames the default view leaves out left out. */
 static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, const uint64_t *addrs,
-			   struct ml_agg_stack *st, size_t *cap, bool strip_cudart, bool strip_torch)
+			   const uint32_t *ids, struct ml_agg_stack *st, size_t *cap,
+			   bool strip_cudart, bool strip_torch)
 {
-	struct ml_pystack_item *items = malloc((ps->depth + 1) * sizeof(*items));
-	if (!items)
-		return -ENOMEM;
-	struct py_env e = { a, ps };
+	struct agg_priv *pv = a->priv;
+	if (ps->depth + 1 > pv->items_cap) {
+		struct ml_pystack_item *mem = realloc(pv->items, (ps->depth + 1) * sizeof(*mem));
+		if (!mem)
+			return -ENOMEM;
+		pv->items = mem;
+		pv->items_cap = ps->depth + 1;
+	}
+	struct ml_pystack_item *items = pv->items;
+	struct py_env e = { a, ps, ids };
 	struct ml_pystack_env env = { &e, env_is_eval, env_in_interpreter };
 	size_t n = ml_pystack_order(addrs, ps->depth, ps->flags, &env, items);
 	int err = 0;
@@ -537,17 +688,65 @@ static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, const ui
 	bool user = false;
 	for (size_t k = 0; k < n && !user; k++)
 		user = items[k].python && items[k].show == ML_PYSTACK_SHOW &&
-		       !py_own(a, items[k].addr);
+		       !addr_is(a, ids[items[k].index], ADDR_OWN);
 	for (size_t k = 0; k < n && err == 0; k++) {
+		uint32_t id = ids[items[k].index];
 		if (items[k].show == ML_PYSTACK_NEVER ||
 		    (items[k].show == ML_PYSTACK_NATIVE_ONLY && !a->opts.native) ||
-		    (user && items[k].python && !a->opts.native && py_own(a, items[k].addr)))
+		    (user && items[k].python && !a->opts.native && addr_is(a, id, ADDR_OWN)))
 			continue;
-		err = push_resolved(a, ps, items[k].index, items[k].addr, st, cap, strip_cudart,
-				    strip_torch);
+		err = push_resolved(a, ps, items[k].index, items[k].addr, id, st, cap,
+				    strip_cudart, strip_torch);
 	}
-	free(items);
 	return err;
+}
+
+/* Room for a stack of depth frames in the walk buffers.  0 or -ENOMEM. */
+static int walk_room(struct agg_priv *pv, size_t depth)
+{
+	if (depth <= pv->walk_cap)
+		return 0;
+	uint64_t *mem = realloc(pv->walk, depth * sizeof(*mem));
+	if (mem)
+		pv->walk = mem;
+	uint32_t *ids = realloc(pv->walk_ids, depth * sizeof(*ids));
+	if (ids)
+		pv->walk_ids = ids;
+	if (!mem || !ids)
+		return -ENOMEM;
+	pv->walk_cap = depth;
+	return 0;
+}
+
+/* The addresses of ps, innermost first, into pv->walk (or ps->frames), and
+ * their entries into pv->walk_ids: a stack of the profile's trie finds
+ * them through its nodes, each node's entry found once.  NULL on ENOMEM. */
+static const uint64_t *stack_addrs(struct ml_agg *a, const struct ml_stack *ps)
+{
+	struct agg_priv *pv = a->priv;
+	const struct ml_profile *p = a->profile;
+	if (walk_room(pv, ps->depth) < 0)
+		return NULL;
+	if (ps->frames) {
+		for (uint32_t d = 0; d < ps->depth; d++)
+			if (!(pv->walk_ids[d] = addr_id(pv, ps->frames[d])))
+				return NULL;
+		return ps->frames;
+	}
+	if (!pv->node_ids && p->n_frame_nodes &&
+	    !(pv->node_ids = calloc(p->n_frame_nodes, sizeof(*pv->node_ids))))
+		return NULL;
+	uint32_t node = ps->leaf;
+	for (uint32_t d = 0; d < ps->depth && node; d++) {
+		const struct ml_fmt_frame *fr = &p->frame_nodes[node - 1];
+		uint32_t *id = &pv->node_ids[node - 1];
+		if (!*id && !(*id = addr_id(pv, fr->address)))
+			return NULL;
+		pv->walk[d] = fr->address;
+		pv->walk_ids[d] = *id;
+		node = fr->parent;
+	}
+	return pv->walk;
 }
 
 /* The program frames of ps, innermost first (push_resolved), into
@@ -558,19 +757,15 @@ static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct m
 	struct agg_priv *pv = a->priv;
 	bool strip_cudart = stack_has_cuda(st);
 	bool strip_torch = stack_has_torch_blocks(st);
-	if (!ps->frames && ps->depth > pv->walk_cap) {
-		uint64_t *mem = realloc(pv->walk, ps->depth * sizeof(*mem));
-		if (!mem)
-			return -ENOMEM;
-		pv->walk = mem;
-		pv->walk_cap = ps->depth;
-	}
-	const uint64_t *addrs = ml_profile_stack_frames(a->profile, ps, pv->walk);
+	const uint64_t *addrs = stack_addrs(a, ps);
+	if (!addrs)
+		return -ENOMEM;
+	const uint32_t *ids = pv->walk_ids;
 	if (ps->depth && ml_pyframe_is(addrs[ps->depth - 1]) && a->resolver->py_is_eval &&
 	    a->resolver->py_in_interpreter)
-		return symbolize_mixed(a, ps, addrs, st, cap, strip_cudart, strip_torch);
+		return symbolize_mixed(a, ps, addrs, ids, st, cap, strip_cudart, strip_torch);
 	for (uint32_t i = 0; i < ps->depth; i++)
-		if (push_resolved(a, ps, i, addrs[i], st, cap, strip_cudart, strip_torch) < 0)
+		if (push_resolved(a, ps, i, addrs[i], ids[i], st, cap, strip_cudart, strip_torch) < 0)
 			return -ENOMEM;
 	return 0;
 }
@@ -846,38 +1041,251 @@ static int frame_target(struct ml_agg *a, const struct ml_frame *fr, long *func,
 	return 0;
 }
 
-/* Charges stack si to its innermost function and line (self), and once to
- * every function and line on it (inclusive). */
-static int attribute_stack(struct ml_agg *a, size_t si)
+/* Notes that function or line idx was met at frame i (innermost first) of
+ * stack si: the first meeting, in the order the stacks and their frames
+ * come, orders the functions and lines (sort_first).  0 or -ENOMEM. */
+static int note_first(uint64_t **first, size_t *n, size_t *cap, long idx, size_t si, size_t i)
 {
-	const struct ml_agg_stack *st = &a->stacks[si];
-	if (st->n_frames == 0) {
-		long f = func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
-		if (f < 0)
-			return -ENOMEM;
-		add_kinds(a->funcs[f].self_slots, a->funcs[f].kind_slot, st);
-		add_kinds(a->funcs[f].total_slots, a->funcs[f].kind_slot, st);
+	uint64_t key = (uint64_t)si << 32 | (uint32_t)i;
+	if ((size_t)idx < *n) {
+		if ((*first)[idx] >> 32 == si && key < (*first)[idx])
+			(*first)[idx] = key;
 		return 0;
 	}
-	for (size_t i = 0; i < st->n_frames; i++) {
-		long f, l;
-		if (frame_target(a, st->frames[i], &f, &l) < 0)
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 256;
+		uint64_t *mem = realloc(*first, ncap * sizeof(*mem));
+		if (!mem)
 			return -ENOMEM;
-		if (i == 0)
+		*first = mem;
+		*cap = ncap;
+	}
+	(*first)[(*n)++] = key;	/* idx == *n: made just now */
+	return 0;
+}
+
+static struct ml_amount *path_sum(struct agg_priv *pv, size_t d)
+{
+	return &pv->path_sums[d * pv->n_slots];
+}
+
+/* Room on the path for n entries.  0 or -ENOMEM. */
+static int path_room(struct agg_priv *pv, size_t n)
+{
+	if (n <= pv->path_cap)
+		return 0;
+	size_t cap = pv->path_cap ? pv->path_cap : 64;
+	while (cap < n)
+		cap *= 2;
+	struct path_ent *path = realloc(pv->path, cap * sizeof(*path));
+	if (path)
+		pv->path = path;
+	struct ml_amount *sums = realloc(pv->path_sums, cap * (pv->n_slots ? pv->n_slots : 1) *
+					 sizeof(*sums));
+	if (sums)
+		pv->path_sums = sums;
+	if (!path || !sums)
+		return -ENOMEM;
+	pv->path_cap = cap;
+	return 0;
+}
+
+/* Adds the amounts of the kinds in kinds of per-slot amounts src to dst. */
+static void add_slots(struct ml_amount *dst, const struct ml_amount *src,
+		      const signed char *kind_slot, uint32_t kinds)
+{
+	for (uint32_t m = kinds; m; m &= m - 1) {
+		int s = kind_slot[__builtin_ctz(m)];
+		ml_amount_add(&dst[s], &src[s]);
+	}
+}
+
+/* Puts frame fr (frame i, innermost first, of stack si) on the path at
+ * depth d.  0 or -ENOMEM. */
+static int path_push(struct ml_agg *a, size_t d, const struct ml_frame *fr, size_t si, size_t i)
+{
+	struct agg_priv *pv = a->priv;
+	long f, l;
+	if (frame_target(a, fr, &f, &l) < 0 ||
+	    note_first(&pv->func_first, &pv->n_func_first, &pv->cap_func_first, f, si, i) < 0 ||
+	    (l >= 0 &&
+	     note_first(&pv->line_first, &pv->n_line_first, &pv->cap_line_first, l, si, i) < 0))
+		return -ENOMEM;
+	pv->path[d] = (struct path_ent){
+		.fr = fr, .func = f, .line = l,
+		.top_func = a->funcs[f].seen++ == 0,
+		.top_line = l >= 0 && a->lines[l].seen++ == 0,
+	};
+	memset(path_sum(pv, d), 0, pv->n_slots * sizeof(struct ml_amount));
+	return 0;
+}
+
+/* Takes the path's entry at depth d off: its sum is charged to its
+ * function and line where it is their outermost entry, and added to its
+ * parent's. */
+static void path_pop(struct ml_agg *a, size_t d)
+{
+	struct agg_priv *pv = a->priv;
+	const struct path_ent *e = &pv->path[d];
+	const struct ml_amount *sum = path_sum(pv, d);
+	if (e->top_func)
+		add_slots(a->funcs[e->func].total_slots, sum, pv->kind_slot, e->kinds);
+	a->funcs[e->func].seen--;
+	if (e->line >= 0) {
+		if (e->top_line)
+			add_slots(a->lines[e->line].total_slots, sum, pv->kind_slot, e->kinds);
+		a->lines[e->line].seen--;
+	}
+	if (d > 0) {
+		add_slots(path_sum(pv, d - 1), sum, pv->kind_slot, e->kinds);
+		pv->path[d - 1].kinds |= e->kinds;
+	}
+}
+
+/* Charges every stack to its innermost function and line (self), and once
+ * to every function and line on it (inclusive).  The stacks are walked as
+ * one path from the outermost frame: a stack shares its outer frames with
+ * the one before it (stacks come in the profile's order, and programs'
+ * stacks differ near their leaves), so only the frames where it differs
+ * are looked up, and an entry's amounts are those of every stack through
+ * it, charged once when it leaves the path; to a function (line) only at
+ * its outermost entry, as a stack counts once in its total. */
+static int attribute_stacks(struct ml_agg *a)
+{
+	struct agg_priv *pv = a->priv;
+	size_t depth = 0;
+	for (size_t si = 0; si < a->n_stacks; si++) {
+		const struct ml_agg_stack *st = &a->stacks[si];
+		size_t n = st->n_frames;
+		if (n == 0) {
+			long f = func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
+			if (f < 0 || note_first(&pv->func_first, &pv->n_func_first,
+						&pv->cap_func_first, f, si, 0) < 0)
+				return -ENOMEM;
 			add_kinds(a->funcs[f].self_slots, a->funcs[f].kind_slot, st);
-		if (a->funcs[f].seen != si + 1) {
-			a->funcs[f].seen = si + 1;
 			add_kinds(a->funcs[f].total_slots, a->funcs[f].kind_slot, st);
-		}
-		if (l < 0)
 			continue;
-		if (i == 0)
-			add_kinds(a->lines[l].self_slots, a->lines[l].kind_slot, st);
-		if (a->lines[l].seen != si + 1) {
-			a->lines[l].seen = si + 1;
-			add_kinds(a->lines[l].total_slots, a->lines[l].kind_slot, st);
+		}
+		size_t k = 0, shared = n < depth ? n : depth;
+		while (k < shared && pv->path[k].fr == st->frames[n - 1 - k])
+			k++;
+		while (depth > k)
+			path_pop(a, --depth);
+		if (path_room(pv, n) < 0)
+			return -ENOMEM;
+		for (; depth < n; depth++)
+			if (path_push(a, depth, st->frames[n - 1 - depth], si, n - 1 - depth) < 0)
+				return -ENOMEM;
+		struct path_ent *leaf = &pv->path[n - 1];
+		add_kinds(path_sum(pv, n - 1), pv->kind_slot, st);
+		leaf->kinds |= st->kinds;
+		add_kinds(a->funcs[leaf->func].self_slots, pv->kind_slot, st);
+		if (leaf->line >= 0)
+			add_kinds(a->lines[leaf->line].self_slots, pv->kind_slot, st);
+	}
+	while (depth > 0)
+		path_pop(a, --depth);
+	return 0;
+}
+
+/* Order of entries by their first meeting (qsort_r's context: the keys). */
+static int cmp_first(const void *x, const void *y, void *ctx)
+{
+	const uint64_t *first = ctx;
+	uint64_t a = first[*(const size_t *)x], b = first[*(const size_t *)y];
+	return a < b ? -1 : a > b;
+}
+
+/* The new index of every entry (new_of[old]) when entries [0, n) are put
+ * in the order they were first met, or NULL when they already are (or on
+ * ENOMEM, with *err set). */
+static size_t *first_order(const uint64_t *first, size_t n, int *err)
+{
+	size_t i = 1;
+	while (i < n && first[i - 1] < first[i])
+		i++;
+	if (i >= n)
+		return NULL;
+	size_t *order = malloc(n * sizeof(*order)), *new_of = malloc(n * sizeof(*new_of));
+	if (!order || !new_of) {
+		free(order);
+		free(new_of);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(*order), cmp_first, (void *)first);
+	for (i = 0; i < n; i++)
+		new_of[order[i]] = i;
+	free(order);
+	return new_of;
+}
+
+/* Puts the functions and lines in the order the stacks first meet them
+ * (stack by stack, each innermost frame first): the order a charge of
+ * every frame of every stack would have made them in, which the views'
+ * ties keep.  attribute_stacks meets them in another order. */
+static int sort_first(struct ml_agg *a)
+{
+	struct agg_priv *pv = a->priv;
+	int err = 0;
+	size_t *func_of = first_order(pv->func_first, a->n_funcs, &err);
+	size_t *line_of = err ? NULL : first_order(pv->line_first, a->n_lines, &err);
+	if (err || (!func_of && !line_of)) {
+		free(func_of);
+		return err;
+	}
+	size_t n = a->n_funcs > a->n_lines ? a->n_funcs : a->n_lines;
+	size_t each = sizeof(*a->funcs) > sizeof(*a->lines) ? sizeof(*a->funcs) : sizeof(*a->lines);
+	char *tmp = malloc(n * each + 1);
+	if (!tmp) {
+		free(func_of);
+		free(line_of);
+		return -ENOMEM;
+	}
+	if (func_of) {
+		struct ml_agg_func *fs = (struct ml_agg_func *)tmp;
+		for (size_t i = 0; i < a->n_funcs; i++)
+			fs[func_of[i]] = a->funcs[i];
+		memcpy(a->funcs, fs, a->n_funcs * sizeof(*fs));
+		memset(pv->funcs.slots, 0, pv->funcs.cap * sizeof(*pv->funcs.slots));
+		size_t mask = pv->funcs.cap - 1;
+		for (size_t i = 0; i < a->n_funcs; i++) {
+			const struct ml_agg_func *g = &a->funcs[i];
+			size_t s = func_hash(g->name, g->module, g->file) & mask;
+			while (pv->funcs.slots[s])
+				s = (s + 1) & mask;
+			pv->funcs.slots[s] = i + 1;
 		}
 	}
+	if (line_of) {
+		struct ml_agg_line *ls = (struct ml_agg_line *)tmp;
+		for (size_t i = 0; i < a->n_lines; i++)
+			ls[line_of[i]] = a->lines[i];
+		memcpy(a->lines, ls, a->n_lines * sizeof(*ls));
+		memset(pv->lines.slots, 0, pv->lines.cap * sizeof(*pv->lines.slots));
+		size_t mask = pv->lines.cap - 1;
+		for (size_t i = 0; i < a->n_lines; i++) {
+			const struct ml_agg_line *l = &a->lines[i];
+			size_t s = line_hash(l->file, l->line, l->function) & mask;
+			while (pv->lines.slots[s])
+				s = (s + 1) & mask;
+			pv->lines.slots[s] = i + 1;
+		}
+	}
+	for (size_t i = 0; i < pv->memo_cap; i++) {
+		struct frame_memo *m = &pv->memo[i];
+		if (!m->frame)
+			continue;
+		if (func_of)
+			m->func = (long)func_of[m->func];
+		if (line_of && m->line >= 0)
+			m->line = (long)line_of[m->line];
+	}
+	free(tmp);
+	free(func_of);
+	free(line_of);
 	return 0;
 }
 
@@ -1124,11 +1532,11 @@ int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
 		kinds |= a->stacks[i].kinds;
 	for (int k = 0; k < ML_KIND_COUNT; k++)
 		pv->kind_slot[k] = (kinds >> k) & 1 ? (signed char)pv->n_slots++ : -1;
-	for (size_t i = 0; i < a->n_stacks; i++) {
-		err = attribute_stack(a, i);
-		if (err < 0)
-			goto fail;
-	}
+	err = attribute_stacks(a);
+	if (err == 0)
+		err = sort_first(a);
+	if (err < 0)
+		goto fail;
 	a->samples = calloc(p->n_samples + 1, sizeof(*a->samples));
 	if (!a->samples) {
 		err = -ENOMEM;
@@ -1158,7 +1566,16 @@ void ml_agg_free(struct ml_agg *a)
 		free(pv->funcs.slots);
 		free(pv->lines.slots);
 		free(pv->memo);
+		free(pv->path);
+		free(pv->path_sums);
+		free(pv->func_first);
+		free(pv->line_first);
 		free(pv->walk);
+		free(pv->walk_ids);
+		free(pv->addrs);
+		free(pv->addr_slots);
+		free(pv->node_ids);
+		free(pv->items);
 		free(pv->scratch);
 		while (pv->chunks) {
 			struct frame_chunk *next = pv->chunks->next;

@@ -102,7 +102,7 @@ struct ml_agg_func {
 	 * amount is self_slots[kind_slot[k]] (-1: none, all zero). */
 	struct ml_amount *self_slots, *total_slots;
 	const signed char *kind_slot;
-	size_t seen;			/* internal: last stack index + 1 */
+	size_t seen;			/* internal: on the path the stacks are charged along */
 	uint64_t self_samples;		/* line timer: innermost program frame here */
 	uint64_t total_samples;		/* on the sampled stack, once per sample */
 	uint64_t gil_samples;		/* of total_samples: waiting for the GIL */
@@ -115,7 +115,7 @@ struct ml_agg_line {
 	const char *function;		/* the frame's function at that line */
 	struct ml_amount *self_slots, *total_slots;	/* as for functions */
 	const signed char *kind_slot;
-	size_t seen;
+	size_t seen;			/* internal, as for functions */
 	uint64_t self_samples, total_samples;	/* as for functions */
 	uint64_t gil_samples;
 	size_t seen_sample;
