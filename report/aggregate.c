@@ -30,7 +30,8 @@ struct agg_priv {
 	struct ml_amount *amounts;	/* every stack's amounts (ml_agg_stack.amounts) */
 	uint64_t *walk;		/* a stack's addresses from the profile's trie */
 	uint32_t *walk_ids;	/* and their entries in addrs */
-	size_t walk_cap;
+	uint32_t *walk_nodes;	/* and their nodes (stack_addrs) */
+	size_t walk_cap, walk_depth;
 	/* Every address the stacks hold (struct addr_info), hashed (slots:
 	 * index + 1, 0 empty); the entry of each node of the profile's trie
 	 * (index + 1, 0 until first walked). */
@@ -563,16 +564,13 @@ static const struct ml_frame *addr_frames(struct ml_agg *a, uint32_t id, size_t 
 	return ai->frames;
 }
 
-/* Answers question q (ADDR_RUNTIME, ADDR_EVAL, ADDR_INTERP, ADDR_OWN) of
- * address entry id. */
-static bool addr_is(struct ml_agg *a, uint32_t id, uint8_t q)
+/* addr_is when the question was not asked before. */
+static bool addr_ask(struct ml_agg *a, uint32_t id, uint8_t q)
 {
 	struct agg_priv *pv = a->priv;
-	struct addr_info *ai = &pv->addrs[id - 1];
-	if (ai->known & q)
-		return ai->is & q;
 	const struct ml_resolver *r = a->resolver;
-	uint64_t addr = ai->addr;
+	struct addr_info *ai;
+	uint64_t addr = pv->addrs[id - 1].addr;
 	const struct ml_frame *frames;
 	size_t n;
 	bool yes = false;
@@ -592,6 +590,14 @@ static bool addr_is(struct ml_agg *a, uint32_t id, uint8_t q)
 	if (yes)
 		ai->is |= q;
 	return yes;
+}
+
+/* Answers question q (ADDR_RUNTIME, ADDR_EVAL, ADDR_INTERP, ADDR_OWN) of
+ * address entry id. */
+static inline bool addr_is(struct ml_agg *a, uint32_t id, uint8_t q)
+{
+	const struct addr_info *ai = &((struct agg_priv *)a->priv)->addrs[id - 1];
+	return (ai->known & q) ? (ai->is & q) != 0 : addr_ask(a, id, q);
 }
 
 /* Appends the frames of recorded frame i (address addr, entry id) of ps to
@@ -706,30 +712,43 @@ static int walk_room(struct agg_priv *pv, size_t depth)
 {
 	if (depth <= pv->walk_cap)
 		return 0;
-	uint64_t *mem = realloc(pv->walk, depth * sizeof(*mem));
+	size_t cap = pv->walk_cap ? pv->walk_cap : 64;
+	while (cap < depth)
+		cap *= 2;
+	uint64_t *mem = realloc(pv->walk, cap * sizeof(*mem));
 	if (mem)
 		pv->walk = mem;
-	uint32_t *ids = realloc(pv->walk_ids, depth * sizeof(*ids));
+	uint32_t *ids = realloc(pv->walk_ids, cap * sizeof(*ids));
 	if (ids)
 		pv->walk_ids = ids;
-	if (!mem || !ids)
+	uint32_t *nodes = realloc(pv->walk_nodes, cap * sizeof(*nodes));
+	if (nodes)
+		pv->walk_nodes = nodes;
+	if (!mem || !ids || !nodes)
 		return -ENOMEM;
-	pv->walk_cap = depth;
+	pv->walk_cap = cap;
+	pv->walk_depth = 0;	/* the last walk moved */
 	return 0;
 }
 
-/* The addresses of ps, innermost first, into pv->walk (or ps->frames), and
- * their entries into pv->walk_ids: a stack of the profile's trie finds
- * them through its nodes, each node's entry found once.  NULL on ENOMEM. */
-static const uint64_t *stack_addrs(struct ml_agg *a, const struct ml_stack *ps)
+/* The addresses of ps, innermost first, and their entries (*ids): a stack
+ * of the profile's trie finds them through its nodes, each node's entry
+ * found once.  The buffers hold a walk at their end, its outermost frame
+ * last, so the next stack's walk stops at the first node it shares with
+ * it (the rest of the path to the root is the same).  NULL on ENOMEM. */
+static const uint64_t *stack_addrs(struct ml_agg *a, const struct ml_stack *ps,
+				   const uint32_t **ids)
 {
 	struct agg_priv *pv = a->priv;
 	const struct ml_profile *p = a->profile;
 	if (walk_room(pv, ps->depth) < 0)
 		return NULL;
+	size_t at = pv->walk_cap - ps->depth;	/* frame d is at at + d */
+	*ids = &pv->walk_ids[at];
 	if (ps->frames) {
+		pv->walk_depth = 0;
 		for (uint32_t d = 0; d < ps->depth; d++)
-			if (!(pv->walk_ids[d] = addr_id(pv, ps->frames[d])))
+			if (!(pv->walk_ids[at + d] = addr_id(pv, ps->frames[d])))
 				return NULL;
 		return ps->frames;
 	}
@@ -737,16 +756,24 @@ static const uint64_t *stack_addrs(struct ml_agg *a, const struct ml_stack *ps)
 	    !(pv->node_ids = calloc(p->n_frame_nodes, sizeof(*pv->node_ids))))
 		return NULL;
 	uint32_t node = ps->leaf;
+	size_t last = pv->walk_depth;	/* frames at the buffers' end from the last walk */
 	for (uint32_t d = 0; d < ps->depth && node; d++) {
+		size_t from_root = ps->depth - 1 - d;
+		if (from_root < last && pv->walk_nodes[at + d] == node)
+			break;
 		const struct ml_fmt_frame *fr = &p->frame_nodes[node - 1];
 		uint32_t *id = &pv->node_ids[node - 1];
-		if (!*id && !(*id = addr_id(pv, fr->address)))
+		if (!*id && !(*id = addr_id(pv, fr->address))) {
+			pv->walk_depth = 0;
 			return NULL;
-		pv->walk[d] = fr->address;
-		pv->walk_ids[d] = *id;
+		}
+		pv->walk[at + d] = fr->address;
+		pv->walk_ids[at + d] = *id;
+		pv->walk_nodes[at + d] = node;
 		node = fr->parent;
 	}
-	return pv->walk;
+	pv->walk_depth = ps->depth;
+	return &pv->walk[at];
 }
 
 /* The program frames of ps, innermost first (push_resolved), into
@@ -754,13 +781,12 @@ static const uint64_t *stack_addrs(struct ml_agg *a, const struct ml_stack *ps)
 static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
 			   size_t *cap)
 {
-	struct agg_priv *pv = a->priv;
 	bool strip_cudart = stack_has_cuda(st);
 	bool strip_torch = stack_has_torch_blocks(st);
-	const uint64_t *addrs = stack_addrs(a, ps);
+	const uint32_t *ids;
+	const uint64_t *addrs = stack_addrs(a, ps, &ids);
 	if (!addrs)
 		return -ENOMEM;
-	const uint32_t *ids = pv->walk_ids;
 	if (ps->depth && ml_pyframe_is(addrs[ps->depth - 1]) && a->resolver->py_is_eval &&
 	    a->resolver->py_in_interpreter)
 		return symbolize_mixed(a, ps, addrs, ids, st, cap, strip_cudart, strip_torch);
@@ -770,14 +796,22 @@ static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct m
 	return 0;
 }
 
-/* The index of the stack with this id in p->stacks (sorted by id), or -1. */
-static long find_stack(const struct ml_profile *p, uint32_t id)
+/* The index of the stack with this id in p->stacks (sorted by id), or -1.
+ * *hint: the index found last (counters come in stack order, mostly):
+ * that one and the next are tried first. */
+static long find_stack(const struct ml_profile *p, uint32_t id, size_t *hint)
 {
+	if (*hint < p->n_stacks && p->stacks[*hint].id == id)
+		return (long)*hint;
+	if (*hint + 1 < p->n_stacks && p->stacks[*hint + 1].id == id)
+		return (long)++*hint;
 	size_t lo = 0, hi = p->n_stacks;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (p->stacks[mid].id == id)
+		if (p->stacks[mid].id == id) {
+			*hint = mid;
 			return (long)mid;
+		}
 		if (p->stacks[mid].id < id)
 			lo = mid + 1;
 		else
@@ -788,9 +822,10 @@ static long find_stack(const struct ml_profile *p, uint32_t id)
 
 /* The aggregated stack for a counter's stack id, added on first sight.
  * slot_of maps profile stack index -> aggregated index + 1. */
-static struct ml_agg_stack *stack_for(struct ml_agg *a, size_t *slot_of, uint32_t id)
+static struct ml_agg_stack *stack_for(struct ml_agg *a, size_t *slot_of, uint32_t id,
+				      size_t *hint)
 {
-	long ps = find_stack(a->profile, id);
+	long ps = find_stack(a->profile, id, hint);
 	if (ps >= 0 && slot_of[ps])
 		return &a->stacks[slot_of[ps] - 1];
 	if (ps < 0)	/* a stack id the file lacks: rare, searched linearly */
@@ -880,6 +915,7 @@ static int symbolize_kept(struct ml_agg *a, struct frames_index *ix, const struc
 static int collect_stacks(struct ml_agg *a)
 {
 	const struct ml_profile *p = a->profile;
+	size_t hint = 0;
 	size_t *slot_of = calloc(p->n_stacks + 1, sizeof(*slot_of));
 	a->stacks = calloc(p->n_counters ? p->n_counters : 1, sizeof(*a->stacks));
 	if (!a->stacks || !slot_of) {
@@ -893,7 +929,7 @@ static int collect_stacks(struct ml_agg *a)
 		const struct ml_fmt_counter *c = &p->counters[i];
 		if (c->kind >= ML_KIND_COUNT || ml_kind_is_derived((enum ml_kind)c->kind))
 			continue;
-		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
+		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id, &hint);
 		n_amounts += !((st->kinds >> c->kind) & 1);
 		st->kinds |= 1u << c->kind;
 		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {	/* derived: heap + python */
@@ -927,7 +963,7 @@ static int collect_stacks(struct ml_agg *a)
 		const struct ml_fmt_counter *c = &p->counters[i];
 		if (c->kind >= ML_KIND_COUNT)
 			continue;
-		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
+		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id, &hint);
 		ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, c->kind), c);
 		ml_amount_add_counter(&a->totals[c->kind], c);
 		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {
@@ -945,7 +981,7 @@ static int collect_stacks(struct ml_agg *a)
 		return -ENOMEM;
 	ix.mask = cap - 1;
 	for (size_t k = 0; k < a->n_stacks; k++) {
-		long ps = find_stack(p, a->stacks[k].id);
+		long ps = find_stack(p, a->stacks[k].id, &hint);
 		if (ps < 0)
 			continue;
 		a->stacks[k].truncated = (p->stacks[ps].flags & ML_STACK_TRUNCATED) != 0;
@@ -1572,6 +1608,7 @@ void ml_agg_free(struct ml_agg *a)
 		free(pv->line_first);
 		free(pv->walk);
 		free(pv->walk_ids);
+		free(pv->walk_nodes);
 		free(pv->addrs);
 		free(pv->addr_slots);
 		free(pv->node_ids);
