@@ -45,11 +45,13 @@ struct agg_priv {
 	const struct ml_frame **scratch;	/* a stack's frames as symbolized */
 	size_t scratch_cap;
 	struct frame_chunk *chunks;	/* every kept stack's and sample's frames */
-	/* The kinds the stacks have, in slots (ml_agg_func.kind_slot), and
-	 * every function's and line's amounts, 2 n_slots each. */
+	/* The kinds the stacks have, in slots (the path's sums), and every
+	 * function's and line's amounts (cover_kinds). */
 	signed char kind_slot[ML_KIND_COUNT];
 	size_t n_slots;
 	struct amount_chunk *amount_chunks;
+	struct kind_map **maps;	/* every kind_map made (kind_map) */
+	size_t n_maps, cap_maps;
 	char **names;		/* function names made here (offsets cut off) */
 	const char *scratch_name;	/* a name in a caller's buffer, to copy */
 	size_t n_names, cap_names;
@@ -98,6 +100,50 @@ const signed char ml_kind_slot_identity[ML_KIND_COUNT] = {
 };
 _Static_assert(ML_KIND_COUNT == 16, "ml_kind_slot_identity lists every kind");
 
+/* Which amounts a function or line keeps: slot[k] for each kind k of mask
+ * (in kind order), -1 for the others.  A function's kinds are those of the
+ * stacks through it, so it keeps those only (kind_slot points into its
+ * map's slot); most have two or three of the profile's kinds. */
+struct kind_map {
+	uint32_t mask;
+	signed char slot[ML_KIND_COUNT];
+};
+
+static const struct kind_map no_kinds = {
+	0, { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 },
+};
+
+static const struct kind_map *map_of(const signed char *kind_slot)
+{
+	return (const struct kind_map *)(const void *)(kind_slot - offsetof(struct kind_map, slot));
+}
+
+/* The map of mask, made on first need and kept until ml_agg_free.  NULL
+ * on ENOMEM. */
+static const struct kind_map *kind_map(struct agg_priv *pv, uint32_t mask)
+{
+	for (size_t i = 0; i < pv->n_maps; i++)
+		if (pv->maps[i]->mask == mask)
+			return pv->maps[i];
+	if (pv->n_maps == pv->cap_maps) {
+		size_t cap = pv->cap_maps ? pv->cap_maps * 2 : 16;
+		struct kind_map **maps = realloc(pv->maps, cap * sizeof(*maps));
+		if (!maps)
+			return NULL;
+		pv->maps = maps;
+		pv->cap_maps = cap;
+	}
+	struct kind_map *m = malloc(sizeof(*m));
+	if (!m)
+		return NULL;
+	m->mask = mask;
+	signed char n = 0;
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		m->slot[k] = (mask >> k) & 1 ? n++ : -1;
+	pv->maps[pv->n_maps++] = m;
+	return m;
+}
+
 /* n zeroed amounts kept until ml_agg_free, or NULL. */
 static struct ml_amount *amount_room(struct agg_priv *pv, size_t n)
 {
@@ -115,6 +161,44 @@ static struct ml_amount *amount_room(struct agg_priv *pv, size_t n)
 	}
 	c->used += n;
 	return &c->slot[c->used - n];
+}
+
+/* Makes the amounts *self and *total (kind_slot *ks) hold every kind of
+ * kinds too, keeping what they hold.  0 or -ENOMEM. */
+static int cover_kinds(struct agg_priv *pv, struct ml_amount **self, struct ml_amount **total,
+		       const signed char **ks, uint32_t kinds)
+{
+	const struct kind_map *old = map_of(*ks);
+	if ((old->mask & kinds) == kinds)
+		return 0;
+	const struct kind_map *m = kind_map(pv, old->mask | kinds);
+	if (!m)
+		return -ENOMEM;
+	size_t n = (size_t)__builtin_popcount(m->mask);
+	struct ml_amount *slots = amount_room(pv, 2 * n);
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t b = old->mask; b; b &= b - 1) {
+		int k = __builtin_ctz(b);
+		slots[m->slot[k]] = (*self)[old->slot[k]];
+		slots[n + m->slot[k]] = (*total)[old->slot[k]];
+	}
+	*self = slots;
+	*total = slots + n;
+	*ks = m->slot;
+	return 0;
+}
+
+static int func_kinds(struct ml_agg *a, long f, uint32_t kinds)
+{
+	struct ml_agg_func *x = &a->funcs[f];
+	return cover_kinds(a->priv, &x->self_slots, &x->total_slots, &x->kind_slot, kinds);
+}
+
+static int line_kinds(struct ml_agg *a, long l, uint32_t kinds)
+{
+	struct ml_agg_line *x = &a->lines[l];
+	return cover_kinds(a->priv, &x->self_slots, &x->total_slots, &x->kind_slot, kinds);
 }
 
 const char *ml_kind_list(void)
@@ -305,14 +389,11 @@ static long func_lookup(struct ml_agg *a, const char *name, const char *module,
 		a->funcs = mem;
 		pv->cap_funcs = cap;
 	}
-	struct ml_amount *slots = amount_room(pv, 2 * pv->n_slots);
-	if (!slots || own_name(pv, &name) < 0)
+	if (own_name(pv, &name) < 0)
 		return -ENOMEM;
 	struct ml_agg_func *f = &a->funcs[a->n_funcs];
 	memset(f, 0, sizeof(*f));
-	f->self_slots = slots;
-	f->total_slots = slots + pv->n_slots;
-	f->kind_slot = pv->kind_slot;
+	f->kind_slot = no_kinds.slot;	/* amounts come with its first charge */
 	f->name = name;
 	f->label = name;
 	f->module = module;
@@ -355,14 +436,9 @@ static long line_lookup(struct ml_agg *a, const struct ml_frame *fr)
 		a->lines = mem;
 		pv->cap_lines = cap;
 	}
-	struct ml_amount *slots = amount_room(pv, 2 * pv->n_slots);
-	if (!slots)
-		return -ENOMEM;
 	struct ml_agg_line *l = &a->lines[a->n_lines];
 	memset(l, 0, sizeof(*l));
-	l->self_slots = slots;
-	l->total_slots = slots + pv->n_slots;
-	l->kind_slot = pv->kind_slot;
+	l->kind_slot = no_kinds.slot;
 	l->file = fr->file;
 	l->line = fr->line;
 	l->function = fr->function;
@@ -1126,13 +1202,14 @@ static int path_room(struct agg_priv *pv, size_t n)
 	return 0;
 }
 
-/* Adds the amounts of the kinds in kinds of per-slot amounts src to dst. */
-static void add_slots(struct ml_amount *dst, const struct ml_amount *src,
-		      const signed char *kind_slot, uint32_t kinds)
+/* Adds the amounts of the kinds in kinds of per-slot amounts src (slots
+ * src_slot) to dst (slots dst_slot). */
+static void add_slots(struct ml_amount *dst, const signed char *dst_slot,
+		      const struct ml_amount *src, const signed char *src_slot, uint32_t kinds)
 {
 	for (uint32_t m = kinds; m; m &= m - 1) {
-		int s = kind_slot[__builtin_ctz(m)];
-		ml_amount_add(&dst[s], &src[s]);
+		int k = __builtin_ctz(m);
+		ml_amount_add(&dst[dst_slot[k]], &src[src_slot[k]]);
 	}
 }
 
@@ -1159,23 +1236,32 @@ static int path_push(struct ml_agg *a, size_t d, const struct ml_frame *fr, size
 /* Takes the path's entry at depth d off: its sum is charged to its
  * function and line where it is their outermost entry, and added to its
  * parent's. */
-static void path_pop(struct ml_agg *a, size_t d)
+static int path_pop(struct ml_agg *a, size_t d)
 {
 	struct agg_priv *pv = a->priv;
 	const struct path_ent *e = &pv->path[d];
 	const struct ml_amount *sum = path_sum(pv, d);
-	if (e->top_func)
-		add_slots(a->funcs[e->func].total_slots, sum, pv->kind_slot, e->kinds);
+	if (e->top_func) {
+		struct ml_agg_func *f = &a->funcs[e->func];
+		if (func_kinds(a, e->func, e->kinds) < 0)
+			return -ENOMEM;
+		add_slots(f->total_slots, f->kind_slot, sum, pv->kind_slot, e->kinds);
+	}
 	a->funcs[e->func].seen--;
 	if (e->line >= 0) {
-		if (e->top_line)
-			add_slots(a->lines[e->line].total_slots, sum, pv->kind_slot, e->kinds);
-		a->lines[e->line].seen--;
+		struct ml_agg_line *l = &a->lines[e->line];
+		if (e->top_line) {
+			if (line_kinds(a, e->line, e->kinds) < 0)
+				return -ENOMEM;
+			add_slots(l->total_slots, l->kind_slot, sum, pv->kind_slot, e->kinds);
+		}
+		l->seen--;
 	}
 	if (d > 0) {
-		add_slots(path_sum(pv, d - 1), sum, pv->kind_slot, e->kinds);
+		add_slots(path_sum(pv, d - 1), pv->kind_slot, sum, pv->kind_slot, e->kinds);
 		pv->path[d - 1].kinds |= e->kinds;
 	}
+	return 0;
 }
 
 /* Charges every stack to its innermost function and line (self), and once
@@ -1196,7 +1282,8 @@ static int attribute_stacks(struct ml_agg *a)
 		if (n == 0) {
 			long f = func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
 			if (f < 0 || note_first(&pv->func_first, &pv->n_func_first,
-						&pv->cap_func_first, f, si, 0) < 0)
+						&pv->cap_func_first, f, si, 0) < 0 ||
+			    func_kinds(a, f, st->kinds) < 0)
 				return -ENOMEM;
 			add_kinds(a->funcs[f].self_slots, a->funcs[f].kind_slot, st);
 			add_kinds(a->funcs[f].total_slots, a->funcs[f].kind_slot, st);
@@ -1206,7 +1293,8 @@ static int attribute_stacks(struct ml_agg *a)
 		while (k < shared && pv->path[k].fr == st->frames[n - 1 - k])
 			k++;
 		while (depth > k)
-			path_pop(a, --depth);
+			if (path_pop(a, --depth) < 0)
+				return -ENOMEM;
 		if (path_room(pv, n) < 0)
 			return -ENOMEM;
 		for (; depth < n; depth++)
@@ -1215,12 +1303,16 @@ static int attribute_stacks(struct ml_agg *a)
 		struct path_ent *leaf = &pv->path[n - 1];
 		add_kinds(path_sum(pv, n - 1), pv->kind_slot, st);
 		leaf->kinds |= st->kinds;
-		add_kinds(a->funcs[leaf->func].self_slots, pv->kind_slot, st);
+		if (func_kinds(a, leaf->func, st->kinds) < 0 ||
+		    (leaf->line >= 0 && line_kinds(a, leaf->line, st->kinds) < 0))
+			return -ENOMEM;
+		add_kinds(a->funcs[leaf->func].self_slots, a->funcs[leaf->func].kind_slot, st);
 		if (leaf->line >= 0)
-			add_kinds(a->lines[leaf->line].self_slots, pv->kind_slot, st);
+			add_kinds(a->lines[leaf->line].self_slots, a->lines[leaf->line].kind_slot, st);
 	}
 	while (depth > 0)
-		path_pop(a, --depth);
+		if (path_pop(a, --depth) < 0)
+			return -ENOMEM;
 	return 0;
 }
 
@@ -1628,6 +1720,9 @@ void ml_agg_free(struct ml_agg *a)
 		for (size_t i = 0; i < pv->n_names; i++)
 			free(pv->names[i]);
 		free(pv->names);
+		for (size_t i = 0; i < pv->n_maps; i++)
+			free(pv->maps[i]);
+		free(pv->maps);
 		free(pv);
 	}
 	free(a->stacks);

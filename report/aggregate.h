@@ -98,7 +98,7 @@ struct ml_agg_func {
 					 * (another file or module) has the same name */
 	/* Per kind, read with ML_AGG_SELF and ML_AGG_TOTAL: self where the
 	 * innermost program frame is here, total anywhere on the stack, once.
-	 * Only the kinds the aggregation's stacks have are kept: kind k's
+	 * Only the kinds of the stacks through it are kept: kind k's
 	 * amount is self_slots[kind_slot[k]] (-1: none, all zero). */
 	struct ml_amount *self_slots, *total_slots;
 	const signed char *kind_slot;
