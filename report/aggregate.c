@@ -31,6 +31,7 @@ struct agg_priv {
 	uint64_t *walk;		/* a stack's addresses from the profile's trie */
 	uint32_t *walk_ids;	/* and their entries in addrs */
 	uint32_t *walk_nodes;	/* and their nodes (stack_addrs) */
+	uint8_t *walk_bits;	/* and ADDR_* answers (stack_bits) */
 	size_t walk_cap, walk_depth;
 	/* Every address the stacks hold (struct addr_info), hashed (slots:
 	 * index + 1, 0 empty); the entry of each node of the profile's trie
@@ -723,6 +724,7 @@ struct py_env {
 	struct ml_agg *a;
 	const struct ml_stack *ps;
 	const uint32_t *ids;		/* the entry of each recorded frame */
+	const uint8_t *bits;		/* and its answers (stack_bits) */
 };
 
 static bool env_is_eval(void *ctx, uint64_t addr, uint32_t i)
@@ -730,7 +732,7 @@ static bool env_is_eval(void *ctx, uint64_t addr, uint32_t i)
 	struct py_env *e = ctx;
 	const struct ml_resolver *r = e->a->resolver;
 	if (!(i == 0 && (e->ps->flags & ML_STACK_EXACT_IP)))
-		return addr_is(e->a, e->ids[i], ADDR_EVAL);
+		return e->bits[i] & ADDR_EVAL;
 	const struct ml_frame *frames = NULL;
 	size_t n = 0;
 	const char *fn = NULL;
@@ -742,7 +744,7 @@ static bool env_is_eval(void *ctx, uint64_t addr, uint32_t i)
 static bool env_in_interpreter(void *ctx, uint64_t addr, uint32_t i)
 {
 	struct py_env *e = ctx;
-	return addr_is(e->a, e->ids[i], ADDR_INTERP);
+	return e->bits[i] & ADDR_INTERP;
 }
 
 /* A stack with Python frames: in program order (report/pystack.h), the
@@ -760,7 +762,7 @@ static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, const ui
 		pv->items_cap = ps->depth + 1;
 	}
 	struct ml_pystack_item *items = pv->items;
-	struct py_env e = { a, ps, ids };
+	struct py_env e = { a, ps, ids, &pv->walk_bits[ids - pv->walk_ids] };
 	struct ml_pystack_env env = { &e, env_is_eval, env_in_interpreter };
 	size_t n = ml_pystack_order(addrs, ps->depth, ps->flags, &env, items);
 	int err = 0;
@@ -800,7 +802,10 @@ static int walk_room(struct agg_priv *pv, size_t depth)
 	uint32_t *nodes = realloc(pv->walk_nodes, cap * sizeof(*nodes));
 	if (nodes)
 		pv->walk_nodes = nodes;
-	if (!mem || !ids || !nodes)
+	uint8_t *bits = realloc(pv->walk_bits, cap);
+	if (bits)
+		pv->walk_bits = bits;
+	if (!mem || !ids || !nodes || !bits)
 		return -ENOMEM;
 	pv->walk_cap = cap;
 	pv->walk_depth = 0;	/* the last walk moved */
@@ -813,7 +818,7 @@ static int walk_room(struct agg_priv *pv, size_t depth)
  * last, so the next stack's walk stops at the first node it shares with
  * it (the rest of the path to the root is the same).  NULL on ENOMEM. */
 static const uint64_t *stack_addrs(struct ml_agg *a, const struct ml_stack *ps,
-				   const uint32_t **ids)
+				   const uint32_t **ids, uint32_t *fresh)
 {
 	struct agg_priv *pv = a->priv;
 	const struct ml_profile *p = a->profile;
@@ -821,6 +826,7 @@ static const uint64_t *stack_addrs(struct ml_agg *a, const struct ml_stack *ps,
 		return NULL;
 	size_t at = pv->walk_cap - ps->depth;	/* frame d is at at + d */
 	*ids = &pv->walk_ids[at];
+	*fresh = ps->depth;
 	if (ps->frames) {
 		pv->walk_depth = 0;
 		for (uint32_t d = 0; d < ps->depth; d++)
@@ -835,8 +841,10 @@ static const uint64_t *stack_addrs(struct ml_agg *a, const struct ml_stack *ps,
 	size_t last = pv->walk_depth;	/* frames at the buffers' end from the last walk */
 	for (uint32_t d = 0; d < ps->depth && node; d++) {
 		size_t from_root = ps->depth - 1 - d;
-		if (from_root < last && pv->walk_nodes[at + d] == node)
+		if (from_root < last && pv->walk_nodes[at + d] == node) {
+			*fresh = d;
 			break;
+		}
 		const struct ml_fmt_frame *fr = &p->frame_nodes[node - 1];
 		uint32_t *id = &pv->node_ids[node - 1];
 		if (!*id && !(*id = addr_id(pv, fr->address))) {
@@ -852,6 +860,33 @@ static const uint64_t *stack_addrs(struct ml_agg *a, const struct ml_stack *ps,
 	return &pv->walk[at];
 }
 
+/* The answers the stack's frames [0, fresh) need, into pv->walk_bits (the
+ * frames past fresh are the last walk's, with its answers: a stack shares
+ * frames only with one of the same outermost frame, so of the same kind):
+ * runtime, and for a stack with Python frames (mixed) the eval loop and the
+ * interpreter, asked in the frames' order as ml_pystack_order asks. */
+static void stack_bits(struct ml_agg *a, const struct ml_stack *ps, const uint64_t *addrs,
+		       const uint32_t *ids, uint32_t fresh, bool mixed)
+{
+	struct agg_priv *pv = a->priv;
+	uint8_t *bits = &pv->walk_bits[ids - pv->walk_ids];
+	bool exact = ps->flags & ML_STACK_EXACT_IP;	/* frame 0: env_is_eval asks */
+	if (fresh == 0 && ps->depth)
+		fresh = 1;	/* the last stack's frame 0 may have been exact */
+	for (uint32_t d = 0; d < fresh; d++) {
+		uint8_t b = 0;
+		if (!ml_pyframe_is(addrs[d])) {
+			b |= addr_is(a, ids[d], ADDR_RUNTIME) ? ADDR_RUNTIME : 0;
+			if (mixed) {
+				if (d || !exact)
+					b |= addr_is(a, ids[d], ADDR_EVAL) ? ADDR_EVAL : 0;
+				b |= addr_is(a, ids[d], ADDR_INTERP) ? ADDR_INTERP : 0;
+			}
+		}
+		bits[d] = b;
+	}
+}
+
 /* The program frames of ps, innermost first (push_resolved), into
  * st->frames: *cap of them allocated (realloc'd as it grows). */
 static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
@@ -860,11 +895,14 @@ static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct m
 	bool strip_cudart = stack_has_cuda(st);
 	bool strip_torch = stack_has_torch_blocks(st);
 	const uint32_t *ids;
-	const uint64_t *addrs = stack_addrs(a, ps, &ids);
+	uint32_t fresh;
+	const uint64_t *addrs = stack_addrs(a, ps, &ids, &fresh);
 	if (!addrs)
 		return -ENOMEM;
-	if (ps->depth && ml_pyframe_is(addrs[ps->depth - 1]) && a->resolver->py_is_eval &&
-	    a->resolver->py_in_interpreter)
+	bool mixed = ps->depth && ml_pyframe_is(addrs[ps->depth - 1]) && a->resolver->py_is_eval &&
+		     a->resolver->py_in_interpreter;
+	stack_bits(a, ps, addrs, ids, fresh, mixed);
+	if (mixed)
 		return symbolize_mixed(a, ps, addrs, ids, st, cap, strip_cudart, strip_torch);
 	for (uint32_t i = 0; i < ps->depth; i++)
 		if (push_resolved(a, ps, i, addrs[i], ids[i], st, cap, strip_cudart, strip_torch) < 0)
@@ -1673,6 +1711,7 @@ void ml_agg_free(struct ml_agg *a)
 		free(pv->walk);
 		free(pv->walk_ids);
 		free(pv->walk_nodes);
+		free(pv->walk_bits);
 		free(pv->addrs);
 		free(pv->addr_slots);
 		free(pv->node_ids);
