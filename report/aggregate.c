@@ -360,6 +360,35 @@ static uint64_t func_hash(const char *name, const char *module, const char *file
  * name (static helpers of two files, or of two modules) stay apart.  file
  * is the frame's source file (NULL without debug info).  Returns its index
  * or -ENOMEM. */
+/* Puts every function (line) in its index again (grown or reordered). */
+static void index_funcs(struct ml_agg *a)
+{
+	struct agg_priv *pv = a->priv;
+	size_t mask = pv->funcs.cap - 1;
+	memset(pv->funcs.slots, 0, pv->funcs.cap * sizeof(*pv->funcs.slots));
+	for (size_t i = 0; i < a->n_funcs; i++) {
+		const struct ml_agg_func *g = &a->funcs[i];
+		size_t s = func_hash(g->name, g->module, g->file) & mask;
+		while (pv->funcs.slots[s])
+			s = (s + 1) & mask;
+		pv->funcs.slots[s] = i + 1;
+	}
+}
+
+static void index_lines(struct ml_agg *a)
+{
+	struct agg_priv *pv = a->priv;
+	size_t mask = pv->lines.cap - 1;
+	memset(pv->lines.slots, 0, pv->lines.cap * sizeof(*pv->lines.slots));
+	for (size_t i = 0; i < a->n_lines; i++) {
+		const struct ml_agg_line *l = &a->lines[i];
+		size_t s = line_hash(l->file, l->line, l->function) & mask;
+		while (pv->lines.slots[s])
+			s = (s + 1) & mask;
+		pv->lines.slots[s] = i + 1;
+	}
+}
+
 static long func_lookup(struct ml_agg *a, const char *name, const char *module,
 			const char *file)
 {
@@ -367,15 +396,9 @@ static long func_lookup(struct ml_agg *a, const char *name, const char *module,
 	int grown = index_grow(&pv->funcs, a->n_funcs);
 	if (grown < 0)
 		return -ENOMEM;
-	size_t mask = pv->funcs.cap - 1;
 	if (grown)
-		for (size_t i = 0; i < a->n_funcs; i++) {
-			const struct ml_agg_func *g = &a->funcs[i];
-			size_t s = func_hash(g->name, g->module, g->file) & mask;
-			while (pv->funcs.slots[s])
-				s = (s + 1) & mask;
-			pv->funcs.slots[s] = i + 1;
-		}
+		index_funcs(a);
+	size_t mask = pv->funcs.cap - 1;
 	size_t s = func_hash(name, module, file) & mask;
 	for (; pv->funcs.slots[s]; s = (s + 1) & mask) {
 		const struct ml_agg_func *g = &a->funcs[pv->funcs.slots[s] - 1];
@@ -410,18 +433,9 @@ static long line_lookup(struct ml_agg *a, const struct ml_frame *fr)
 	int grown = index_grow(&pv->lines, a->n_lines);
 	if (grown < 0)
 		return -ENOMEM;
-	size_t mask;
-	if (grown) {
-		mask = pv->lines.cap - 1;
-		for (size_t i = 0; i < a->n_lines; i++) {
-			const struct ml_agg_line *l = &a->lines[i];
-			size_t s = line_hash(l->file, l->line, l->function) & mask;
-			while (pv->lines.slots[s])
-				s = (s + 1) & mask;
-			pv->lines.slots[s] = i + 1;
-		}
-	}
-	mask = pv->lines.cap - 1;
+	if (grown)
+		index_lines(a);
+	size_t mask = pv->lines.cap - 1;
 	size_t s = line_hash(fr->file, fr->line, fr->function) & mask;
 	for (; pv->lines.slots[s]; s = (s + 1) & mask) {
 		const struct ml_agg_line *l = &a->lines[pv->lines.slots[s] - 1];
@@ -894,6 +908,8 @@ static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct m
 {
 	bool strip_cudart = stack_has_cuda(st);
 	bool strip_torch = stack_has_torch_blocks(st);
+	if (ps->depth == 0)
+		return 0;
 	const uint32_t *ids;
 	uint32_t fresh;
 	const uint64_t *addrs = stack_addrs(a, ps, &ids, &fresh);
@@ -1387,30 +1403,14 @@ static int sort_first(struct ml_agg *a)
 		for (size_t i = 0; i < a->n_funcs; i++)
 			fs[func_of[i]] = a->funcs[i];
 		memcpy(a->funcs, fs, a->n_funcs * sizeof(*fs));
-		memset(pv->funcs.slots, 0, pv->funcs.cap * sizeof(*pv->funcs.slots));
-		size_t mask = pv->funcs.cap - 1;
-		for (size_t i = 0; i < a->n_funcs; i++) {
-			const struct ml_agg_func *g = &a->funcs[i];
-			size_t s = func_hash(g->name, g->module, g->file) & mask;
-			while (pv->funcs.slots[s])
-				s = (s + 1) & mask;
-			pv->funcs.slots[s] = i + 1;
-		}
+		index_funcs(a);
 	}
 	if (line_of) {
 		struct ml_agg_line *ls = (struct ml_agg_line *)tmp;
 		for (size_t i = 0; i < a->n_lines; i++)
 			ls[line_of[i]] = a->lines[i];
 		memcpy(a->lines, ls, a->n_lines * sizeof(*ls));
-		memset(pv->lines.slots, 0, pv->lines.cap * sizeof(*pv->lines.slots));
-		size_t mask = pv->lines.cap - 1;
-		for (size_t i = 0; i < a->n_lines; i++) {
-			const struct ml_agg_line *l = &a->lines[i];
-			size_t s = line_hash(l->file, l->line, l->function) & mask;
-			while (pv->lines.slots[s])
-				s = (s + 1) & mask;
-			pv->lines.slots[s] = i + 1;
-		}
+		index_lines(a);
 	}
 	for (size_t i = 0; i < pv->memo_cap; i++) {
 		struct frame_memo *m = &pv->memo[i];

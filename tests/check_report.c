@@ -334,6 +334,28 @@ START_TEST(agg_path_shared_out_of_order)
 }
 END_TEST
 
+START_TEST(agg_empty_stack)
+{
+	/* A stack of no frames (depth 0, no frames array) is charged to
+	 * [unknown], not an error. */
+	static struct ml_stack st[] = { { 1, 0, 0, NULL, 0 }, { 2, 3, 0, st1, 0 } };
+	static struct ml_fmt_counter c[] = {
+		{ 1, ML_KIND_HEAP, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 2, ML_KIND_HEAP, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	};
+	struct ml_profile p = prof;
+	p.stacks = st;
+	p.n_stacks = 2;
+	p.counters = c;
+	p.n_counters = 2;
+	struct ml_agg *a;
+	ck_assert_int_eq(ml_agg_build(&p, &fake, &a), 0);
+	ck_assert_uint_eq(ML_AGG_SELF(ml_agg_find_func(a, ML_AGG_UNKNOWN), ML_KIND_HEAP).alloc_bytes, 5);
+	ck_assert_uint_eq(ML_AGG_TOTAL(ml_agg_find_func(a, "main"), ML_KIND_HEAP).alloc_bytes, 6);
+	ml_agg_free(a);
+}
+END_TEST
+
 START_TEST(agg_unknown_stack_id)
 {
 	/* A counter whose stack is missing is charged to [unknown], not lost. */
@@ -743,6 +765,7 @@ static Suite *report_suite(void)
 	tcase_add_test(t, agg_self_and_inclusive);
 	tcase_add_test(t, agg_order_first_met);
 	tcase_add_test(t, agg_path_shared_out_of_order);
+	tcase_add_test(t, agg_empty_stack);
 	tcase_add_test(t, agg_recursion_counted_once);
 	tcase_add_test(t, agg_unknown_stack_id);
 	tcase_add_test(t, agg_symbol_offsets_grouped);
