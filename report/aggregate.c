@@ -29,18 +29,51 @@ struct agg_priv {
 	size_t cap_funcs, cap_lines;
 	struct ml_amount *amounts;	/* every stack's amounts (ml_agg_stack.amounts) */
 	uint64_t *walk;		/* a stack's addresses from the profile's trie */
-	size_t walk_cap;
+	uint32_t *walk_ids;	/* and their entries in addrs */
+	uint32_t *walk_nodes;	/* and their nodes (stack_addrs) */
+	uint8_t *walk_bits;	/* and ADDR_* answers (stack_bits) */
+	size_t walk_cap, walk_depth;
+	/* Every address the stacks hold (struct addr_info), hashed (slots:
+	 * index + 1, 0 empty); the entry of each node of the profile's trie
+	 * (index + 1, 0 until first walked). */
+	struct addr_info *addrs;
+	size_t n_addrs, cap_addrs;
+	uint32_t *addr_slots;
+	size_t addr_slots_cap;
+	uint32_t *node_ids;
+	struct ml_pystack_item *items;	/* a stack with Python frames in order */
+	size_t items_cap;
 	const struct ml_frame **scratch;	/* a stack's frames as symbolized */
 	size_t scratch_cap;
 	struct frame_chunk *chunks;	/* every kept stack's and sample's frames */
-	/* The kinds the stacks have, in slots (ml_agg_func.kind_slot), and
-	 * every function's and line's amounts, 2 n_slots each. */
+	/* The kinds the stacks have, in slots (the path's sums), and every
+	 * function's and line's amounts (cover_kinds). */
 	signed char kind_slot[ML_KIND_COUNT];
 	size_t n_slots;
 	struct amount_chunk *amount_chunks;
+	struct kind_map **maps;	/* every kind_map made (kind_map) */
+	size_t n_maps, cap_maps;
 	char **names;		/* function names made here (offsets cut off) */
 	const char *scratch_name;	/* a name in a caller's buffer, to copy */
 	size_t n_names, cap_names;
+	/* attribute_stacks: the path of the stack being charged, outermost
+	 * frame first, with n_slots amounts per entry (path_sum); and where
+	 * each function and line was first met in the stacks' order. */
+	struct path_ent *path;
+	struct ml_amount *path_sums;
+	size_t path_cap;
+	uint64_t *func_first, *line_first;
+	size_t n_func_first, n_line_first, cap_func_first, cap_line_first;
+};
+
+/* An entry of the path attribute_stacks walks: a frame and what it is
+ * charged to.  sum: the amounts of every stack through it (its subtree),
+ * of the kinds in kinds. */
+struct path_ent {
+	const struct ml_frame *fr;
+	long func, line;		/* line -1: no source line */
+	bool top_func, top_line;	/* the outermost entry of its function (line) */
+	uint32_t kinds;
 };
 
 /* Frames arrays packed one after another, each whole in one chunk. */
@@ -68,6 +101,50 @@ const signed char ml_kind_slot_identity[ML_KIND_COUNT] = {
 };
 _Static_assert(ML_KIND_COUNT == 16, "ml_kind_slot_identity lists every kind");
 
+/* Which amounts a function or line keeps: slot[k] for each kind k of mask
+ * (in kind order), -1 for the others.  A function's kinds are those of the
+ * stacks through it, so it keeps those only (kind_slot points into its
+ * map's slot); most have two or three of the profile's kinds. */
+struct kind_map {
+	uint32_t mask;
+	signed char slot[ML_KIND_COUNT];
+};
+
+static const struct kind_map no_kinds = {
+	0, { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 },
+};
+
+static const struct kind_map *map_of(const signed char *kind_slot)
+{
+	return (const struct kind_map *)(const void *)(kind_slot - offsetof(struct kind_map, slot));
+}
+
+/* The map of mask, made on first need and kept until ml_agg_free.  NULL
+ * on ENOMEM. */
+static const struct kind_map *kind_map(struct agg_priv *pv, uint32_t mask)
+{
+	for (size_t i = 0; i < pv->n_maps; i++)
+		if (pv->maps[i]->mask == mask)
+			return pv->maps[i];
+	if (pv->n_maps == pv->cap_maps) {
+		size_t cap = pv->cap_maps ? pv->cap_maps * 2 : 16;
+		struct kind_map **maps = realloc(pv->maps, cap * sizeof(*maps));
+		if (!maps)
+			return NULL;
+		pv->maps = maps;
+		pv->cap_maps = cap;
+	}
+	struct kind_map *m = malloc(sizeof(*m));
+	if (!m)
+		return NULL;
+	m->mask = mask;
+	signed char n = 0;
+	for (int k = 0; k < ML_KIND_COUNT; k++)
+		m->slot[k] = (mask >> k) & 1 ? n++ : -1;
+	pv->maps[pv->n_maps++] = m;
+	return m;
+}
+
 /* n zeroed amounts kept until ml_agg_free, or NULL. */
 static struct ml_amount *amount_room(struct agg_priv *pv, size_t n)
 {
@@ -85,6 +162,44 @@ static struct ml_amount *amount_room(struct agg_priv *pv, size_t n)
 	}
 	c->used += n;
 	return &c->slot[c->used - n];
+}
+
+/* Makes the amounts *self and *total (kind_slot *ks) hold every kind of
+ * kinds too, keeping what they hold.  0 or -ENOMEM. */
+static int cover_kinds(struct agg_priv *pv, struct ml_amount **self, struct ml_amount **total,
+		       const signed char **ks, uint32_t kinds)
+{
+	const struct kind_map *old = map_of(*ks);
+	if ((old->mask & kinds) == kinds)
+		return 0;
+	const struct kind_map *m = kind_map(pv, old->mask | kinds);
+	if (!m)
+		return -ENOMEM;
+	size_t n = (size_t)__builtin_popcount(m->mask);
+	struct ml_amount *slots = amount_room(pv, 2 * n);
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t b = old->mask; b; b &= b - 1) {
+		int k = __builtin_ctz(b);
+		slots[m->slot[k]] = (*self)[old->slot[k]];
+		slots[n + m->slot[k]] = (*total)[old->slot[k]];
+	}
+	*self = slots;
+	*total = slots + n;
+	*ks = m->slot;
+	return 0;
+}
+
+static int func_kinds(struct ml_agg *a, long f, uint32_t kinds)
+{
+	struct ml_agg_func *x = &a->funcs[f];
+	return cover_kinds(a->priv, &x->self_slots, &x->total_slots, &x->kind_slot, kinds);
+}
+
+static int line_kinds(struct ml_agg *a, long l, uint32_t kinds)
+{
+	struct ml_agg_line *x = &a->lines[l];
+	return cover_kinds(a->priv, &x->self_slots, &x->total_slots, &x->kind_slot, kinds);
 }
 
 const char *ml_kind_list(void)
@@ -245,6 +360,35 @@ static uint64_t func_hash(const char *name, const char *module, const char *file
  * name (static helpers of two files, or of two modules) stay apart.  file
  * is the frame's source file (NULL without debug info).  Returns its index
  * or -ENOMEM. */
+/* Puts every function (line) in its index again (grown or reordered). */
+static void index_funcs(struct ml_agg *a)
+{
+	struct agg_priv *pv = a->priv;
+	size_t mask = pv->funcs.cap - 1;
+	memset(pv->funcs.slots, 0, pv->funcs.cap * sizeof(*pv->funcs.slots));
+	for (size_t i = 0; i < a->n_funcs; i++) {
+		const struct ml_agg_func *g = &a->funcs[i];
+		size_t s = func_hash(g->name, g->module, g->file) & mask;
+		while (pv->funcs.slots[s])
+			s = (s + 1) & mask;
+		pv->funcs.slots[s] = i + 1;
+	}
+}
+
+static void index_lines(struct ml_agg *a)
+{
+	struct agg_priv *pv = a->priv;
+	size_t mask = pv->lines.cap - 1;
+	memset(pv->lines.slots, 0, pv->lines.cap * sizeof(*pv->lines.slots));
+	for (size_t i = 0; i < a->n_lines; i++) {
+		const struct ml_agg_line *l = &a->lines[i];
+		size_t s = line_hash(l->file, l->line, l->function) & mask;
+		while (pv->lines.slots[s])
+			s = (s + 1) & mask;
+		pv->lines.slots[s] = i + 1;
+	}
+}
+
 static long func_lookup(struct ml_agg *a, const char *name, const char *module,
 			const char *file)
 {
@@ -252,15 +396,9 @@ static long func_lookup(struct ml_agg *a, const char *name, const char *module,
 	int grown = index_grow(&pv->funcs, a->n_funcs);
 	if (grown < 0)
 		return -ENOMEM;
-	size_t mask = pv->funcs.cap - 1;
 	if (grown)
-		for (size_t i = 0; i < a->n_funcs; i++) {
-			const struct ml_agg_func *g = &a->funcs[i];
-			size_t s = func_hash(g->name, g->module, g->file) & mask;
-			while (pv->funcs.slots[s])
-				s = (s + 1) & mask;
-			pv->funcs.slots[s] = i + 1;
-		}
+		index_funcs(a);
+	size_t mask = pv->funcs.cap - 1;
 	size_t s = func_hash(name, module, file) & mask;
 	for (; pv->funcs.slots[s]; s = (s + 1) & mask) {
 		const struct ml_agg_func *g = &a->funcs[pv->funcs.slots[s] - 1];
@@ -275,14 +413,11 @@ static long func_lookup(struct ml_agg *a, const char *name, const char *module,
 		a->funcs = mem;
 		pv->cap_funcs = cap;
 	}
-	struct ml_amount *slots = amount_room(pv, 2 * pv->n_slots);
-	if (!slots || own_name(pv, &name) < 0)
+	if (own_name(pv, &name) < 0)
 		return -ENOMEM;
 	struct ml_agg_func *f = &a->funcs[a->n_funcs];
 	memset(f, 0, sizeof(*f));
-	f->self_slots = slots;
-	f->total_slots = slots + pv->n_slots;
-	f->kind_slot = pv->kind_slot;
+	f->kind_slot = no_kinds.slot;	/* amounts come with its first charge */
 	f->name = name;
 	f->label = name;
 	f->module = module;
@@ -298,18 +433,9 @@ static long line_lookup(struct ml_agg *a, const struct ml_frame *fr)
 	int grown = index_grow(&pv->lines, a->n_lines);
 	if (grown < 0)
 		return -ENOMEM;
-	size_t mask;
-	if (grown) {
-		mask = pv->lines.cap - 1;
-		for (size_t i = 0; i < a->n_lines; i++) {
-			const struct ml_agg_line *l = &a->lines[i];
-			size_t s = line_hash(l->file, l->line, l->function) & mask;
-			while (pv->lines.slots[s])
-				s = (s + 1) & mask;
-			pv->lines.slots[s] = i + 1;
-		}
-	}
-	mask = pv->lines.cap - 1;
+	if (grown)
+		index_lines(a);
+	size_t mask = pv->lines.cap - 1;
 	size_t s = line_hash(fr->file, fr->line, fr->function) & mask;
 	for (; pv->lines.slots[s]; s = (s + 1) & mask) {
 		const struct ml_agg_line *l = &a->lines[pv->lines.slots[s] - 1];
@@ -325,14 +451,9 @@ static long line_lookup(struct ml_agg *a, const struct ml_frame *fr)
 		a->lines = mem;
 		pv->cap_lines = cap;
 	}
-	struct ml_amount *slots = amount_room(pv, 2 * pv->n_slots);
-	if (!slots)
-		return -ENOMEM;
 	struct ml_agg_line *l = &a->lines[a->n_lines];
 	memset(l, 0, sizeof(*l));
-	l->self_slots = slots;
-	l->total_slots = slots + pv->n_slots;
-	l->kind_slot = pv->kind_slot;
+	l->kind_slot = no_kinds.slot;
 	l->file = fr->file;
 	l->line = fr->line;
 	l->function = fr->function;
@@ -452,82 +573,210 @@ static bool torch_allocator_frame(const struct ml_frame *fr)
 	return base && strncmp(base, "libc10_cuda", 11) == 0;
 }
 
-/* Appends the frames of recorded frame i (address addr) of ps to st:
- * memline's own removed, the allocation entry point removed, inlined
+/* What the stacks ask of one recorded address (as a return address), each
+ * answer found once, when first asked, through the resolver: a profile's
+ * stacks hold the same few hundred thousand addresses tens of millions of
+ * times. */
+struct addr_info {
+	uint64_t addr;
+	const struct ml_frame *frames;	/* resolve(addr, return address) */
+	uint32_t n;			/* 0: no frames (or the resolver failed) */
+	uint8_t known, is;		/* ADDR_*: asked, and the answer */
+};
+
+enum {
+	ADDR_FRAMES = 1,	/* known only: frames and n are set */
+	ADDR_RUNTIME = 2,	/* a native frame in memline's runtime */
+	ADDR_EVAL = 4,		/* the eval loop (report/pystack.h) */
+	ADDR_INTERP = 8,	/* in the interpreter */
+	ADDR_OWN = 16,		/* memline's own Python code */
+};
+
+static uint64_t addr_hash(uint64_t addr)
+{
+	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+/* The index + 1 of addr's entry in pv->addrs, added on first sight; 0 on
+ * ENOMEM. */
+static uint32_t addr_id(struct agg_priv *pv, uint64_t addr)
+{
+	if ((pv->n_addrs + 1) * 2 > pv->addr_slots_cap) {
+		size_t cap = pv->addr_slots_cap ? pv->addr_slots_cap * 2 : 4096;
+		uint32_t *slots = calloc(cap, sizeof(*slots));
+		if (!slots || pv->n_addrs >= UINT32_MAX - 1) {
+			free(slots);
+			return 0;
+		}
+		for (size_t i = 0; i < pv->n_addrs; i++) {
+			size_t s = addr_hash(pv->addrs[i].addr) & (cap - 1);
+			while (slots[s])
+				s = (s + 1) & (cap - 1);
+			slots[s] = (uint32_t)i + 1;
+		}
+		free(pv->addr_slots);
+		pv->addr_slots = slots;
+		pv->addr_slots_cap = cap;
+	}
+	size_t mask = pv->addr_slots_cap - 1, s = addr_hash(addr) & mask;
+	for (; pv->addr_slots[s]; s = (s + 1) & mask)
+		if (pv->addrs[pv->addr_slots[s] - 1].addr == addr)
+			return pv->addr_slots[s];
+	if (pv->n_addrs == pv->cap_addrs) {
+		size_t cap = pv->cap_addrs ? pv->cap_addrs * 2 : 1024;
+		struct addr_info *mem = realloc(pv->addrs, cap * sizeof(*mem));
+		if (!mem)
+			return 0;
+		pv->addrs = mem;
+		pv->cap_addrs = cap;
+	}
+	pv->addrs[pv->n_addrs] = (struct addr_info){ .addr = addr };
+	pv->addr_slots[s] = (uint32_t)++pv->n_addrs;
+	return pv->addr_slots[s];
+}
+
+/* The frames of address entry id (as a return address). */
+static const struct ml_frame *addr_frames(struct ml_agg *a, uint32_t id, size_t *n)
+{
+	struct agg_priv *pv = a->priv;
+	struct addr_info *ai = &pv->addrs[id - 1];
+	if (!(ai->known & ADDR_FRAMES)) {
+		const struct ml_frame *frames = NULL;
+		size_t got = 0;
+		if (a->resolver->resolve(a->resolver->ctx, ai->addr, true, &frames, &got) < 0)
+			got = 0;
+		ai = &pv->addrs[id - 1];
+		ai->frames = got ? frames : NULL;
+		ai->n = (uint32_t)got;
+		ai->known |= ADDR_FRAMES;
+	}
+	*n = ai->n;
+	return ai->frames;
+}
+
+/* addr_is when the question was not asked before. */
+static bool addr_ask(struct ml_agg *a, uint32_t id, uint8_t q)
+{
+	struct agg_priv *pv = a->priv;
+	const struct ml_resolver *r = a->resolver;
+	struct addr_info *ai;
+	uint64_t addr = pv->addrs[id - 1].addr;
+	const struct ml_frame *frames;
+	size_t n;
+	bool yes = false;
+	if (q == ADDR_RUNTIME) {
+		yes = !ml_pyframe_is(addr) && addr_in_runtime(a->profile, addr);
+	} else if (q == ADDR_EVAL) {
+		frames = addr_frames(a, id, &n);
+		yes = r->py_is_eval(r->ctx, addr, false, n ? frames[n - 1].function : NULL);
+	} else if (q == ADDR_INTERP) {
+		yes = r->py_in_interpreter(r->ctx, addr);
+	} else if (q == ADDR_OWN) {
+		frames = addr_frames(a, id, &n);
+		yes = n > 0 && frames[0].own;
+	}
+	ai = &pv->addrs[id - 1];
+	ai->known |= q;
+	if (yes)
+		ai->is |= q;
+	return yes;
+}
+
+/* Answers question q (ADDR_RUNTIME, ADDR_EVAL, ADDR_INTERP, ADDR_OWN) of
+ * address entry id. */
+static inline bool addr_is(struct ml_agg *a, uint32_t id, uint8_t q)
+{
+	const struct addr_info *ai = &((struct agg_priv *)a->priv)->addrs[id - 1];
+	return (ai->known & q) ? (ai->is & q) != 0 : addr_ask(a, id, q);
+}
+
+/* Appends the frames of recorded frame i (address addr, entry id) of ps to
+ * st: memline's own removed, the allocation entry point removed, inlined
  * calls expanded.  For a CUDA allocation, the CUDA runtime's innermost
  * frames are the entry point too (cuda_runtime_frame); host mallocs the
  * runtime makes keep them.  For a PyTorch CUDA block, its caching
  * allocator's frames are (torch_allocator_frame).  0 or -ENOMEM. */
 static int push_resolved(struct ml_agg *a, const struct ml_stack *ps, uint32_t i, uint64_t addr,
-			 struct ml_agg_stack *st, size_t *cap, bool strip_cudart, bool strip_torch)
+			 uint32_t id, struct ml_agg_stack *st, size_t *cap, bool strip_cudart,
+			 bool strip_torch)
 {
-	if (!ml_pyframe_is(addr) && addr_in_runtime(a->profile, addr))
+	if (addr_is(a, id, ADDR_RUNTIME))
 		return 0;
 	bool ret = !(i == 0 && (ps->flags & ML_STACK_EXACT_IP));
 	const struct ml_frame *frames = NULL;
 	size_t n = 0;
-	if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0 || n == 0)
+	if (ret)
+		frames = addr_frames(a, id, &n);
+	else if (a->resolver->resolve(a->resolver->ctx, addr, ret, &frames, &n) < 0)
+		n = 0;
+	if (n == 0)
 		return 0;	/* the symbolizer reports its own trouble */
-	for (size_t k = 0; k < n; k++) {
-		if (frames[k].runtime)
-			continue;
-		if (st->n_frames == 0 && k + 1 < n && inlined_alloc_entry(&frames[k]))
-			continue;	/* the entry point, not the program */
-		if (st->n_frames == 0 && global_operator_new(&frames[k]))
-			continue;	/* the program's own copy of operator new */
-		if (st->n_frames == 0 && strip_cudart && cuda_runtime_frame(&frames[k]))
-			continue;	/* the CUDA runtime: the entry point */
-		if (st->n_frames == 0 && strip_torch && torch_allocator_frame(&frames[k]))
-			continue;	/* PyTorch's allocator: the entry point */
-		if (push_frame(st, cap, &frames[k]) < 0)
+	size_t k = 0;
+	if (st->n_frames == 0)
+		for (; k < n; k++) {
+			if (frames[k].runtime)
+				continue;
+			if (k + 1 < n && inlined_alloc_entry(&frames[k]))
+				continue;	/* the entry point, not the program */
+			if (global_operator_new(&frames[k]))
+				continue;	/* the program's own copy of operator new */
+			if (strip_cudart && cuda_runtime_frame(&frames[k]))
+				continue;	/* the CUDA runtime: the entry point */
+			if (strip_torch && torch_allocator_frame(&frames[k]))
+				continue;	/* PyTorch's allocator: the entry point */
+			break;
+		}
+	for (; k < n; k++)
+		if (!frames[k].runtime && push_frame(st, cap, &frames[k]) < 0)
 			return -ENOMEM;
-	}
 	return 0;
 }
 
-/* report/pystack.h's questions, through the resolver. */
+/* report/pystack.h's questions, through the address entries. */
 struct py_env {
 	struct ml_agg *a;
 	const struct ml_stack *ps;
+	const uint32_t *ids;		/* the entry of each recorded frame */
+	const uint8_t *bits;		/* and its answers (stack_bits) */
 };
 
 static bool env_is_eval(void *ctx, uint64_t addr, uint32_t i)
 {
 	struct py_env *e = ctx;
 	const struct ml_resolver *r = e->a->resolver;
-	bool exact = i == 0 && (e->ps->flags & ML_STACK_EXACT_IP);
+	if (!(i == 0 && (e->ps->flags & ML_STACK_EXACT_IP)))
+		return e->bits[i] & ADDR_EVAL;
 	const struct ml_frame *frames = NULL;
 	size_t n = 0;
 	const char *fn = NULL;
-	if (r->resolve(r->ctx, addr, !exact, &frames, &n) == 0 && n > 0)
+	if (r->resolve(r->ctx, addr, false, &frames, &n) == 0 && n > 0)
 		fn = frames[n - 1].function;
-	return r->py_is_eval(r->ctx, addr, exact, fn);
+	return r->py_is_eval(r->ctx, addr, true, fn);
 }
 
 static bool env_in_interpreter(void *ctx, uint64_t addr, uint32_t i)
 {
 	struct py_env *e = ctx;
-	return e->a->resolver->py_in_interpreter(e->a->resolver->ctx, addr);
-}
-
-/* Whether Python frame addr is memline's own boot code. */
-static bool py_own(struct ml_agg *a, uint64_t addr)
-{
-	const struct ml_frame *frames = NULL;
-	size_t n = 0;
-	return a->resolver->resolve(a->resolver->ctx, addr, true, &frames, &n) == 0 && n > 0 &&
-	       frames[0].own;
+	return e->bits[i] & ADDR_INTERP;
 }
 
 /* A stack with Python frames: in program order (report/pystack.h), the
  * frames the default view leaves out left out. */
 static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, const uint64_t *addrs,
-			   struct ml_agg_stack *st, size_t *cap, bool strip_cudart, bool strip_torch)
+			   const uint32_t *ids, struct ml_agg_stack *st, size_t *cap,
+			   bool strip_cudart, bool strip_torch)
 {
-	struct ml_pystack_item *items = malloc((ps->depth + 1) * sizeof(*items));
-	if (!items)
-		return -ENOMEM;
-	struct py_env e = { a, ps };
+	struct agg_priv *pv = a->priv;
+	if (ps->depth + 1 > pv->items_cap) {
+		struct ml_pystack_item *mem = realloc(pv->items, (ps->depth + 1) * sizeof(*mem));
+		if (!mem)
+			return -ENOMEM;
+		pv->items = mem;
+		pv->items_cap = ps->depth + 1;
+	}
+	struct ml_pystack_item *items = pv->items;
+	struct py_env e = { a, ps, ids, &pv->walk_bits[ids - pv->walk_ids] };
 	struct ml_pystack_env env = { &e, env_is_eval, env_in_interpreter };
 	size_t n = ml_pystack_order(addrs, ps->depth, ps->flags, &env, items);
 	int err = 0;
@@ -537,17 +786,119 @@ static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, const ui
 	bool user = false;
 	for (size_t k = 0; k < n && !user; k++)
 		user = items[k].python && items[k].show == ML_PYSTACK_SHOW &&
-		       !py_own(a, items[k].addr);
+		       !addr_is(a, ids[items[k].index], ADDR_OWN);
 	for (size_t k = 0; k < n && err == 0; k++) {
+		uint32_t id = ids[items[k].index];
 		if (items[k].show == ML_PYSTACK_NEVER ||
 		    (items[k].show == ML_PYSTACK_NATIVE_ONLY && !a->opts.native) ||
-		    (user && items[k].python && !a->opts.native && py_own(a, items[k].addr)))
+		    (user && items[k].python && !a->opts.native && addr_is(a, id, ADDR_OWN)))
 			continue;
-		err = push_resolved(a, ps, items[k].index, items[k].addr, st, cap, strip_cudart,
-				    strip_torch);
+		err = push_resolved(a, ps, items[k].index, items[k].addr, id, st, cap,
+				    strip_cudart, strip_torch);
 	}
-	free(items);
 	return err;
+}
+
+/* Room for a stack of depth frames in the walk buffers.  0 or -ENOMEM. */
+static int walk_room(struct agg_priv *pv, size_t depth)
+{
+	if (depth <= pv->walk_cap)
+		return 0;
+	size_t cap = pv->walk_cap ? pv->walk_cap : 64;
+	while (cap < depth)
+		cap *= 2;
+	uint64_t *mem = realloc(pv->walk, cap * sizeof(*mem));
+	if (mem)
+		pv->walk = mem;
+	uint32_t *ids = realloc(pv->walk_ids, cap * sizeof(*ids));
+	if (ids)
+		pv->walk_ids = ids;
+	uint32_t *nodes = realloc(pv->walk_nodes, cap * sizeof(*nodes));
+	if (nodes)
+		pv->walk_nodes = nodes;
+	uint8_t *bits = realloc(pv->walk_bits, cap);
+	if (bits)
+		pv->walk_bits = bits;
+	if (!mem || !ids || !nodes || !bits)
+		return -ENOMEM;
+	pv->walk_cap = cap;
+	pv->walk_depth = 0;	/* the last walk moved */
+	return 0;
+}
+
+/* The addresses of ps, innermost first, and their entries (*ids): a stack
+ * of the profile's trie finds them through its nodes, each node's entry
+ * found once.  The buffers hold a walk at their end, its outermost frame
+ * last, so the next stack's walk stops at the first node it shares with
+ * it (the rest of the path to the root is the same).  NULL on ENOMEM. */
+static const uint64_t *stack_addrs(struct ml_agg *a, const struct ml_stack *ps,
+				   const uint32_t **ids, uint32_t *fresh)
+{
+	struct agg_priv *pv = a->priv;
+	const struct ml_profile *p = a->profile;
+	if (walk_room(pv, ps->depth) < 0)
+		return NULL;
+	size_t at = pv->walk_cap - ps->depth;	/* frame d is at at + d */
+	*ids = &pv->walk_ids[at];
+	*fresh = ps->depth;
+	if (ps->frames) {
+		pv->walk_depth = 0;
+		for (uint32_t d = 0; d < ps->depth; d++)
+			if (!(pv->walk_ids[at + d] = addr_id(pv, ps->frames[d])))
+				return NULL;
+		return ps->frames;
+	}
+	if (!pv->node_ids && p->n_frame_nodes &&
+	    !(pv->node_ids = calloc(p->n_frame_nodes, sizeof(*pv->node_ids))))
+		return NULL;
+	uint32_t node = ps->leaf;
+	size_t last = pv->walk_depth;	/* frames at the buffers' end from the last walk */
+	for (uint32_t d = 0; d < ps->depth && node; d++) {
+		size_t from_root = ps->depth - 1 - d;
+		if (from_root < last && pv->walk_nodes[at + d] == node) {
+			*fresh = d;
+			break;
+		}
+		const struct ml_fmt_frame *fr = &p->frame_nodes[node - 1];
+		uint32_t *id = &pv->node_ids[node - 1];
+		if (!*id && !(*id = addr_id(pv, fr->address))) {
+			pv->walk_depth = 0;
+			return NULL;
+		}
+		pv->walk[at + d] = fr->address;
+		pv->walk_ids[at + d] = *id;
+		pv->walk_nodes[at + d] = node;
+		node = fr->parent;
+	}
+	pv->walk_depth = ps->depth;
+	return &pv->walk[at];
+}
+
+/* The answers the stack's frames [0, fresh) need, into pv->walk_bits (the
+ * frames past fresh are the last walk's, with its answers: a stack shares
+ * frames only with one of the same outermost frame, so of the same kind):
+ * runtime, and for a stack with Python frames (mixed) the eval loop and the
+ * interpreter, asked in the frames' order as ml_pystack_order asks. */
+static void stack_bits(struct ml_agg *a, const struct ml_stack *ps, const uint64_t *addrs,
+		       const uint32_t *ids, uint32_t fresh, bool mixed)
+{
+	struct agg_priv *pv = a->priv;
+	uint8_t *bits = &pv->walk_bits[ids - pv->walk_ids];
+	bool exact = ps->flags & ML_STACK_EXACT_IP;	/* frame 0: env_is_eval asks */
+	if (fresh == 0 && ps->depth)
+		fresh = 1;	/* the last stack's frame 0 may have been exact */
+	for (uint32_t d = 0; d < fresh; d++) {
+		uint8_t b = 0;
+		if (!ml_pyframe_is(addrs[d])) {
+			b |= addr_is(a, ids[d], ADDR_RUNTIME) ? ADDR_RUNTIME : 0;
+			if (mixed) {
+				if (d || !exact)
+					b |= addr_is(a, ids[d], ADDR_EVAL) ? ADDR_EVAL : 0;
+				b |= addr_is(a, ids[d], ADDR_INTERP) ? ADDR_INTERP : 0;
+			}
+		}
+		bits[d] = b;
+	}
 }
 
 /* The program frames of ps, innermost first (push_resolved), into
@@ -555,34 +906,42 @@ static int symbolize_mixed(struct ml_agg *a, const struct ml_stack *ps, const ui
 static int symbolize_stack(struct ml_agg *a, const struct ml_stack *ps, struct ml_agg_stack *st,
 			   size_t *cap)
 {
-	struct agg_priv *pv = a->priv;
 	bool strip_cudart = stack_has_cuda(st);
 	bool strip_torch = stack_has_torch_blocks(st);
-	if (!ps->frames && ps->depth > pv->walk_cap) {
-		uint64_t *mem = realloc(pv->walk, ps->depth * sizeof(*mem));
-		if (!mem)
-			return -ENOMEM;
-		pv->walk = mem;
-		pv->walk_cap = ps->depth;
-	}
-	const uint64_t *addrs = ml_profile_stack_frames(a->profile, ps, pv->walk);
-	if (ps->depth && ml_pyframe_is(addrs[ps->depth - 1]) && a->resolver->py_is_eval &&
-	    a->resolver->py_in_interpreter)
-		return symbolize_mixed(a, ps, addrs, st, cap, strip_cudart, strip_torch);
+	if (ps->depth == 0)
+		return 0;
+	const uint32_t *ids;
+	uint32_t fresh;
+	const uint64_t *addrs = stack_addrs(a, ps, &ids, &fresh);
+	if (!addrs)
+		return -ENOMEM;
+	bool mixed = ps->depth && ml_pyframe_is(addrs[ps->depth - 1]) && a->resolver->py_is_eval &&
+		     a->resolver->py_in_interpreter;
+	stack_bits(a, ps, addrs, ids, fresh, mixed);
+	if (mixed)
+		return symbolize_mixed(a, ps, addrs, ids, st, cap, strip_cudart, strip_torch);
 	for (uint32_t i = 0; i < ps->depth; i++)
-		if (push_resolved(a, ps, i, addrs[i], st, cap, strip_cudart, strip_torch) < 0)
+		if (push_resolved(a, ps, i, addrs[i], ids[i], st, cap, strip_cudart, strip_torch) < 0)
 			return -ENOMEM;
 	return 0;
 }
 
-/* The index of the stack with this id in p->stacks (sorted by id), or -1. */
-static long find_stack(const struct ml_profile *p, uint32_t id)
+/* The index of the stack with this id in p->stacks (sorted by id), or -1.
+ * *hint: the index found last (counters come in stack order, mostly):
+ * that one and the next are tried first. */
+static long find_stack(const struct ml_profile *p, uint32_t id, size_t *hint)
 {
+	if (*hint < p->n_stacks && p->stacks[*hint].id == id)
+		return (long)*hint;
+	if (*hint + 1 < p->n_stacks && p->stacks[*hint + 1].id == id)
+		return (long)++*hint;
 	size_t lo = 0, hi = p->n_stacks;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (p->stacks[mid].id == id)
+		if (p->stacks[mid].id == id) {
+			*hint = mid;
 			return (long)mid;
+		}
 		if (p->stacks[mid].id < id)
 			lo = mid + 1;
 		else
@@ -593,9 +952,10 @@ static long find_stack(const struct ml_profile *p, uint32_t id)
 
 /* The aggregated stack for a counter's stack id, added on first sight.
  * slot_of maps profile stack index -> aggregated index + 1. */
-static struct ml_agg_stack *stack_for(struct ml_agg *a, size_t *slot_of, uint32_t id)
+static struct ml_agg_stack *stack_for(struct ml_agg *a, size_t *slot_of, uint32_t id,
+				      size_t *hint)
 {
-	long ps = find_stack(a->profile, id);
+	long ps = find_stack(a->profile, id, hint);
 	if (ps >= 0 && slot_of[ps])
 		return &a->stacks[slot_of[ps] - 1];
 	if (ps < 0)	/* a stack id the file lacks: rare, searched linearly */
@@ -635,26 +995,12 @@ static const struct ml_frame **keep_frames(struct agg_priv *pv, const struct ml_
 	return out;
 }
 
-/* Stacks by their symbolized frames: distinct stacks often symbolize alike
- * (Python stacks that differ only in the interpreter's frames, which are
- * left out), and then share one array.  Slots hold stack index + 1. */
-struct frames_index {
-	uint32_t *slots;
-	size_t mask;
-};
-
-static uint64_t frames_hash(const struct ml_frame *const *frames, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ n;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0x100000001b3ull;
-	return h ^ (h >> 29);
-}
-
 /* Symbolizes stack ps into a->stacks[k], whose frames then lie in the
- * chunks, shared with an earlier stack of the same frames.  0 or -ENOMEM. */
-static int symbolize_kept(struct ml_agg *a, struct frames_index *ix, const struct ml_stack *ps,
-			  size_t k)
+ * chunks, shared with the stack before it when they are the same: distinct
+ * stacks often symbolize alike (Python stacks that differ only in the
+ * interpreter's frames, which are left out), and such stacks come one
+ * after another (torch.mlp: 450 k of its 465 k).  0 or -ENOMEM. */
+static int symbolize_kept(struct ml_agg *a, const struct ml_stack *ps, size_t k)
 {
 	struct agg_priv *pv = a->priv;
 	struct ml_agg_stack *st = &a->stacks[k];
@@ -667,17 +1013,13 @@ static int symbolize_kept(struct ml_agg *a, struct frames_index *ix, const struc
 	st->frames = NULL;
 	if (err < 0 || st->n_frames == 0)
 		return err;
-	size_t s = (size_t)frames_hash(frames, st->n_frames) & ix->mask;
-	for (; ix->slots[s]; s = (s + 1) & ix->mask) {
-		const struct ml_agg_stack *o = &a->stacks[ix->slots[s] - 1];
-		if (o->n_frames == st->n_frames &&
-		    memcmp(o->frames, frames, st->n_frames * sizeof(*frames)) == 0) {
-			st->frames = o->frames;
-			return 0;
-		}
+	const struct ml_agg_stack *o = k ? &a->stacks[k - 1] : NULL;
+	if (o && o->n_frames == st->n_frames &&
+	    memcmp(o->frames, frames, st->n_frames * sizeof(*frames)) == 0) {
+		st->frames = o->frames;
+		return 0;
 	}
 	st->frames = keep_frames(pv, frames, st->n_frames, &err);
-	ix->slots[s] = (uint32_t)k + 1;
 	return err;
 }
 
@@ -685,6 +1027,7 @@ static int symbolize_kept(struct ml_agg *a, struct frames_index *ix, const struc
 static int collect_stacks(struct ml_agg *a)
 {
 	const struct ml_profile *p = a->profile;
+	size_t hint = 0;
 	size_t *slot_of = calloc(p->n_stacks + 1, sizeof(*slot_of));
 	a->stacks = calloc(p->n_counters ? p->n_counters : 1, sizeof(*a->stacks));
 	if (!a->stacks || !slot_of) {
@@ -698,7 +1041,7 @@ static int collect_stacks(struct ml_agg *a)
 		const struct ml_fmt_counter *c = &p->counters[i];
 		if (c->kind >= ML_KIND_COUNT || ml_kind_is_derived((enum ml_kind)c->kind))
 			continue;
-		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
+		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id, &hint);
 		n_amounts += !((st->kinds >> c->kind) & 1);
 		st->kinds |= 1u << c->kind;
 		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {	/* derived: heap + python */
@@ -732,7 +1075,7 @@ static int collect_stacks(struct ml_agg *a)
 		const struct ml_fmt_counter *c = &p->counters[i];
 		if (c->kind >= ML_KIND_COUNT)
 			continue;
-		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id);
+		struct ml_agg_stack *st = stack_for(a, slot_of, c->stack_id, &hint);
 		ml_amount_add_counter((struct ml_amount *)ml_agg_stack_kind(st, c->kind), c);
 		ml_amount_add_counter(&a->totals[c->kind], c);
 		if (ml_kind_in_cpu((enum ml_kind)c->kind)) {
@@ -742,24 +1085,14 @@ static int collect_stacks(struct ml_agg *a)
 		}
 	}
 	free(slot_of);
-	struct frames_index ix = { 0 };
-	size_t cap = 64;
-	while (cap < 2 * a->n_stacks)
-		cap *= 2;
-	if (a->n_stacks >= UINT32_MAX || !(ix.slots = calloc(cap, sizeof(*ix.slots))))
-		return -ENOMEM;
-	ix.mask = cap - 1;
 	for (size_t k = 0; k < a->n_stacks; k++) {
-		long ps = find_stack(p, a->stacks[k].id);
+		long ps = find_stack(p, a->stacks[k].id, &hint);
 		if (ps < 0)
 			continue;
 		a->stacks[k].truncated = (p->stacks[ps].flags & ML_STACK_TRUNCATED) != 0;
-		if (symbolize_kept(a, &ix, &p->stacks[ps], k) < 0) {
-			free(ix.slots);
+		if (symbolize_kept(a, &p->stacks[ps], k) < 0)
 			return -ENOMEM;
-		}
 	}
-	free(ix.slots);
 	return 0;
 }
 
@@ -846,38 +1179,251 @@ static int frame_target(struct ml_agg *a, const struct ml_frame *fr, long *func,
 	return 0;
 }
 
-/* Charges stack si to its innermost function and line (self), and once to
- * every function and line on it (inclusive). */
-static int attribute_stack(struct ml_agg *a, size_t si)
+/* Notes that function or line idx was met at frame i (innermost first) of
+ * stack si: the first meeting, in the order the stacks and their frames
+ * come, orders the functions and lines (sort_first).  0 or -ENOMEM. */
+static int note_first(uint64_t **first, size_t *n, size_t *cap, long idx, size_t si, size_t i)
 {
-	const struct ml_agg_stack *st = &a->stacks[si];
-	if (st->n_frames == 0) {
-		long f = func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
-		if (f < 0)
-			return -ENOMEM;
-		add_kinds(a->funcs[f].self_slots, a->funcs[f].kind_slot, st);
-		add_kinds(a->funcs[f].total_slots, a->funcs[f].kind_slot, st);
+	uint64_t key = (uint64_t)si << 32 | (uint32_t)i;
+	if ((size_t)idx < *n) {
+		if ((*first)[idx] >> 32 == si && key < (*first)[idx])
+			(*first)[idx] = key;
 		return 0;
 	}
-	for (size_t i = 0; i < st->n_frames; i++) {
-		long f, l;
-		if (frame_target(a, st->frames[i], &f, &l) < 0)
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 256;
+		uint64_t *mem = realloc(*first, ncap * sizeof(*mem));
+		if (!mem)
 			return -ENOMEM;
-		if (i == 0)
-			add_kinds(a->funcs[f].self_slots, a->funcs[f].kind_slot, st);
-		if (a->funcs[f].seen != si + 1) {
-			a->funcs[f].seen = si + 1;
-			add_kinds(a->funcs[f].total_slots, a->funcs[f].kind_slot, st);
-		}
-		if (l < 0)
-			continue;
-		if (i == 0)
-			add_kinds(a->lines[l].self_slots, a->lines[l].kind_slot, st);
-		if (a->lines[l].seen != si + 1) {
-			a->lines[l].seen = si + 1;
-			add_kinds(a->lines[l].total_slots, a->lines[l].kind_slot, st);
-		}
+		*first = mem;
+		*cap = ncap;
 	}
+	(*first)[(*n)++] = key;	/* idx == *n: made just now */
+	return 0;
+}
+
+static struct ml_amount *path_sum(struct agg_priv *pv, size_t d)
+{
+	return &pv->path_sums[d * pv->n_slots];
+}
+
+/* Room on the path for n entries.  0 or -ENOMEM. */
+static int path_room(struct agg_priv *pv, size_t n)
+{
+	if (n <= pv->path_cap)
+		return 0;
+	size_t cap = pv->path_cap ? pv->path_cap : 64;
+	while (cap < n)
+		cap *= 2;
+	struct path_ent *path = realloc(pv->path, cap * sizeof(*path));
+	if (path)
+		pv->path = path;
+	struct ml_amount *sums = realloc(pv->path_sums, cap * (pv->n_slots ? pv->n_slots : 1) *
+					 sizeof(*sums));
+	if (sums)
+		pv->path_sums = sums;
+	if (!path || !sums)
+		return -ENOMEM;
+	pv->path_cap = cap;
+	return 0;
+}
+
+/* Adds the amounts of the kinds in kinds of per-slot amounts src (slots
+ * src_slot) to dst (slots dst_slot). */
+static void add_slots(struct ml_amount *dst, const signed char *dst_slot,
+		      const struct ml_amount *src, const signed char *src_slot, uint32_t kinds)
+{
+	for (uint32_t m = kinds; m; m &= m - 1) {
+		int k = __builtin_ctz(m);
+		ml_amount_add(&dst[dst_slot[k]], &src[src_slot[k]]);
+	}
+}
+
+/* Puts frame fr (frame i, innermost first, of stack si) on the path at
+ * depth d.  0 or -ENOMEM. */
+static int path_push(struct ml_agg *a, size_t d, const struct ml_frame *fr, size_t si, size_t i)
+{
+	struct agg_priv *pv = a->priv;
+	long f, l;
+	if (frame_target(a, fr, &f, &l) < 0 ||
+	    note_first(&pv->func_first, &pv->n_func_first, &pv->cap_func_first, f, si, i) < 0 ||
+	    (l >= 0 &&
+	     note_first(&pv->line_first, &pv->n_line_first, &pv->cap_line_first, l, si, i) < 0))
+		return -ENOMEM;
+	pv->path[d] = (struct path_ent){
+		.fr = fr, .func = f, .line = l,
+		.top_func = a->funcs[f].seen++ == 0,
+		.top_line = l >= 0 && a->lines[l].seen++ == 0,
+	};
+	memset(path_sum(pv, d), 0, pv->n_slots * sizeof(struct ml_amount));
+	return 0;
+}
+
+/* Takes the path's entry at depth d off: its sum is charged to its
+ * function and line where it is their outermost entry, and added to its
+ * parent's. */
+static int path_pop(struct ml_agg *a, size_t d)
+{
+	struct agg_priv *pv = a->priv;
+	const struct path_ent *e = &pv->path[d];
+	const struct ml_amount *sum = path_sum(pv, d);
+	if (e->top_func) {
+		struct ml_agg_func *f = &a->funcs[e->func];
+		if (func_kinds(a, e->func, e->kinds) < 0)
+			return -ENOMEM;
+		add_slots(f->total_slots, f->kind_slot, sum, pv->kind_slot, e->kinds);
+	}
+	a->funcs[e->func].seen--;
+	if (e->line >= 0) {
+		struct ml_agg_line *l = &a->lines[e->line];
+		if (e->top_line) {
+			if (line_kinds(a, e->line, e->kinds) < 0)
+				return -ENOMEM;
+			add_slots(l->total_slots, l->kind_slot, sum, pv->kind_slot, e->kinds);
+		}
+		l->seen--;
+	}
+	if (d > 0) {
+		add_slots(path_sum(pv, d - 1), pv->kind_slot, sum, pv->kind_slot, e->kinds);
+		pv->path[d - 1].kinds |= e->kinds;
+	}
+	return 0;
+}
+
+/* Charges every stack to its innermost function and line (self), and once
+ * to every function and line on it (inclusive).  The stacks are walked as
+ * one path from the outermost frame: a stack shares its outer frames with
+ * the one before it (stacks come in the profile's order, and programs'
+ * stacks differ near their leaves), so only the frames where it differs
+ * are looked up, and an entry's amounts are those of every stack through
+ * it, charged once when it leaves the path; to a function (line) only at
+ * its outermost entry, as a stack counts once in its total. */
+static int attribute_stacks(struct ml_agg *a)
+{
+	struct agg_priv *pv = a->priv;
+	size_t depth = 0;
+	for (size_t si = 0; si < a->n_stacks; si++) {
+		const struct ml_agg_stack *st = &a->stacks[si];
+		size_t n = st->n_frames;
+		if (n == 0) {
+			long f = func_lookup(a, ML_AGG_UNKNOWN, NULL, NULL);
+			if (f < 0 || note_first(&pv->func_first, &pv->n_func_first,
+						&pv->cap_func_first, f, si, 0) < 0 ||
+			    func_kinds(a, f, st->kinds) < 0)
+				return -ENOMEM;
+			add_kinds(a->funcs[f].self_slots, a->funcs[f].kind_slot, st);
+			add_kinds(a->funcs[f].total_slots, a->funcs[f].kind_slot, st);
+			continue;
+		}
+		size_t k = 0, shared = n < depth ? n : depth;
+		while (k < shared && pv->path[k].fr == st->frames[n - 1 - k])
+			k++;
+		while (depth > k)
+			if (path_pop(a, --depth) < 0)
+				return -ENOMEM;
+		if (path_room(pv, n) < 0)
+			return -ENOMEM;
+		for (; depth < n; depth++)
+			if (path_push(a, depth, st->frames[n - 1 - depth], si, n - 1 - depth) < 0)
+				return -ENOMEM;
+		struct path_ent *leaf = &pv->path[n - 1];
+		add_kinds(path_sum(pv, n - 1), pv->kind_slot, st);
+		leaf->kinds |= st->kinds;
+		if (func_kinds(a, leaf->func, st->kinds) < 0 ||
+		    (leaf->line >= 0 && line_kinds(a, leaf->line, st->kinds) < 0))
+			return -ENOMEM;
+		add_kinds(a->funcs[leaf->func].self_slots, a->funcs[leaf->func].kind_slot, st);
+		if (leaf->line >= 0)
+			add_kinds(a->lines[leaf->line].self_slots, a->lines[leaf->line].kind_slot, st);
+	}
+	while (depth > 0)
+		if (path_pop(a, --depth) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* Order of entries by their first meeting (qsort_r's context: the keys). */
+static int cmp_first(const void *x, const void *y, void *ctx)
+{
+	const uint64_t *first = ctx;
+	uint64_t a = first[*(const size_t *)x], b = first[*(const size_t *)y];
+	return a < b ? -1 : a > b;
+}
+
+/* The new index of every entry (new_of[old]) when entries [0, n) are put
+ * in the order they were first met, or NULL when they already are (or on
+ * ENOMEM, with *err set). */
+static size_t *first_order(const uint64_t *first, size_t n, int *err)
+{
+	size_t i = 1;
+	while (i < n && first[i - 1] < first[i])
+		i++;
+	if (i >= n)
+		return NULL;
+	size_t *order = malloc(n * sizeof(*order)), *new_of = malloc(n * sizeof(*new_of));
+	if (!order || !new_of) {
+		free(order);
+		free(new_of);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(*order), cmp_first, (void *)first);
+	for (i = 0; i < n; i++)
+		new_of[order[i]] = i;
+	free(order);
+	return new_of;
+}
+
+/* Puts the functions and lines in the order the stacks first meet them
+ * (stack by stack, each innermost frame first): the order a charge of
+ * every frame of every stack would have made them in, which the views'
+ * ties keep.  attribute_stacks meets them in another order. */
+static int sort_first(struct ml_agg *a)
+{
+	struct agg_priv *pv = a->priv;
+	int err = 0;
+	size_t *func_of = first_order(pv->func_first, a->n_funcs, &err);
+	size_t *line_of = err ? NULL : first_order(pv->line_first, a->n_lines, &err);
+	if (err || (!func_of && !line_of)) {
+		free(func_of);
+		return err;
+	}
+	size_t n = a->n_funcs > a->n_lines ? a->n_funcs : a->n_lines;
+	size_t each = sizeof(*a->funcs) > sizeof(*a->lines) ? sizeof(*a->funcs) : sizeof(*a->lines);
+	char *tmp = malloc(n * each + 1);
+	if (!tmp) {
+		free(func_of);
+		free(line_of);
+		return -ENOMEM;
+	}
+	if (func_of) {
+		struct ml_agg_func *fs = (struct ml_agg_func *)tmp;
+		for (size_t i = 0; i < a->n_funcs; i++)
+			fs[func_of[i]] = a->funcs[i];
+		memcpy(a->funcs, fs, a->n_funcs * sizeof(*fs));
+		index_funcs(a);
+	}
+	if (line_of) {
+		struct ml_agg_line *ls = (struct ml_agg_line *)tmp;
+		for (size_t i = 0; i < a->n_lines; i++)
+			ls[line_of[i]] = a->lines[i];
+		memcpy(a->lines, ls, a->n_lines * sizeof(*ls));
+		index_lines(a);
+	}
+	for (size_t i = 0; i < pv->memo_cap; i++) {
+		struct frame_memo *m = &pv->memo[i];
+		if (!m->frame)
+			continue;
+		if (func_of)
+			m->func = (long)func_of[m->func];
+		if (line_of && m->line >= 0)
+			m->line = (long)line_of[m->line];
+	}
+	free(tmp);
+	free(func_of);
+	free(line_of);
 	return 0;
 }
 
@@ -1124,11 +1670,11 @@ int ml_agg_build_opts(const struct ml_profile *p, const struct ml_resolver *r,
 		kinds |= a->stacks[i].kinds;
 	for (int k = 0; k < ML_KIND_COUNT; k++)
 		pv->kind_slot[k] = (kinds >> k) & 1 ? (signed char)pv->n_slots++ : -1;
-	for (size_t i = 0; i < a->n_stacks; i++) {
-		err = attribute_stack(a, i);
-		if (err < 0)
-			goto fail;
-	}
+	err = attribute_stacks(a);
+	if (err == 0)
+		err = sort_first(a);
+	if (err < 0)
+		goto fail;
 	a->samples = calloc(p->n_samples + 1, sizeof(*a->samples));
 	if (!a->samples) {
 		err = -ENOMEM;
@@ -1158,7 +1704,18 @@ void ml_agg_free(struct ml_agg *a)
 		free(pv->funcs.slots);
 		free(pv->lines.slots);
 		free(pv->memo);
+		free(pv->path);
+		free(pv->path_sums);
+		free(pv->func_first);
+		free(pv->line_first);
 		free(pv->walk);
+		free(pv->walk_ids);
+		free(pv->walk_nodes);
+		free(pv->walk_bits);
+		free(pv->addrs);
+		free(pv->addr_slots);
+		free(pv->node_ids);
+		free(pv->items);
 		free(pv->scratch);
 		while (pv->chunks) {
 			struct frame_chunk *next = pv->chunks->next;
@@ -1174,6 +1731,9 @@ void ml_agg_free(struct ml_agg *a)
 		for (size_t i = 0; i < pv->n_names; i++)
 			free(pv->names[i]);
 		free(pv->names);
+		for (size_t i = 0; i < pv->n_maps; i++)
+			free(pv->maps[i]);
+		free(pv->maps);
 		free(pv);
 	}
 	free(a->stacks);

@@ -98,11 +98,11 @@ struct ml_agg_func {
 					 * (another file or module) has the same name */
 	/* Per kind, read with ML_AGG_SELF and ML_AGG_TOTAL: self where the
 	 * innermost program frame is here, total anywhere on the stack, once.
-	 * Only the kinds the aggregation's stacks have are kept: kind k's
+	 * Only the kinds of the stacks through it are kept: kind k's
 	 * amount is self_slots[kind_slot[k]] (-1: none, all zero). */
 	struct ml_amount *self_slots, *total_slots;
 	const signed char *kind_slot;
-	size_t seen;			/* internal: last stack index + 1 */
+	size_t seen;			/* internal: on the path the stacks are charged along */
 	uint64_t self_samples;		/* line timer: innermost program frame here */
 	uint64_t total_samples;		/* on the sampled stack, once per sample */
 	uint64_t gil_samples;		/* of total_samples: waiting for the GIL */
@@ -115,7 +115,7 @@ struct ml_agg_line {
 	const char *function;		/* the frame's function at that line */
 	struct ml_amount *self_slots, *total_slots;	/* as for functions */
 	const signed char *kind_slot;
-	size_t seen;
+	size_t seen;			/* internal, as for functions */
 	uint64_t self_samples, total_samples;	/* as for functions */
 	uint64_t gil_samples;
 	size_t seen_sample;

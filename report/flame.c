@@ -154,28 +154,72 @@ static void sub_row(int64_t *dst, const int64_t *v, size_t n)
 		dst[i] -= v[i];
 }
 
-/* Adds v along the path of st's frames (outermost first).  0 or -ENOMEM. */
-static int add_path(struct ml_flame *t, const struct ml_agg_stack *st, const int64_t *v,
-		    bool is_base)
+/* The path of the stack added last: its frames, outermost first, and
+ * their nodes.  The next stack's frames that are the same lead to the same
+ * nodes; only the rest are looked up. */
+struct flame_walk {
+	const struct ml_frame **fr;
+	uint32_t *node;
+	size_t depth, cap;
+};
+
+/* Adds v to the node of st's path (outermost first) as a stack that ends
+ * there: the tree's self; its totals are summed up the tree at the end
+ * (sum_totals).  0 or -ENOMEM. */
+static int add_path(struct ml_flame *t, struct flame_walk *w, const struct ml_agg_stack *st,
+		    const int64_t *v, bool is_base)
 {
 	static const struct ml_frame unknown = { .function = ML_AGG_UNKNOWN };
 	size_t depth = st->n_frames ? st->n_frames : 1;
-	uint32_t n = 0;
-	add_row(t->total, v, t->n_values);
-	if (is_base)
-		sub_row(t->base_total, v, t->n_values);
-	for (size_t i = depth; i-- > 0;) {
-		n = child_of(t, n, st->n_frames ? st->frames[i] : &unknown);
-		if (!n)
+	if (depth > w->cap) {
+		size_t cap = w->cap ? w->cap : 64;
+		while (cap < depth)
+			cap *= 2;
+		const struct ml_frame **fr = realloc(w->fr, cap * sizeof(*fr));
+		if (fr)
+			w->fr = fr;
+		uint32_t *node = realloc(w->node, cap * sizeof(*node));
+		if (node)
+			w->node = node;
+		if (!fr || !node)
 			return -ENOMEM;
-		add_row(&t->total[(size_t)n * t->n_values], v, t->n_values);
-		if (is_base)
-			sub_row(&t->base_total[(size_t)n * t->n_values], v, t->n_values);
+		w->cap = cap;
 	}
+	size_t d = 0, shared = depth < w->depth ? depth : w->depth;
+	while (d < shared && w->fr[d] == (st->n_frames ? st->frames[depth - 1 - d] : &unknown))
+		d++;
+	for (; d < depth; d++) {
+		const struct ml_frame *fr = st->n_frames ? st->frames[depth - 1 - d] : &unknown;
+		uint32_t n = child_of(t, d ? w->node[d - 1] : 0, fr);
+		if (!n) {
+			w->depth = 0;
+			return -ENOMEM;
+		}
+		w->fr[d] = fr;
+		w->node[d] = n;
+	}
+	w->depth = depth;
+	uint32_t n = w->node[depth - 1];
 	add_row(&t->self[(size_t)n * t->n_values], v, t->n_values);
 	if (is_base)
 		sub_row(&t->base_self[(size_t)n * t->n_values], v, t->n_values);
 	return 0;
+}
+
+/* Every node's total: its self and its children's totals (a child comes
+ * after its parent). */
+static void sum_totals(struct ml_flame *t)
+{
+	size_t nv = t->n_values;
+	memcpy(t->total, t->self, t->n_nodes * nv * sizeof(*t->total));
+	if (t->base_total)
+		memcpy(t->base_total, t->base_self, t->n_nodes * nv * sizeof(*t->base_total));
+	for (size_t n = t->n_nodes; n-- > 1;) {
+		size_t parent = t->nodes[n].parent;
+		add_row(&t->total[parent * nv], &t->total[n * nv], nv);
+		if (t->base_total)
+			add_row(&t->base_total[parent * nv], &t->base_total[n * nv], nv);
+	}
 }
 
 static bool kind_seen(const struct ml_agg *a, int k)
@@ -239,10 +283,11 @@ static void stack_values(const struct ml_flame *t, const struct ml_agg_stack *st
 static int add_agg(struct ml_flame *t, const struct ml_agg *a, int64_t sign)
 {
 	int64_t *v = calloc(t->n_values + 1, sizeof(*v));
+	struct flame_walk w = { 0 };
 	int err = v ? 0 : -ENOMEM;
 	for (size_t i = 0; i < a->n_stacks && err == 0; i++) {
 		stack_values(t, &a->stacks[i], sign, v);
-		err = add_path(t, &a->stacks[i], v, sign < 0);
+		err = add_path(t, &w, &a->stacks[i], v, sign < 0);
 	}
 	for (size_t i = 0; t->has_time && i < a->profile->n_samples && err == 0; i++) {
 		struct ml_agg_stack st;
@@ -251,9 +296,11 @@ static int add_agg(struct ml_flame *t, const struct ml_agg *a, int64_t sign)
 			break;
 		memset(v, 0, t->n_values * sizeof(*v));
 		v[ml_flame_time_vi(t)] = sign * (int64_t)a->profile->samples[i].count;
-		err = add_path(t, &st, v, sign < 0);
+		err = add_path(t, &w, &st, v, sign < 0);
 		free(st.frames);
 	}
+	free(w.fr);
+	free(w.node);
 	free(v);
 	return err;
 }
@@ -285,6 +332,8 @@ int ml_flame_build(const struct ml_agg *a, const struct ml_agg *base, struct ml_
 	}
 	if (err == 0 && base)
 		err = add_agg(t, base, -1);
+	if (err == 0)
+		sum_totals(t);
 	if (err < 0) {
 		ml_flame_free(t);
 		return err;

@@ -11,51 +11,65 @@ struct folded_out {
 	const struct ml_flame *t;
 	FILE *out;
 	size_t vi;
-	uint32_t *path;		/* node indexes from the root's child down */
-	size_t depth, cap;
+	/* The path's frames as one line: "outer;...;inner", and where each
+	 * depth's frame begins in it (its ';' before it). */
+	char *line;
+	size_t len, cap;
+	size_t *at;
+	size_t depth, cap_at;
 };
 
-/* A frame as one token: "function (file:line)", with the separators of
- * the format (';' between frames, a newline between stacks) replaced. */
-static void put_frame(FILE *out, const struct ml_flame_node *nd)
+/* Appends node nd's frame to the line, as one token: "function
+ * (file:line)", with the separators of the format (';' between frames, a
+ * newline between stacks) replaced.  0 or -ENOMEM. */
+static int push_frame(struct folded_out *w, const struct ml_flame_node *nd)
 {
 	char label[1024];
 	ml_flame_label(nd, false, label, sizeof(label));
 	for (char *c = label; *c; c++)
 		if (*c == ';' || *c == '\n' || *c == '\r')
 			*c = *c == ';' ? ':' : ' ';
-	fputs(label, out);
-}
-
-static void put_stack(const struct folded_out *w)
-{
-	for (size_t i = 0; i < w->depth; i++) {
-		if (i)
-			fputc(';', w->out);
-		put_frame(w->out, &w->t->nodes[w->path[i]]);
+	size_t n = strlen(label) + 1;
+	if (w->depth == w->cap_at) {
+		size_t cap = w->cap_at ? w->cap_at * 2 : 64;
+		size_t *at = realloc(w->at, cap * sizeof(*at));
+		if (!at)
+			return -ENOMEM;
+		w->at = at;
+		w->cap_at = cap;
 	}
+	if (w->len + n + 1 > w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 4096;
+		while (cap < w->len + n + 1)
+			cap *= 2;
+		char *line = realloc(w->line, cap);
+		if (!line)
+			return -ENOMEM;
+		w->line = line;
+		w->cap = cap;
+	}
+	w->at[w->depth++] = w->len;
+	if (w->depth > 1)
+		w->line[w->len++] = ';';
+	memcpy(w->line + w->len, label, n - 1);
+	w->len += n - 1;
+	return 0;
 }
 
 static int walk(struct folded_out *w, uint32_t n)
 {
 	const struct ml_flame *t = w->t;
 	if (n) {
-		if (w->depth == w->cap) {
-			size_t cap = w->cap ? w->cap * 2 : 64;
-			uint32_t *p = realloc(w->path, cap * sizeof(*p));
-			if (!p)
-				return -ENOMEM;
-			w->path = p;
-			w->cap = cap;
-		}
-		w->path[w->depth++] = n;
+		int err = push_frame(w, &t->nodes[n]);
+		if (err < 0)
+			return err;
 		size_t at = (size_t)n * t->n_values + w->vi;
 		if (t->base_self && (t->self[at] || t->base_self[at])) {
 			int64_t base = t->base_self[at];
-			put_stack(w);
+			fwrite_unlocked(w->line, 1, w->len, w->out);
 			fprintf(w->out, " %lld %lld\n", (long long)base, (long long)(base + t->self[at]));
 		} else if (!t->base_self && t->self[at]) {
-			put_stack(w);
+			fwrite_unlocked(w->line, 1, w->len, w->out);
 			fprintf(w->out, " %lld\n", (long long)t->self[at]);
 		}
 	}
@@ -63,7 +77,7 @@ static int walk(struct folded_out *w, uint32_t n)
 	for (uint32_t c = t->nodes[n].first_child; c && err == 0; c = t->nodes[c].next_sibling)
 		err = walk(w, c);
 	if (n)
-		w->depth--;
+		w->len = w->at[--w->depth];
 	return err;
 }
 
@@ -78,7 +92,8 @@ int ml_view_folded(const struct ml_agg *a, const struct ml_view_opts *o, FILE *o
 		return err;
 	struct folded_out w = { .t = t, .out = out, .vi = vi };
 	err = walk(&w, 0);
-	free(w.path);
+	free(w.line);
+	free(w.at);
 	ml_flame_free(t);
 	return err;
 }

@@ -191,15 +191,33 @@ struct row_order {
 	enum ml_kind kind;
 };
 
-static int cmp_row(const void *x, const void *y, void *ctx)
+/* A row with its sort key's value, found once before sorting. */
+struct keyed_row {
+	int64_t v;
+	const struct ml_agg_func *f;
+};
+
+static int cmp_row(const void *x, const void *y)
 {
-	const struct row_order *o = ctx;
-	const struct ml_agg_func *a = *(const struct ml_agg_func *const *)x;
-	const struct ml_agg_func *b = *(const struct ml_agg_func *const *)y;
-	int64_t va = value(o->l, a, o->key, o->kind), vb = value(o->l, b, o->key, o->kind);
-	if (va != vb)
-		return va > vb ? -1 : 1;
-	return strcmp(a->label, b->label);
+	const struct keyed_row *a = x, *b = y;
+	if (a->v != b->v)
+		return a->v > b->v ? -1 : 1;
+	return strcmp(a->f->label, b->f->label);
+}
+
+/* Sorts rows[0..n) by value (largest first), then label.  0 or -ENOMEM. */
+static int sort_rows(const struct row_order *o, const struct ml_agg_func **rows, size_t n)
+{
+	struct keyed_row *k = malloc((n + 1) * sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		k[i] = (struct keyed_row){ value(o->l, rows[i], o->key, o->kind), rows[i] };
+	qsort(k, n, sizeof(*k), cmp_row);
+	for (size_t i = 0; i < n; i++)
+		rows[i] = k[i].f;
+	free(k);
+	return 0;
 }
 
 static bool shown_column(const struct layout *l, size_t c)
@@ -517,7 +535,10 @@ static int show(struct layout *l, const struct ml_view_opts *o, FILE *out, struc
 	for (size_t i = 0; l->ops && i < n && !l->sites; i++)
 		l->sites = ml_aten_row_of(rows[i])->n_sites > 0;
 	struct row_order order = { l, o->sort, o->kind };
-	qsort_r(rows, n, sizeof(*rows), cmp_row, &order);
+	if (sort_rows(&order, rows, n) < 0) {
+		free(rows);
+		return -ENOMEM;
+	}
 	if (j)
 		ops_json(l, o, j, rows, n);
 	else

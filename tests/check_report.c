@@ -274,6 +274,88 @@ START_TEST(agg_recursion_counted_once)
 }
 END_TEST
 
+START_TEST(agg_order_first_met)
+{
+	/* Functions and lines come in the order the stacks, each from its
+	 * innermost frame, first meet them, though they are charged along
+	 * a path from the outermost frame: stack 1 meets f before main. */
+	static const char *const funcs[] = { "f", "main", "h", "g", "strdup" };
+	static const struct { int line; const char *fn; } lines[] = {
+		{ 20, "f" }, { 10, "main" }, { 21, "f" }, { 40, "h" }, { 31, "g" },
+	};
+	ck_assert_uint_eq(agg->n_funcs, 5);
+	for (size_t i = 0; i < agg->n_funcs; i++)
+		ck_assert_str_eq(agg->funcs[i].name, funcs[i]);
+	ck_assert_uint_eq(agg->n_lines, 5);
+	for (size_t i = 0; i < agg->n_lines; i++) {
+		ck_assert_int_eq(agg->lines[i].line, lines[i].line);
+		ck_assert_str_eq(agg->lines[i].function, lines[i].fn);
+	}
+	/* The index finds each where it now is. */
+	ck_assert_ptr_eq(ml_agg_find_func(agg, "strdup"), &agg->funcs[4]);
+}
+END_TEST
+
+START_TEST(agg_path_shared_out_of_order)
+{
+	/* Stacks whose outer frames recur apart (1, 3, 1's again, 4): each
+	 * counts once in every total on it, as charged frame by frame. */
+	static struct ml_stack st[] = {
+		{ 1, 3, 0, st1, 0 }, { 3, 3, 0, st3, 0 }, { 5, 4, 0, st2, 0 }, { 7, 3, 0, st1, 0 },
+		{ 9, 5, 0, st4, 0 },
+	};
+	static struct ml_fmt_counter c[] = {
+		{ 1, ML_KIND_HEAP, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 3, ML_KIND_HEAP, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 5, ML_KIND_HEAP, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 7, ML_KIND_HEAP, 1, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 9, ML_KIND_HEAP, 1, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	};
+	struct ml_profile p = prof;
+	p.stacks = st;
+	p.n_stacks = 5;
+	p.counters = c;
+	p.n_counters = 5;
+	struct ml_agg *a;
+	ck_assert_int_eq(ml_agg_build(&p, &fake, &a), 0);
+	const struct ml_agg_func *f = ml_agg_find_func(a, "f"), *m = ml_agg_find_func(a, "main");
+	ck_assert_uint_eq(ML_AGG_TOTAL(m, ML_KIND_HEAP).alloc_bytes, 31);
+	ck_assert_uint_eq(ML_AGG_SELF(m, ML_KIND_HEAP).alloc_bytes, 0);
+	ck_assert_uint_eq(ML_AGG_TOTAL(f, ML_KIND_HEAP).alloc_bytes, 1 + 4 + 8 + 16);
+	ck_assert_uint_eq(ML_AGG_TOTAL(f, ML_KIND_HEAP).allocs, 4);
+	ck_assert_uint_eq(ML_AGG_SELF(f, ML_KIND_HEAP).alloc_bytes, 1 + 4 + 8);
+	ck_assert_uint_eq(ML_AGG_TOTAL(ml_agg_find_func(a, "g"), ML_KIND_HEAP).alloc_bytes, 2);
+	for (size_t i = 0; i < a->n_lines; i++) {
+		const struct ml_agg_line *l = &a->lines[i];
+		uint64_t want = l->line == 10 ? 31 : l->line == 20 ? 29 : l->line == 21 ? 4 : 2;
+		ck_assert_uint_eq(ML_AGG_TOTAL(l, ML_KIND_HEAP).alloc_bytes, want);
+	}
+	ml_agg_free(a);
+}
+END_TEST
+
+START_TEST(agg_empty_stack)
+{
+	/* A stack of no frames (depth 0, no frames array) is charged to
+	 * [unknown], not an error. */
+	static struct ml_stack st[] = { { 1, 0, 0, NULL, 0 }, { 2, 3, 0, st1, 0 } };
+	static struct ml_fmt_counter c[] = {
+		{ 1, ML_KIND_HEAP, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ 2, ML_KIND_HEAP, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	};
+	struct ml_profile p = prof;
+	p.stacks = st;
+	p.n_stacks = 2;
+	p.counters = c;
+	p.n_counters = 2;
+	struct ml_agg *a;
+	ck_assert_int_eq(ml_agg_build(&p, &fake, &a), 0);
+	ck_assert_uint_eq(ML_AGG_SELF(ml_agg_find_func(a, ML_AGG_UNKNOWN), ML_KIND_HEAP).alloc_bytes, 5);
+	ck_assert_uint_eq(ML_AGG_TOTAL(ml_agg_find_func(a, "main"), ML_KIND_HEAP).alloc_bytes, 6);
+	ml_agg_free(a);
+}
+END_TEST
+
 START_TEST(agg_unknown_stack_id)
 {
 	/* A counter whose stack is missing is charged to [unknown], not lost. */
@@ -681,6 +763,9 @@ static Suite *report_suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, agg_stacks_drop_runtime_frames);
 	tcase_add_test(t, agg_self_and_inclusive);
+	tcase_add_test(t, agg_order_first_met);
+	tcase_add_test(t, agg_path_shared_out_of_order);
+	tcase_add_test(t, agg_empty_stack);
 	tcase_add_test(t, agg_recursion_counted_once);
 	tcase_add_test(t, agg_unknown_stack_id);
 	tcase_add_test(t, agg_symbol_offsets_grouped);
