@@ -289,10 +289,11 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 		}
 	}
 	int rc = check_args(ra);
-	/* leaks and peak list the largest records: a PyTorch process has
-	 * hundreds of thousands (gigabytes of JSON), so a hundred unless asked */
+	/* leaks, peak and ops list the largest records or rows first: a
+	 * PyTorch process has hundreds of thousands (gigabytes of JSON), so a
+	 * hundred unless asked (torch.profiler's table() has row_limit=100) */
 	if (!ra->limit_set && !ra->vo.base_path &&
-	    (ra->view == ML_VIEW_LEAKS || ra->view == ML_VIEW_PEAK))
+	    (ra->view == ML_VIEW_LEAKS || ra->view == ML_VIEW_PEAK || ra->view == ML_VIEW_OPS))
 		ra->vo.limit = ML_VIEW_RECORDS_DEFAULT;
 	return rc;
 }

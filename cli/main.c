@@ -42,7 +42,7 @@ void ml_cli_usage(FILE *out)
 "  leaks [--limit N|all]       blocks never freed, by stack, largest first (100\n"
 "                              records unless --limit says otherwise)\n"
 "  peak [--limit N|all]        what was live at the heap's peak, by stack and line\n"
-"  ops [--sort KEY] [--limit N] [--by op|function]\n"
+"  ops [--sort KEY] [--limit N|all] [--by op|function]\n"
 "                              PyTorch key_averages layout: one row per ATen op\n"
 "                              for a program that used PyTorch (--by op), else\n"
 "                              one row per function (--by function)\n"

@@ -381,6 +381,9 @@ static void ops_text(const struct layout *l, const struct ml_view_opts *o, FILE 
 		op_footer(l, o->kind, out);
 	else
 		function_footer(l, o, out);
+	if (shown < n)
+		fprintf(out, "%zu more %s not shown (--limit %ld; --limit all lists every one)\n",
+			n - shown, l->ops ? "ops" : "functions", o->limit);
 }
 
 static void amount_field(struct ml_json *j, const char *key, const struct ml_amount *m)

@@ -59,7 +59,8 @@ enum ml_ops_by {
 	ML_OPS_BY_FUNCTION,		/* functions (native and Python) */
 };
 
-#define ML_VIEW_RECORDS_DEFAULT 100	/* leaks, peak: records shown without --limit */
+#define ML_VIEW_RECORDS_DEFAULT 100	/* leaks, peak, ops: records or rows shown
+					 * without --limit */
 
 struct ml_view_opts {
 	enum ml_kind kind;		/* the memory kind shown */
@@ -67,7 +68,7 @@ struct ml_view_opts {
 					 * (ml_report_default_kind) */
 	bool native;			/* stacks with Python frames keep every native frame */
 	long limit;			/* rows or records at most; < 0: all (the
-					 * command line's default for leaks and peak:
+					 * command line's default for leaks, peak, ops:
 					 * ML_VIEW_RECORDS_DEFAULT) */
 	enum ml_ops_key sort;		/* ops only */
 	enum ml_ops_by by;		/* ops only */

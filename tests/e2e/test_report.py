@@ -92,9 +92,10 @@ def report_fuzz_no_crash():
 
 @test
 def report_default_limit():
-	"""leaks and peak list the 100 largest records unless --limit says
-	otherwise (a PyTorch process has hundreds of thousands: gigabytes of
-	JSON), say how many more there are, and --limit all lists every one."""
+	"""leaks and peak list the 100 largest records, ops the 100 largest
+	rows, unless --limit says otherwise (a PyTorch process has hundreds of
+	thousands: gigabytes of JSON), say how many more there are, and --limit
+	all lists every one."""
 	prof = Run("many_leaks").file("many_leaks")
 	for view, key in (("leaks", "records"), ("peak", "stacks")):
 		d = report(prof, view)[view]
@@ -110,6 +111,14 @@ def report_default_limit():
 		      in text(p.stdout), "%s text: what the default left out" % view)
 		check("more records" not in text(run([rcli(), "report", prof, view, "--limit", "all"]).stdout),
 		      "%s text --limit all: nothing left out" % view)
+	ops = report(prof, "ops")["ops"]
+	eq([f["name"] for f in ops["functions"]], ["leak_%d" % i for i in range(149, 49, -1)],
+	   "ops: the 100 functions with the most self memory, most first")
+	eq(ops["total_functions"], len(report(prof, "ops", "--limit", "all")["ops"]["functions"]),
+	   "ops --limit all: every function")
+	check("%d more functions not shown (--limit 100; --limit all lists every one)"
+	      % (ops["total_functions"] - 100) in text(run([rcli(), "report", prof, "ops"]).stdout),
+	      "ops text: what the default left out")
 	p = run([rcli(), "report", prof, "leaks", "--limit", "some"])
 	eq(p.returncode, 2, "--limit some: a usage error")
 	check("--limit takes a number of rows (0 or more) or 'all'" in text(p.stderr),

@@ -117,7 +117,7 @@ elif in_budget torch_blocks; then
 	else
 		t0=$SECONDS
 		report "$prof" lines "$d/lines.json" --function work &&
-			report "$prof" ops "$d/ops.json" &&
+			report "$prof" ops "$d/ops.json" --limit all &&
 			report "$prof" peak "$d/peak.json" &&
 			report "$prof" regions "$d/regions.json" &&
 			echo "  reports: $((SECONDS - t0))s" &&
@@ -142,7 +142,7 @@ elif in_budget torch_nocache; then
 	prof=$(profile_in "$d")
 	if [ -z "$prof" ]; then
 		bad torch_nocache "no profile: $(tail -n 5 "$d/out.txt")"
-	elif report "$prof" lines "$d/lines.json" --function nocache_work && report "$prof" ops "$d/ops.json"; then
+	elif report "$prof" lines "$d/lines.json" --function nocache_work && report "$prof" ops "$d/ops.json" --limit all; then
 		if "$PYTHON" tests/gpu/torch_blocks.py nocache-check "$d" | sed 's/^/  /'; then
 			ok "torch_nocache: one cudaMalloc per tensor, at its line"
 		else
