@@ -16,7 +16,7 @@ torch.cuda.max_memory_allocated()/max_memory_reserved() and
 torch.profiler's per-op CUDA memory.
 
 `check` reads memline's reports of that run from DIR (lines.json:
-`report lines --function work --json`, ops.json: `report ops --json`,
+`report lines --function work --json`, ops.json: `report ops --json --limit all`,
 peak.json: `report peak --json`, regions.json: `report regions --json`) and
 prints one line per comparison, `ok ...` or `FAIL ...`:
   - per marked line: memline's CUDA Net (blocks allocated less blocks freed
