@@ -550,7 +550,8 @@ START_TEST(ops_table_layout)
 "         h         400 B         400 B      1.00 MiB       1.00 MiB         200 B             0 B             4  \n"
 "----------  ------------  ------------  ------------  -------------  ------------  --------------  ------------  \n"
 "Self CPU Mem total: 3.43 KiB\n\n"
-"Self CUDA Mem total: 1.00 MiB (device, managed, pool, VMM physical, arrays)\n\n";
+"Self CUDA Mem total: 1.00 MiB (device, managed, pool, VMM physical, arrays)\n\n"
+"3 more functions not shown (--limit 2; --limit all lists every one)\n";
 	ck_assert_str_eq(out, want);
 	free(out);
 }
