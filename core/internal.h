@@ -51,7 +51,13 @@ void ml_arena_after_fork(void);
 #define ML_NODE_LOST 3u		/* the stack of allocations whose stack could not
 					 * be kept (no memory for it): counted, no frames */
 #define ML_NODE_FIRST 4u		/* the first node that is a frame */
-#define ML_NODES_MAX (1u << 30)
+/* 134 M nodes (1.5 GiB of them): the index's slots keep a node id in
+ * their low 27 bits and 5 bits of its key's hash above. */
+#define ML_NODES_MAX (1u << 27)
+/* The hash of a node's key (parent, address): its low bits pick the index
+ * slot a probe starts at, its top 5 bits are the tag kept beside the id
+ * (exposed for the unit tests, which build colliding keys with it). */
+uint64_t ml_stacktab_hash(uint32_t parent, uint64_t address);
 
 /* Per thread: the path interned last, outermost frame first, so the next
  * stack looks up only the frames in which it differs; and copies of the
@@ -878,9 +884,6 @@ uint64_t ml_clock_elapsed_ns(void);
  * flagging those gone as ML_MOD_UNLOADED.  Not async-signal-safe in a
  * strict sense (takes the loader lock); best effort in signal handlers. */
 void ml_modules_refresh(void);
-/* The loader's counts of objects loaded and unloaded since the start
- * (dl_phdr_info's dlpi_adds, dlpi_subs); UINT64_MAX when unknown. */
-void ml_modules_load_counts(uint64_t *adds, uint64_t *subs);
 /* Adds the modules holding any of addrs that the map lacks (dlopen'd
  * since the last refresh), without the loader lock: for writes from
  * signal handlers, where ml_modules_refresh must not run. */
