@@ -281,7 +281,7 @@ struct ml_thread {
 	int ended;			/* its thread's end ran: given back once it is gone */
 	uint64_t side_lo, side_hi;	/* the side stack (0, 0: none) */
 	int *errno_at;			/* its thread's errno (the core keeps it) */
-	struct ml_counter **index;	/* (stack, kind) -> counter, open addressing */
+	uintptr_t *index;		/* (stack, kind) -> counter | tag, open addressing */
 	uint32_t index_bits;
 	uint32_t n_counters;
 	struct ml_counter_chunk *volatile chunks;	/* the counters, newest chunk first */

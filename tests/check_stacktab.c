@@ -418,6 +418,34 @@ static struct ml_counter *counter_of(void *p)
 	return ml_thread_counter(ml_thread_self(), b.stack, b.kind);
 }
 
+/* A thread's counter index keeps a tag in each pointer's low bits (the
+ * counters sit on 64-byte lines): through its slow path (the cache in
+ * front bypassed), 24,000 keys (grown through several indexes, their
+ * probes crossing slots of other keys with the same tag) each get one
+ * counter of their own, the same one when asked again, at a line start. */
+START_TEST(counter_index_tags)
+{
+	enum { N_STACKS = 8000, N_KINDS = 3 };
+	static struct ml_counter *got[N_STACKS][N_KINDS];
+	struct ml_thread *t = ml_thread_self();
+	uint32_t before = t->n_counters;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t s = 0; s < N_STACKS; s++)
+			for (uint32_t k = 0; k < N_KINDS; k++) {
+				uint32_t stack = ML_NODE_FIRST + s * 7;
+				struct ml_counter *c = ml_thread_counter_slow(t, stack, k);
+				ck_assert_ptr_nonnull(c);
+				ck_assert_uint_eq((uintptr_t)c & 63, 0);
+				ck_assert_uint_eq(c->stack, stack);
+				ck_assert_uint_eq(c->kind, k);
+				if (pass)
+					ck_assert_ptr_eq(c, got[s][k]);
+				got[s][k] = c;
+			}
+	ck_assert_uint_eq(t->n_counters, before + N_STACKS * N_KINDS);
+}
+END_TEST
+
 START_TEST(track_path)
 {
 	ck_assert(ml_guard_enter_always());	/* ml_track_*'s contract */
@@ -515,6 +543,7 @@ int main(void)
 	tcase_add_test(tc, fast_unwind_matches_libunwind);
 	tcase_add_test(tc, fast_unwind_alternating_callers);
 	tcase_add_test(tc, intern_concurrent);
+	tcase_add_test(tc, counter_index_tags);
 	tcase_add_test(tc, track_path);
 	tcase_add_test(tc, track_free_zero_bytes_away);
 	suite_add_tcase(s, tc);
