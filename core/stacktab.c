@@ -123,6 +123,23 @@ static void index_put(struct index *ix, uint32_t id)
 		}
 }
 
+/* Puts nodes 1 .. end-1 into ix.  Each put is a store to a random slot
+ * (a cache miss: 2.8 % of import torch's samples); the slot of the node
+ * PREFETCH_AHEAD places on is fetched meanwhile, so that the misses
+ * overlap instead of following one another.  (A prefetch only reads.) */
+#define PREFETCH_AHEAD 16u
+static void rehash(struct index *ix, uint32_t end)
+{
+	uint64_t mask = (1ull << ix->bits) - 1;
+	for (uint32_t k = 1; k < end; k++) {
+		if (k + PREFETCH_AHEAD < end) {
+			const struct node *n = node_at(k + PREFETCH_AHEAD);
+			__builtin_prefetch(&ix->slots[hash_of(n->parent, n->address) & mask], 1);
+		}
+		index_put(ix, k);
+	}
+}
+
 /* Under insert_lock: a new node, or 0 when out of room. */
 static uint32_t make_node(uint32_t parent, uint64_t address)
 {
@@ -141,8 +158,7 @@ static uint32_t make_node(uint32_t parent, uint64_t address)
 		struct index *bigger = index_new(ix->bits + 1);
 		if (!bigger)
 			return 0;
-		for (uint32_t k = 1; k < id; k++)
-			index_put(bigger, k);
+		rehash(bigger, id);
 		__atomic_store_n(&current, bigger, __ATOMIC_RELEASE);
 		madvise(ix->slots, sizeof(uint32_t) << ix->bits, MADV_DONTNEED);
 		ix = bigger;

@@ -157,6 +157,10 @@ static bool index_grow(struct ml_thread *t)
 	for (struct ml_counter_chunk *ch = t->chunks; ch; ch = ch->next)
 		for (uint32_t k = 0; k < ch->used; k++) {
 			struct ml_counter *c = &ch->c[k];
+			if (k + 16 < ch->used) {	/* overlap the stores' cache misses */
+				const struct ml_counter *a = &ch->c[k + 16];
+				__builtin_prefetch(&fresh[slot_hash(a->stack, a->kind) >> (64 - bits)], 1);
+			}
 			uint64_t h = slot_hash(c->stack, c->kind), i = h >> (64 - bits);
 			while (fresh[i])
 				i = (i + 1) & mask;
