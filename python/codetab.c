@@ -412,8 +412,13 @@ const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, u
 	}
 	c = ml_py_code_get(r, code);
 	if (c) {
-		uint32_t run = 0;
+		/* A new frame of a code object seen before (a function called
+		 * again, importlib's for each import) mostly allocates on the
+		 * lines its last frame did. */
+		uint32_t hint = __atomic_load_n(&c->last_run, __ATOMIC_RELAXED), run = hint;
 		int32_t u = unit_of(c, lasti, &run);
+		if (run != hint)
+			__atomic_store_n(&((struct ml_py_code *)c)->last_run, run, __ATOMIC_RELAXED);
 		*m = (struct code_memo){ frame, code, c->linetable_obj, c, { lasti, INT32_MIN },
 					 { u, 0 }, run };
 		*unit = u;
