@@ -43,6 +43,12 @@ extern volatile int ml_degraded;
 size_t ml_arena_used(void);
 /* After fork in the child: reset the lock (memory stays). */
 void ml_arena_after_fork(void);
+/* Asks for transparent huge pages (madvise) over a mapping of size bytes
+ * that is read at random (the stack and counter indexes, a big run's
+ * arena chunks): from 4 MiB on,
+ * where a 4 KiB page's TLB miss comes with almost every lookup.  Nothing
+ * changes where the system gives none (THP off). */
+void ml_want_huge_pages(void *p, size_t size);
 
 /* ---- stacktab.c: call stacks as paths of one call-site trie ---- */
 /* Stack ids are trie node ids.  Three roots, none of them a frame: */

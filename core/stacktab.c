@@ -89,6 +89,7 @@ static struct index *index_new(uint32_t bits)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (!ix || p == MAP_FAILED)
 		return NULL;
+	ml_want_huge_pages(p, (size_t)sizeof(uint32_t) << bits);
 	ix->bits = bits;
 	ix->slots = p;
 	return ix;

@@ -153,6 +153,7 @@ static bool index_grow(struct ml_thread *t)
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fresh == MAP_FAILED)
 		return false;
+	ml_want_huge_pages(fresh, sizeof(*fresh) << bits);
 	uint64_t mask = (1ull << bits) - 1;
 	for (struct ml_counter_chunk *ch = t->chunks; ch; ch = ch->next)
 		for (uint32_t k = 0; k < ch->used; k++) {
