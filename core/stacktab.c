@@ -3,7 +3,7 @@
  * A stack is a node of the trie: its frames are the node's address, its
  * parent's, ..., up to a root (outermost frame last).  Stacks that share
  * their outer part share those nodes, so a new stack costs only the nodes
- * of its new inner frames: 16 bytes each plus the index's 8 or so.  Two
+ * of its new inner frames: 12 bytes each plus the index's 6 to 11.  Two
  * roots: ML_NODE_ROOT for whole stacks, ML_NODE_ROOT_TRUNCATED for
  * stacks cut at the depth limit (their outermost frames are missing).
  *
