@@ -38,10 +38,14 @@ static inline bool guard_take(void)
 	} \
 } while (0)
 
-/* The real function for a symbol that may load late (C++, jemalloc). */
+/* The real function for a symbol that may load late (C++, jemalloc).  A
+ * lookup that failed is tried again only once the loader has loaded
+ * something since (each call site keeps the loader's count it failed at). */
 #define LATE(field, sym) \
-	(ml_real.field ? ml_real.field : \
-	 (ml_real.field = (__typeof__(ml_real.field))ml_real_lookup(sym)))
+	(ml_real.field ? ml_real.field : ({ \
+		static uint64_t absent_at_; \
+		ml_real.field = (__typeof__(ml_real.field))ml_real_lookup(sym, &absent_at_); \
+	}))
 
 /* The real allocator is known before the core starts (constructor 102,
  * core/lifecycle.c); usually the first malloc has looked it up already. */

@@ -19,9 +19,17 @@ static volatile int resolving;
 unsigned char ml_bootstrap[ML_BOOTSTRAP_SIZE] __attribute__((aligned(64)));
 static size_t bootstrap_used;
 
-void *ml_real_lookup(const char *sym)
+void *ml_real_lookup(const char *sym, uint64_t *absent_at)
 {
-	return dlsym(RTLD_NEXT, sym);
+	uint64_t adds, subs;
+	ml_modules_load_counts(&adds, &subs);
+	uint64_t stamp = adds == UINT64_MAX ? 0 : adds + 1;	/* 0: unknown, always ask */
+	if (stamp && __atomic_load_n(absent_at, __ATOMIC_RELAXED) == stamp)
+		return NULL;
+	void *p = dlsym(RTLD_NEXT, sym);
+	if (!p)
+		__atomic_store_n(absent_at, stamp, __ATOMIC_RELAXED);
+	return p;
 }
 
 void ml_real_resolve(void)

@@ -64,8 +64,14 @@ void ml_real_resolve(void);
 /* True while ml_real_resolve() is running (on any thread). */
 bool ml_real_resolving(void);
 /* dlsym(RTLD_NEXT, sym) for a symbol that was absent at start-up (C++ or
- * jemalloc loaded later by dlopen).  NULL if still absent. */
-void *ml_real_lookup(const char *sym);
+ * jemalloc loaded later by dlopen).  NULL if still absent.  *absent_at
+ * (the caller's, 0 at first) remembers the loader's count of loaded objects
+ * at the last miss: while no object has been loaded since, the answer is
+ * NULL without asking the loader again (a failed dlsym walks every global
+ * object and formats an error: ~20 us; libstdc++ loaded only into an
+ * extension's local scope, as by python3 importing torch, would otherwise
+ * pay it on every operator new and delete). */
+void *ml_real_lookup(const char *sym, uint64_t *absent_at);
 
 /* The bootstrap buffer: a static heap for allocations made before the real
  * allocator is known (dlsym's calloc).  Never freed. */

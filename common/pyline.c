@@ -309,10 +309,18 @@ void ml_pyline_canonical(struct ml_pyline_run *runs, size_t n)
 	runs[body].canon = runs[body].start;
 }
 
-int32_t ml_pyline_canon(const struct ml_pyline_run *runs, size_t n, int32_t unit)
+int32_t ml_pyline_canon_near(const struct ml_pyline_run *runs, size_t n, int32_t unit,
+			     uint32_t *run)
 {
 	if (unit < 0 || n < 2 || (uint32_t)unit >= runs[n - 1].start)
 		return unit;
+	/* runs[n - 1] is the end mark: run k < n - 1 holds unit when
+	 * runs[k].start <= unit < runs[k + 1].start. */
+	for (size_t k = *run; k < (size_t)*run + 3 && k + 1 < n; k++)
+		if (runs[k].start <= (uint32_t)unit && (uint32_t)unit < runs[k + 1].start) {
+			*run = (uint32_t)k;
+			return (int32_t)runs[k].canon;
+		}
 	size_t lo = 0, hi = n - 1;	/* runs[lo].start <= unit < runs[hi].start */
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -321,7 +329,14 @@ int32_t ml_pyline_canon(const struct ml_pyline_run *runs, size_t n, int32_t unit
 		else
 			hi = mid;
 	}
+	*run = (uint32_t)lo;
 	return (int32_t)runs[lo].canon;
+}
+
+int32_t ml_pyline_canon(const struct ml_pyline_run *runs, size_t n, int32_t unit)
+{
+	uint32_t run = 0;
+	return ml_pyline_canon_near(runs, n, unit, &run);
 }
 
 /* Appends v's varint at out + *at, or only counts it when out is NULL. */

@@ -51,6 +51,13 @@ void ml_pyline_canonical(struct ml_pyline_run *runs, size_t n);
  * ml_pyline_canonical left them); unit itself when it is negative or past
  * the table's end.  O(log n). */
 int32_t ml_pyline_canon(const struct ml_pyline_run *runs, size_t n, int32_t unit);
+/* ml_pyline_canon starting from *run (a run index, any value; where the
+ * last call left it): the run there and the two after it are tried before
+ * the binary search, and *run is left at the run holding unit.  A frame's
+ * next instruction is mostly on its line or a line or two further (a
+ * module body being imported runs straight through). */
+int32_t ml_pyline_canon_near(const struct ml_pyline_run *runs, size_t n, int32_t unit,
+			     uint32_t *run);
 
 /* Writes the lines-only form (ML_PY_LINETABLE_LINES) of n runs to out
  * (ML_PYLINE_ENCODED_MAX(n) bytes of room; NULL: only measure it) with the

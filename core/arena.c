@@ -21,11 +21,38 @@ static ml_spin_t grow_lock;
 static uint64_t total_mapped;
 static uint64_t total_used;
 
+void ml_want_huge_pages(void *p, size_t size)
+{
+	if (size >= (4u << 20))
+		madvise(p, size, MADV_HUGEPAGE);
+}
+
 static void *map(size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/* A chunk of a big run (past 16 MiB, where counters and nodes read at
+ * random span more than the TLB covers in 4 KiB pages): 2 MiB-aligned,
+ * with huge pages asked for.  A small run's chunks stay on 4 KiB pages
+ * (no page of 2 MiB for a few KiB used). */
+#define HUGE (2u << 20)
+static void *map_chunk(size_t size)
+{
+	if (total_mapped < (16u << 20) || size % HUGE)
+		return map(size);
+	char *p = map(size + HUGE);
+	if (!p)
+		return NULL;
+	char *at = (char *)(((uintptr_t)p + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
+	if (at > p)
+		munmap(p, (size_t)(at - p));
+	if (p + HUGE > at)
+		munmap(at + size, (size_t)(p + HUGE - at));
+	ml_want_huge_pages(at, size);
+	return at;
 }
 
 /* Bumps inside c; NULL if c is full. */
@@ -44,7 +71,7 @@ static struct chunk *grow(size_t size)
 		(size + sizeof(struct chunk) + 16 + 4095) & ~4095ull : CHUNK_SIZE;
 	if (total_mapped + want > ARENA_LIMIT)
 		return NULL;
-	char *base = map(want);
+	char *base = map_chunk(want);
 	if (!base)
 		return NULL;
 	total_mapped += want;

@@ -313,6 +313,10 @@ static inline uintptr_t ml_dyn_addr(uintptr_t base, uint64_t v)
 /* The span [lo, hi) of the PT_LOAD segments of the loaded module that
  * holds addr (0,0 if none).  Takes the loader's lock: not in a hook. */
 void ml_modules_range_of(uint64_t addr, uint64_t *lo, uint64_t *hi);
+/* The loader's counts of objects loaded and unloaded since the start
+ * (dl_phdr_info's dlpi_adds, dlpi_subs); UINT64_MAX when unknown.  Takes
+ * the loader's list lock (dl_iterate_phdr's) for one callback. */
+void ml_modules_load_counts(uint64_t *adds, uint64_t *subs);
 
 /* The address of the function libmemline itself exports as name, or NULL
  * (whatever the symbol lookup finds first: the program's own, an earlier

@@ -29,6 +29,11 @@ struct scratch {
 	uint32_t n_file_nodes;
 	uint64_t *addrs;		/* the FRAMES nodes' addresses, sorted, distinct */
 	uint64_t n_addrs;
+	uint32_t *addr_slots;		/* address -> its index + 1 in addrs (NULL: none) */
+	uint64_t addr_mask;		/* addr_slots' size - 1 */
+	uint32_t *used;			/* the used stacks' ids, ascending */
+	uint32_t *used_aggs;		/* their used aggs (index + 1), in that order */
+	uint64_t n_used, n_used_aggs;
 	uint64_t final_peak[ML_KIND_COUNT];
 	size_t bytes;
 	void *base;
@@ -65,7 +70,8 @@ static bool scratch_map(struct scratch *s)
 	size_t addrs = 2 * (size_t)s->n_nodes * sizeof(uint64_t);	/* + radix sort's */
 	size_t vars = ml_config.sample_bytes ? s->cap_aggs * sizeof(struct ml_counter_sum) : 0;
 	size_t roots = ((size_t)s->n_nodes + 63) & ~(size_t)63;
-	s->bytes = 2 * ids + addrs + s->cap_aggs * sizeof(struct agg) + vars + roots;
+	size_t lists = 2 * s->cap_aggs * sizeof(uint32_t);	/* used, used_aggs */
+	s->bytes = 2 * ids + addrs + s->cap_aggs * sizeof(struct agg) + vars + lists + roots;
 	void *p = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	if (p == MAP_FAILED)
@@ -76,6 +82,8 @@ static bool scratch_map(struct scratch *s)
 	s->addrs = (uint64_t *)((char *)p + 2 * ids);
 	s->aggs = (struct agg *)((char *)p + 2 * ids + addrs);
 	s->vars = vars ? (struct ml_counter_sum *)(s->aggs + s->cap_aggs) : NULL;
+	s->used = (uint32_t *)((char *)(s->aggs + s->cap_aggs) + vars);
+	s->used_aggs = s->used + s->cap_aggs;
 	s->root = (uint8_t *)p + (s->bytes - roots);
 	s->n_aggs = 0;
 	for (uint32_t k = 0; k < ML_KIND_COUNT; k++)
@@ -114,12 +122,22 @@ static bool agg_used(const struct agg *a)
 	return a->sum.allocs || a->sum.live_blocks;
 }
 
-static bool stack_used(const struct scratch *s, uint32_t id)
+/* The used stacks in id order and their used aggs, listed once for the
+ * STACKS and COUNTERS columns (each a pass over them, not over every
+ * node of the trie: 3 M in python3's import torch). */
+static void list_used(struct scratch *s)
 {
-	for (uint32_t a = s->first[id]; a; a = s->aggs[a - 1].next)
-		if (agg_used(&s->aggs[a - 1]))
-			return true;
-	return false;
+	s->n_used = s->n_used_aggs = 0;
+	for (uint32_t id = ML_NODE_ROOT; id < s->n_nodes; id++) {
+		bool any = false;
+		for (uint32_t a = s->first[id]; a; a = s->aggs[a - 1].next)
+			if (agg_used(&s->aggs[a - 1])) {
+				s->used_aggs[s->n_used_aggs++] = a;
+				any = true;
+			}
+		if (any)
+			s->used[s->n_used++] = id;
+	}
 }
 
 /* Marks the frames of every used stack (file_node = 1), then numbers the
@@ -185,8 +203,46 @@ static void collect_addresses(struct scratch *s)
 	s->n_addrs = d;
 }
 
+static inline uint64_t addr_hash(uint64_t address)
+{
+	uint64_t h = address * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 31);
+}
+
+/* A hash index of addrs (2 cache misses a lookup, not a binary search's
+ * ~10), in the radix sort's room once the sort is done; none when that
+ * room cannot hold one at most half full. */
+static void index_addresses(struct scratch *s)
+{
+	uint64_t size = 1024;
+	while (size < 2 * s->n_addrs)
+		size <<= 1;
+	s->addr_slots = NULL;
+	if (size * sizeof(uint32_t) > (uint64_t)s->n_nodes * sizeof(uint64_t) ||
+	    s->n_addrs >= UINT32_MAX)
+		return;
+	uint32_t *slots = (uint32_t *)(s->addrs + s->n_nodes);
+	memset(slots, 0, size * sizeof(uint32_t));
+	for (uint64_t i = 0; i < s->n_addrs; i++) {
+		uint64_t k = addr_hash(s->addrs[i]) & (size - 1);
+		while (slots[k])
+			k = (k + 1) & (size - 1);
+		slots[k] = (uint32_t)(i + 1);
+	}
+	s->addr_slots = slots;
+	s->addr_mask = size - 1;
+}
+
 static uint64_t address_index(const struct scratch *s, uint64_t address)
 {
+	if (s->addr_slots)
+		for (uint64_t k = addr_hash(address) & s->addr_mask;; k = (k + 1) & s->addr_mask) {
+			uint32_t i = s->addr_slots[k];
+			if (!i)
+				break;	/* not there (cannot be): the search below says so */
+			if (s->addrs[i - 1] == address)
+				return i - 1;
+		}
 	uint64_t lo = 0, hi = s->n_addrs;
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
@@ -259,24 +315,20 @@ static uint32_t stack_flags(const struct scratch *s, uint32_t id)
 static void put_stacks(struct ml_writer *w, const struct scratch *s)
 {
 	struct column c = { .w = w };
-	uint32_t n = 0, prev = 0;
+	uint32_t prev = 0;
 	ml_writer_begin(w, ML_SEC_STACKS);
-	for (uint32_t id = ML_NODE_ROOT; id < s->n_nodes; id++)
-		if (stack_used(s, id)) {
-			col_put(&c, 1);		/* id: n + 1 */
-			n++;
-		}
-	for (uint32_t id = ML_NODE_ROOT; id < s->n_nodes; id++)
-		if (stack_used(s, id)) {
-			uint32_t leaf = id >= ML_NODE_FIRST ? s->file_node[id] : 0;
-			col_put(&c, leaf - prev);
-			prev = leaf;
-		}
-	for (uint32_t id = ML_NODE_ROOT; id < s->n_nodes; id++)
-		if (stack_used(s, id))
-			col_put(&c, stack_flags(s, id));
+	for (uint64_t k = 0; k < s->n_used; k++)
+		col_put(&c, 1);		/* id: k + 1 */
+	for (uint64_t k = 0; k < s->n_used; k++) {
+		uint32_t id = s->used[k];
+		uint32_t leaf = id >= ML_NODE_FIRST ? s->file_node[id] : 0;
+		col_put(&c, leaf - prev);
+		prev = leaf;
+	}
+	for (uint64_t k = 0; k < s->n_used; k++)
+		col_put(&c, stack_flags(s, s->used[k]));
 	col_flush(&c);
-	ml_writer_records(w, n);
+	ml_writer_records(w, (uint32_t)s->n_used);
 	ml_writer_end(w);
 }
 
@@ -328,13 +380,11 @@ static void put_counters(struct ml_writer *w, const struct scratch *s,
 	ml_writer_begin(w, ML_SEC_COUNTERS);
 	for (int f = 0; f < (ml_config.sample_bytes ? N_SAMPLED : N_EXACT); f++) {
 		uint32_t index = 0, prev = 0;	/* the stack's index in STACKS */
-		for (uint32_t id = ML_NODE_ROOT; id < s->n_nodes; id++) {
-			if (!stack_used(s, id))
-				continue;
-			for (uint32_t i = s->first[id]; i; i = s->aggs[i - 1].next) {
-				const struct agg *a = &s->aggs[i - 1];
-				if (!agg_used(a))
-					continue;
+		uint64_t k = 0;			/* in used_aggs */
+		for (uint64_t u = 0; u < s->n_used; u++) {
+			uint32_t stack = s->used[u];
+			for (; k < s->n_used_aggs && s->aggs[s->used_aggs[k] - 1].stack == stack; k++) {
+				const struct agg *a = &s->aggs[s->used_aggs[k] - 1];
 				if (f == F_STACK) {
 					/* Summed over threads nothing is negative (one
 					 * thread's counter may be: it freed what another
@@ -379,9 +429,11 @@ int ml_dump_stacks(struct ml_writer *w, struct ml_fmt_total *totals)
 	if (!scratch_map(&s))
 		return -ENOMEM;
 	ml_thread_foreach_counter(gather, &s);
+	list_used(&s);
 	number_nodes(&s);
 	find_roots(&s);
 	collect_addresses(&s);
+	index_addresses(&s);
 	put_addresses(w, &s);
 	put_frames(w, &s);
 	put_stacks(w, &s);

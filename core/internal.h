@@ -43,6 +43,12 @@ extern volatile int ml_degraded;
 size_t ml_arena_used(void);
 /* After fork in the child: reset the lock (memory stays). */
 void ml_arena_after_fork(void);
+/* Asks for transparent huge pages (madvise) over a mapping of size bytes
+ * that is read at random (the stack and counter indexes, a big run's
+ * arena chunks): from 4 MiB on,
+ * where a 4 KiB page's TLB miss comes with almost every lookup.  Nothing
+ * changes where the system gives none (THP off). */
+void ml_want_huge_pages(void *p, size_t size);
 
 /* ---- stacktab.c: call stacks as paths of one call-site trie ---- */
 /* Stack ids are trie node ids.  Three roots, none of them a frame: */
@@ -51,7 +57,13 @@ void ml_arena_after_fork(void);
 #define ML_NODE_LOST 3u		/* the stack of allocations whose stack could not
 					 * be kept (no memory for it): counted, no frames */
 #define ML_NODE_FIRST 4u		/* the first node that is a frame */
-#define ML_NODES_MAX (1u << 30)
+/* 134 M nodes (1.5 GiB of them): the index's slots keep a node id in
+ * their low 27 bits and 5 bits of its key's hash above. */
+#define ML_NODES_MAX (1u << 27)
+/* The hash of a node's key (parent, address): its low bits pick the index
+ * slot a probe starts at, its top 5 bits are the tag kept beside the id
+ * (exposed for the unit tests, which build colliding keys with it). */
+uint64_t ml_stacktab_hash(uint32_t parent, uint64_t address);
 
 /* Per thread: the path interned last, outermost frame first, so the next
  * stack looks up only the frames in which it differs; and copies of the
@@ -275,7 +287,7 @@ struct ml_thread {
 	int ended;			/* its thread's end ran: given back once it is gone */
 	uint64_t side_lo, side_hi;	/* the side stack (0, 0: none) */
 	int *errno_at;			/* its thread's errno (the core keeps it) */
-	struct ml_counter **index;	/* (stack, kind) -> counter, open addressing */
+	uintptr_t *index;		/* (stack, kind) -> counter | tag, open addressing */
 	uint32_t index_bits;
 	uint32_t n_counters;
 	struct ml_counter_chunk *volatile chunks;	/* the counters, newest chunk first */
@@ -878,9 +890,6 @@ uint64_t ml_clock_elapsed_ns(void);
  * flagging those gone as ML_MOD_UNLOADED.  Not async-signal-safe in a
  * strict sense (takes the loader lock); best effort in signal handlers. */
 void ml_modules_refresh(void);
-/* The loader's counts of objects loaded and unloaded since the start
- * (dl_phdr_info's dlpi_adds, dlpi_subs); UINT64_MAX when unknown. */
-void ml_modules_load_counts(uint64_t *adds, uint64_t *subs);
 /* Adds the modules holding any of addrs that the map lacks (dlopen'd
  * since the last refresh), without the loader lock: for writes from
  * signal handlers, where ml_modules_refresh must not run. */

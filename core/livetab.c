@@ -168,6 +168,7 @@ static int grow(struct ml_live_shard *s, const struct entry *pending)
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			return -ENOMEM;
+		ml_want_huge_pages(p, table_bytes(shift));	/* read at random */
 		struct ml_live_bucket *fresh = p;
 		bool ok = true;
 		for (uint32_t i = 0; ok && i < n; i++)

@@ -36,6 +36,7 @@ struct code_memo {
 	uint64_t frame, code, linetable;
 	const struct ml_py_code *entry;
 	int32_t lasti[2], unit[2];	/* the last two offsets seen, their lines' first units */
+	uint32_t run;			/* the line run of lasti[0] (ml_pyline_canon_near) */
 };
 static __thread struct code_memo ml_tl_code_memo[MEMO_SLOTS] __attribute__((tls_model("initial-exec")));
 static struct ml_py_code *all;
@@ -369,10 +370,11 @@ const struct ml_py_code *ml_py_code_get(struct ml_py_reader *r, uint64_t code)
 	return NULL;
 }
 
-/* The first code unit of c on the line of the instruction at lasti. */
-static int32_t unit_of(const struct ml_py_code *c, int32_t lasti)
+/* The first code unit of c on the line of the instruction at lasti;
+ * *run: see ml_pyline_canon_near. */
+static int32_t unit_of(const struct ml_py_code *c, int32_t lasti, uint32_t *run)
 {
-	return c->n_runs ? ml_pyline_canon(c->runs, c->n_runs, lasti) : lasti;
+	return c->n_runs ? ml_pyline_canon_near(c->runs, c->n_runs, lasti, run) : lasti;
 }
 
 const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, uint64_t code,
@@ -382,8 +384,9 @@ const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, u
 	const struct ml_py_code *c;
 	if (r->safe || !code || (code & 7)) {
 		c = ml_py_code_get(r, code);
+		uint32_t run = 0;
 		if (c)
-			*unit = unit_of(c, lasti);
+			*unit = unit_of(c, lasti, &run);
 		return c;
 	}
 	struct code_memo *m = &ml_tl_code_memo[(frame * 0x9e3779b97f4a7c15ull) >> 58];
@@ -396,7 +399,8 @@ const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, u
 			/* An outer frame stays at its call while inner ones
 			 * allocate; a loop's body moves between a few. */
 			if (m->lasti[0] != lasti) {
-				int32_t u = m->lasti[1] == lasti ? m->unit[1] : unit_of(m->entry, lasti);
+				int32_t u = m->lasti[1] == lasti ? m->unit[1] :
+					    unit_of(m->entry, lasti, &m->run);
 				m->lasti[1] = m->lasti[0];
 				m->unit[1] = m->unit[0];
 				m->lasti[0] = lasti;
@@ -408,9 +412,16 @@ const struct ml_py_code *ml_py_code_at(struct ml_py_reader *r, uint64_t frame, u
 	}
 	c = ml_py_code_get(r, code);
 	if (c) {
+		/* A new frame of a code object seen before (a function called
+		 * again, importlib's for each import) mostly allocates on the
+		 * lines its last frame did. */
+		uint32_t hint = __atomic_load_n(&c->last_run, __ATOMIC_RELAXED), run = hint;
+		int32_t u = unit_of(c, lasti, &run);
+		if (run != hint)
+			__atomic_store_n(&((struct ml_py_code *)c)->last_run, run, __ATOMIC_RELAXED);
 		*m = (struct code_memo){ frame, code, c->linetable_obj, c, { lasti, INT32_MIN },
-					 { unit_of(c, lasti), 0 } };
-		*unit = m->unit[0];
+					 { u, 0 }, run };
+		*unit = u;
 	}
 	return c;
 }

@@ -148,6 +148,8 @@ struct ml_py_code {
 	uint32_t flags;			/* ML_PYCODE_* */
 	uint32_t filename_len, name_len, linetable_len;
 	uint32_t n_runs;		/* runs' length (end mark included); 0: none */
+	uint32_t last_run;		/* the run a lookup found last, any thread's: a hint
+					 * (ml_pyline_canon_near) for a new frame of it */
 	const struct ml_pyline_run *runs;	/* by code unit, with each line's first unit */
 	struct ml_py_code *next;	/* every code, newest first */
 	char data[];

@@ -121,6 +121,17 @@ START_TEST(first_unit_of_each_line)
 		ck_assert_msg(got == first, "%s: unit %d (line %d): first unit %d, want %d", v->what,
 			      unit, v->lines[unit], got, first);
 	}
+	/* From any starting run (behind, at, ahead of, past the table): the
+	 * same answer, and the run left there holds the unit. */
+	for (uint32_t from = 0; from < n + 4; from += 1 + from / 8)
+		for (int unit = 0; unit < v->units; unit++) {
+			uint32_t run = from;
+			int32_t got = ml_pyline_canon_near(runs, n, unit, &run);
+			ck_assert_int_eq(got, ml_pyline_canon(runs, n, unit));
+			ck_assert_uint_lt(run, n - 1);
+			ck_assert_uint_le(runs[run].start, (uint32_t)unit);
+			ck_assert_uint_gt(runs[run + 1].start, (uint32_t)unit);
+		}
 	ck_assert_int_eq(ml_pyline_canon(runs, n, -1), -1);
 	ck_assert_int_eq(ml_pyline_canon(runs, n, v->units), v->units);
 	ck_assert_int_eq(ml_pyline_canon(runs, n, v->units + 100), v->units + 100);

@@ -90,6 +90,72 @@ START_TEST(intern_grows)
 }
 END_TEST
 
+/* The index keeps 5 bits of each key's hash beside its node id and reads
+ * a node only where they agree.  Keys built to start their probes at the
+ * same slot, some with the same tag (their nodes must be read and told
+ * apart) and some with other tags, all under one parent: each is interned
+ * once, found again as the same node, and gives back its own address;
+ * enough of them to grow the index (a rehash that must keep the tags). */
+START_TEST(index_tags_tell_keys_apart)
+{
+	enum { SAME = 48, OTHER = 48, HOME_BITS = 10 };	/* the first index's size */
+	const uint32_t parent = ML_NODE_ROOT;
+	uint64_t want = ml_stacktab_hash(parent, 0x400000);
+	uint64_t home = want & ((1u << HOME_BITS) - 1), tag = want >> 59;
+	uint64_t same[SAME], other[OTHER];
+	uint32_t n_same = 0, n_other = 0;
+	for (uint64_t a = 0x400000; n_same < SAME || n_other < OTHER; a++) {
+		uint64_t h = ml_stacktab_hash(parent, a);
+		if ((h & ((1u << HOME_BITS) - 1)) != home)
+			continue;
+		if (h >> 59 == tag && n_same < SAME)
+			same[n_same++] = a;
+		else if (h >> 59 != tag && n_other < OTHER)
+			other[n_other++] = a;
+	}
+	uint32_t ids_same[SAME], ids_other[OTHER];
+	for (uint32_t i = 0; i < SAME; i++)
+		ids_same[i] = ml_stacktab_child(parent, same[i]);
+	for (uint32_t i = 0; i < OTHER; i++)
+		ids_other[i] = ml_stacktab_child(parent, other[i]);
+	uint32_t count = ml_stacktab_count();
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < SAME; i++) {
+			uint32_t p;
+			uint64_t a;
+			ck_assert_uint_ge(ids_same[i], ML_NODE_FIRST);
+			ck_assert_uint_eq(ml_stacktab_child(parent, same[i]), ids_same[i]);
+			ml_stacktab_node(ids_same[i], &p, &a);
+			ck_assert_uint_eq(p, parent);
+			ck_assert_uint_eq(a, same[i]);
+		}
+		for (uint32_t i = 0; i < OTHER; i++) {
+			uint32_t p;
+			uint64_t a;
+			ck_assert_uint_eq(ml_stacktab_child(parent, other[i]), ids_other[i]);
+			ml_stacktab_node(ids_other[i], &p, &a);
+			ck_assert_uint_eq(a, other[i]);
+		}
+		ck_assert_uint_eq(ml_stacktab_count(), count);	/* nothing interned twice */
+		/* Grow the index past several rehashes, then look again. */
+		for (uint32_t i = 0; pass == 0 && i < 5000; i++)
+			ck_assert_uint_ge(ml_stacktab_child(ML_NODE_ROOT_TRUNCATED, 0x7000000 + i),
+					  ML_NODE_FIRST);
+		count = ml_stacktab_count();
+	}
+	/* A key that is not there, in the crowded run of slots: a miss, not
+	 * one of its neighbours (the next interning makes a new node). */
+	uint64_t absent = same[SAME - 1] + 1;
+	while ((ml_stacktab_hash(parent, absent) & ((1u << HOME_BITS) - 1)) != home ||
+	       ml_stacktab_hash(parent, absent) >> 59 != tag)
+		absent++;
+	uint32_t fresh = ml_stacktab_child(parent, absent);
+	ck_assert_uint_eq(fresh, count + 1);
+	for (uint32_t i = 0; i < SAME; i++)
+		ck_assert_uint_ne(fresh, ids_same[i]);
+}
+END_TEST
+
 /* Captures at recursion level n; returns depth, and in *ra the return
  * address of the innermost level.  frames[0] is inside ml_stacktab_capture,
  * frames[1] inside capture_at(0), frames[2] must be *ra. */
@@ -352,6 +418,34 @@ static struct ml_counter *counter_of(void *p)
 	return ml_thread_counter(ml_thread_self(), b.stack, b.kind);
 }
 
+/* A thread's counter index keeps a tag in each pointer's low bits (the
+ * counters sit on 64-byte lines): through its slow path (the cache in
+ * front bypassed), 24,000 keys (grown through several indexes, their
+ * probes crossing slots of other keys with the same tag) each get one
+ * counter of their own, the same one when asked again, at a line start. */
+START_TEST(counter_index_tags)
+{
+	enum { N_STACKS = 8000, N_KINDS = 3 };
+	static struct ml_counter *got[N_STACKS][N_KINDS];
+	struct ml_thread *t = ml_thread_self();
+	uint32_t before = t->n_counters;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t s = 0; s < N_STACKS; s++)
+			for (uint32_t k = 0; k < N_KINDS; k++) {
+				uint32_t stack = ML_NODE_FIRST + s * 7;
+				struct ml_counter *c = ml_thread_counter_slow(t, stack, k);
+				ck_assert_ptr_nonnull(c);
+				ck_assert_uint_eq((uintptr_t)c & 63, 0);
+				ck_assert_uint_eq(c->stack, stack);
+				ck_assert_uint_eq(c->kind, k);
+				if (pass)
+					ck_assert_ptr_eq(c, got[s][k]);
+				got[s][k] = c;
+			}
+	ck_assert_uint_eq(t->n_counters, before + N_STACKS * N_KINDS);
+}
+END_TEST
+
 START_TEST(track_path)
 {
 	ck_assert(ml_guard_enter_always());	/* ml_track_*'s contract */
@@ -442,12 +536,14 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, intern_dedups);
 	tcase_add_test(tc, intern_grows);
+	tcase_add_test(tc, index_tags_tell_keys_apart);
 	tcase_add_test(tc, unwind_stack_matches_libunwind);
 	tcase_add_test(tc, capture_follows_the_calls);
 	tcase_add_test(tc, capture_truncates);
 	tcase_add_test(tc, fast_unwind_matches_libunwind);
 	tcase_add_test(tc, fast_unwind_alternating_callers);
 	tcase_add_test(tc, intern_concurrent);
+	tcase_add_test(tc, counter_index_tags);
 	tcase_add_test(tc, track_path);
 	tcase_add_test(tc, track_free_zero_bytes_away);
 	suite_add_tcase(s, tc);
