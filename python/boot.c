@@ -219,6 +219,14 @@ static void run_boot_scripts(void)
 	const char *dir = ml_py_boot_config.boot_dir;
 	struct dirent **names = NULL;
 	int n = dir[0] ? scandir(dir, &names, is_script, alphasort) : -1;
+	if (n < 0 && dir[0]) {
+		/* a runtime copied without its python/ folder: say why a script
+		 * written for kernprof stops at NameError: 'profile' */
+		char msg[PATH_MAX + 160];
+		snprintf(msg, sizeof(msg), "no boot scripts in %s: @profile and the memline module "
+			 "are not defined (keep python/ beside libmemline.so)", dir);
+		ml_warn(msg);
+	}
 	for (int i = 0; i < n; i++) {
 		char path[PATH_MAX + 256], what[PATH_MAX + 300];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);

@@ -362,6 +362,25 @@ def expect_bytes_on(prof, src, line, size):
 
 
 @test
+def python_boot_dir_missing():
+	"""A runtime whose boot scripts are missing (a libmemline.so copied
+	without python/ beside it) says so in one line: a script written for
+	kernprof then stops at NameError: 'profile' for a reason the user sees;
+	a program that does not use them runs as it does alone."""
+	py = interpreter("/usr/bin/python3", "3.11")
+	d = tempfile.mkdtemp(dir=OPTS.tmp)
+	gone = os.path.join(d, "no-such-dir")
+	env = dict(os.environ, MEMLINE_PY_BOOT_DIR=gone)
+	p = run([memline(), "run", "-o", d, "--", py, "-c", "print(6 * 7)"], env=env)
+	eq((p.returncode, text(p.stdout)), (0, "42\n"), "the program's exit status and output")
+	eq([l for l in text(p.stderr).splitlines() if "boot scripts" in l],
+	   ["memline: no boot scripts in %s: @profile and the memline module are not defined "
+	    "(keep python/ beside libmemline.so)" % gone], "one line says why")
+	p = run([memline(), "run", "-o", d, "--", py, "-c", "print(6 * 7)"])
+	check("boot scripts" not in text(p.stderr), "the build's own boot scripts are found")
+
+
+@test
 def python_launch_module():
 	"""python3 -m package."""
 	py = interpreter("/usr/bin/python3", "3.11")
