@@ -356,10 +356,6 @@ static uint64_t func_hash(const char *name, const char *module, const char *file
 	return hash_str(hash_str(hash_str(0, name), module), file);
 }
 
-/* Finds or adds the function (name, module, file): two functions of one
- * name (static helpers of two files, or of two modules) stay apart.  file
- * is the frame's source file (NULL without debug info).  Returns its index
- * or -ENOMEM. */
 /* Puts every function (line) in its index again (grown or reordered). */
 static void index_funcs(struct ml_agg *a)
 {
@@ -389,6 +385,10 @@ static void index_lines(struct ml_agg *a)
 	}
 }
 
+/* Finds or adds the function (name, module, file): two functions of one
+ * name (static helpers of two files, or of two modules) stay apart.  file
+ * is the frame's source file (NULL without debug info).  Returns its index
+ * or -ENOMEM. */
 static long func_lookup(struct ml_agg *a, const char *name, const char *module,
 			const char *file)
 {
