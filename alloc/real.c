@@ -19,6 +19,25 @@ static volatile int resolving;
 unsigned char ml_bootstrap[ML_BOOTSTRAP_SIZE] __attribute__((aligned(64)));
 static size_t bootstrap_used;
 
+/* A definition that only some library's own scope has (python3 importing
+ * torch: libstdc++ loaded RTLD_LOCAL with it), whose calls come to memline
+ * first in the global scope: the one they would have reached without
+ * memline.  Its module is kept loaded (RTLD_NODELETE): the hook calls it
+ * from then on; where it cannot be kept, none (the hook's fallback). */
+static void *local_definition(const char *sym)
+{
+	const char *path;
+	void *p = ml_export_anywhere(sym, &path);
+	if (p && path && path[0]) {
+		static void *cache;
+		void *(*real_dlopen)(const char *, int) =
+			(void *(*)(const char *, int))ml_next_sym("dlopen", &cache);
+		if (!real_dlopen || !real_dlopen(path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
+			return NULL;
+	}
+	return p;
+}
+
 void *ml_real_lookup(const char *sym, uint64_t *absent_at)
 {
 	uint64_t adds, subs;
@@ -27,6 +46,8 @@ void *ml_real_lookup(const char *sym, uint64_t *absent_at)
 	if (stamp && __atomic_load_n(absent_at, __ATOMIC_RELAXED) == stamp)
 		return NULL;
 	void *p = dlsym(RTLD_NEXT, sym);
+	if (!p)
+		p = local_definition(sym);
 	if (!p)
 		__atomic_store_n(absent_at, stamp, __ATOMIC_RELAXED);
 	return p;

@@ -64,7 +64,9 @@ void ml_real_resolve(void);
 /* True while ml_real_resolve() is running (on any thread). */
 bool ml_real_resolving(void);
 /* dlsym(RTLD_NEXT, sym) for a symbol that was absent at start-up (C++ or
- * jemalloc loaded later by dlopen).  NULL if still absent.  *absent_at
+ * jemalloc loaded later by dlopen), else the first definition in a
+ * library's local scope (ml_export_anywhere; its module then stays
+ * loaded).  NULL if still absent.  *absent_at
  * (the caller's, 0 at first) remembers the loader's count of loaded objects
  * at the last miss: while no object has been loaded since, the answer is
  * NULL without asking the loader again (a failed dlsym walks every global

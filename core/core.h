@@ -322,6 +322,12 @@ void ml_modules_load_counts(uint64_t *adds, uint64_t *subs);
  * (whatever the symbol lookup finds first: the program's own, an earlier
  * preload's).  Reads libmemline's dynamic symbol table; thread-safe. */
 void *ml_self_export(const char *name);
+/* The function name as the first loaded module other than libmemline
+ * that defines and exports it has it, in load order and whatever its scope
+ * (a library loaded RTLD_LOCAL included), or NULL; *path names that module
+ * ("" for the program).  Reads dynamic symbol tables under the loader's
+ * list lock (dl_iterate_phdr); no allocation. */
+void *ml_export_anywhere(const char *name, const char **path);
 
 /* One-line diagnostics: write(2) only, async-signal-safe, never allocate.
  * ml_warn prints "memline: <msg>" on stderr unless MEMLINE_QUIET or

@@ -1,39 +1,37 @@
-/* core/selfsyms.c - libmemline's own exported functions, by name, read from
- * its dynamic symbol table: what libmemline itself defines, whatever the
- * symbol lookup would find first (the program, an earlier preload). */
+/* core/selfsyms.c - exported functions by name, read from dynamic symbol
+ * tables: libmemline's own (what libmemline itself defines, whatever the
+ * symbol lookup would find first: the program, an earlier preload), and
+ * the first loaded module's that defines one, in whatever scope it was
+ * loaded (the real C++ operators where only an extension's local scope
+ * has libstdc++). */
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <string.h>
 #include "core/internal.h"
 
-static struct {
+/* A loaded module's dynamic symbol table, read through its GNU hash table
+ * (a module with only the old SysV table is not read). */
+struct dynsyms {
 	uintptr_t base;
 	const ElfW(Sym) *symtab;
 	const char *strtab;
 	const uint32_t *gnu_hash;
-	volatile int state;	/* 0 not looked, 1 found, 2 unusable */
-} self;
+};
 
-static void find_self(void)
+static bool read_dynsyms(uintptr_t base, const ElfW(Dyn) *d, struct dynsyms *t)
 {
-	Dl_info info;
-	struct link_map *lm = NULL;
-	int state = 2;
-	if (dladdr1((void *)&find_self, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm) {
-		self.base = lm->l_addr;
-		for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
-			if (d->d_tag == DT_SYMTAB)
-				self.symtab = (const void *)ml_dyn_addr(self.base, d->d_un.d_ptr);
-			else if (d->d_tag == DT_STRTAB)
-				self.strtab = (const void *)ml_dyn_addr(self.base, d->d_un.d_ptr);
-			else if (d->d_tag == DT_GNU_HASH)
-				self.gnu_hash = (const void *)ml_dyn_addr(self.base, d->d_un.d_ptr);
-		}
-		if (self.symtab && self.strtab && self.gnu_hash)
-			state = 1;
+	memset(t, 0, sizeof(*t));
+	t->base = base;
+	for (; d && d->d_tag != DT_NULL; d++) {
+		if (d->d_tag == DT_SYMTAB)
+			t->symtab = (const void *)ml_dyn_addr(base, d->d_un.d_ptr);
+		else if (d->d_tag == DT_STRTAB)
+			t->strtab = (const void *)ml_dyn_addr(base, d->d_un.d_ptr);
+		else if (d->d_tag == DT_GNU_HASH)
+			t->gnu_hash = (const void *)ml_dyn_addr(base, d->d_un.d_ptr);
 	}
-	__atomic_store_n(&self.state, state, __ATOMIC_RELEASE);
+	return t->symtab && t->strtab && t->gnu_hash;
 }
 
 static uint32_t gnu_hash(const char *s)
@@ -44,13 +42,10 @@ static uint32_t gnu_hash(const char *s)
 	return h;
 }
 
-void *ml_self_export(const char *name)
+/* The function t's module defines and exports as name, or NULL. */
+static void *function_in(const struct dynsyms *t, const char *name)
 {
-	if (!__atomic_load_n(&self.state, __ATOMIC_ACQUIRE))
-		find_self();
-	if (self.state != 1)
-		return NULL;
-	const uint32_t *ht = self.gnu_hash;
+	const uint32_t *ht = t->gnu_hash;
 	uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2];
 	const uint32_t *buckets = ht + 4 + bloom_size * (sizeof(ElfW(Addr)) / 4);
 	const uint32_t *chain = buckets + nbuckets;
@@ -60,11 +55,68 @@ void *ml_self_export(const char *name)
 		return NULL;
 	for (;; i++) {
 		uint32_t h2 = chain[i - symoffset];
-		const ElfW(Sym) *sym = &self.symtab[i];
-		if ((h | 1) == (h2 | 1) && strcmp(self.strtab + sym->st_name, name) == 0)
+		const ElfW(Sym) *sym = &t->symtab[i];
+		if ((h | 1) == (h2 | 1) && strcmp(t->strtab + sym->st_name, name) == 0)
 			return sym->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym->st_info) == STT_FUNC ?
-				(void *)(self.base + sym->st_value) : NULL;
+				(void *)(t->base + sym->st_value) : NULL;
 		if (h2 & 1)
 			return NULL;
 	}
+}
+
+static struct {
+	struct dynsyms t;
+	volatile int state;	/* 0 not looked, 1 found, 2 unusable */
+} self;
+
+static void find_self(void)
+{
+	Dl_info info;
+	struct link_map *lm = NULL;
+	int state = 2;
+	if (dladdr1((void *)&find_self, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm &&
+	    read_dynsyms(lm->l_addr, lm->l_ld, &self.t))
+		state = 1;
+	__atomic_store_n(&self.state, state, __ATOMIC_RELEASE);
+}
+
+void *ml_self_export(const char *name)
+{
+	if (!__atomic_load_n(&self.state, __ATOMIC_ACQUIRE))
+		find_self();
+	return self.state == 1 ? function_in(&self.t, name) : NULL;
+}
+
+struct anywhere {
+	const char *name;
+	void *found;
+	const char *path;
+};
+
+static int visit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct anywhere *q = arg;
+	const ElfW(Dyn) *dyn = NULL;
+	struct dynsyms t;
+	(void)size;
+	if (self.state == 1 && info->dlpi_addr == self.t.base)
+		return 0;	/* memline's own */
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn || !read_dynsyms(info->dlpi_addr, dyn, &t))
+		return 0;
+	q->found = function_in(&t, q->name);
+	q->path = info->dlpi_name;
+	return q->found != NULL;
+}
+
+void *ml_export_anywhere(const char *name, const char **path)
+{
+	struct anywhere q = { name, NULL, NULL };
+	if (!__atomic_load_n(&self.state, __ATOMIC_ACQUIRE))
+		find_self();
+	dl_iterate_phdr(visit, &q);
+	*path = q.found ? q.path : NULL;
+	return q.found;
 }

@@ -59,6 +59,25 @@ def cxx_new_delete():
 
 
 @test
+def cxx_local_scope():
+	"""A C program that dlopens a C++ library RTLD_LOCAL (python3 importing
+	torch): libstdc++ is in that library's scope only, yet its operator
+	new/delete calls reach memline's first.  memline finds the real ones
+	there: a failed new[] throws std::bad_alloc (the program catches it,
+	exits 0) instead of aborting, and every new and delete is counted."""
+	r = Run("local_cxx", args=[fixture("liblocalcxx.so")])
+	check("local_cxx: ok" in text(r.proc.stdout), "stdout: " + text(r.proc.stdout)[-300:])
+	prof = r.file("local_cxx")
+	rows = line_rows(report(prof, "lines", "--function", "localcxx_work"))
+	expect_line(rows, line_of_file("localcxx.inc", "lcx_new"), "new int[6] x 1000",
+		    self_bytes=24000, allocs=1000, leaked_bytes=0)
+	leaks = [s for s in leak_stacks(report(prof, "leaks"))
+		 if s[2] and s[2][0][1] == "localcxx.inc"]
+	eq([(b, n, f[0][2]) for b, n, f in leaks],
+	   [(4242, 1, line_of_file("localcxx.inc", "lcx_leak"))], "the library's leak")
+
+
+@test
 def realloc_chain():
 	prof = Run("realloc_chain").file("realloc_chain")
 	rows = lines_of(prof, "main")
