@@ -240,6 +240,17 @@ struct ml_intern_cache;
 #define ML_CORE_STACK_ROOT 1u
 #define ML_CORE_STACK_LOST 3u
 uint32_t ml_core_stack_child(struct ml_intern_cache *ic, uint32_t parent, uint64_t address);
+/* The stack id of the allocation's native frames alone, as a capture with
+ * no room decorating it would intern them (memline's own frames left
+ * out): the core's walk from the hook's mark, its path interned.  0 where
+ * the full capture must (no mark, the walker declining, more frames than
+ * the depth limit); ML_CORE_STACK_LOST without room.  Only in an
+ * allocation hook's recording (ML_UNWIND_MARK), as stack_id runs. */
+uint32_t ml_core_native_stack(struct ml_intern_cache *ic);
+/* The return addresses of stack id's path, innermost first, into ras[0,
+ * n) (NULL: only counted); returns n, or UINT32_MAX when the path has
+ * more than max or does not hang below ML_CORE_STACK_ROOT. */
+uint32_t ml_core_stack_path(uint32_t id, uint64_t *ras, uint32_t max);
 /* The allocation's native return addresses, innermost first (those the
  * full capture gives, memline's own frames left out), up to and including
  * the first one, ra, with ra - 1 - lo < span, at most max of them: in

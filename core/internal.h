@@ -808,6 +808,8 @@ void ml_unwind_after_fork(void);
  * Never allocates through malloc; not for signal handlers that may
  * interrupt a walk on the same thread (they get -1). */
 int ml_unwind_fast(uint64_t *buf, uint32_t limit);
+/* ml_core_native_stack's walk (core.h). */
+uint32_t ml_unwind_native_stack(struct ml_intern_cache *ic);
 /* ml_unwind_stack (declared with the stack table): the stack id from the
  * walker's record of nodes, only frames that changed since the thread's
  * previous walk walked and looked up; ml_stacktab_here_slow where it

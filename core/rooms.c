@@ -65,6 +65,28 @@ uint32_t ml_core_stack_child(struct ml_intern_cache *ic, uint32_t parent, uint64
 	return ml_stacktab_child_cached(ic, parent, address);
 }
 
+uint32_t ml_core_native_stack(struct ml_intern_cache *ic)
+{
+	return ml_unwind_native_stack(ic);
+}
+
+uint32_t ml_core_stack_path(uint32_t id, uint64_t *ras, uint32_t max)
+{
+	uint32_t n = 0;
+	while (id > ML_NODE_LOST) {
+		uint32_t parent;
+		uint64_t address;
+		if (n == max)
+			return UINT32_MAX;
+		ml_stacktab_node(id, &parent, &address);
+		if (ras)
+			ras[n] = address;
+		n++;
+		id = parent;
+	}
+	return id == ML_NODE_ROOT ? n : UINT32_MAX;
+}
+
 int ml_core_native_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uint64_t lo,
 			 uint64_t span)
 {

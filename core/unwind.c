@@ -1303,6 +1303,17 @@ long ml_unwind_heap_event(uint64_t ptr, uint64_t size, void *arg)
 	return ml_track_heap_stack(ptr, size, t, node, saved);
 }
 
+/* ml_core_native_stack (core.h): the walk of ml_unwind_heap_event, asked
+ * by a room that decorates (whose captures otherwise take the full path). */
+uint32_t ml_unwind_native_stack(struct ml_intern_cache *ic)
+{
+	const struct ml_unwind_mark *m = &ml_tl_mark;
+	if (!m->sp || !m->ra || !ml_unwind_gen)
+		return 0;
+	struct thread_walk *w = walk_get();
+	return w ? unwind_from(w, ic, m->ra - 1, m->sp, m->bp, m->ra) : 0;
+}
+
 /* ---- a room's native frames: from the mark to an address range ---- */
 
 /* The frames of a room's stack below its own (the Python room: a Python

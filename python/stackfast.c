@@ -30,6 +30,7 @@
 #define FAST_MAX 128u		/* Python frames followed; more: the full capture */
 #define TAG_SET_BITS 9u		/* sets of two */
 #define BELOW_BITS 8u
+#define NATIVE_BITS 10u
 
 struct tag_slot {
 	struct ml_py_raw key;
@@ -50,6 +51,11 @@ struct memo {
 		uint64_t token;
 		uint32_t parent, node;
 	} below[1u << BELOW_BITS];
+	/* (the native frames' stack id, the Python part's node) -> the
+	 * stack's node, for native allocations */
+	struct native_slot {
+		uint32_t native, parent, node;
+	} natives[1u << NATIVE_BITS];
 };
 _Static_assert(sizeof(struct memo) <= ML_PY_STACK_MEMO_BYTES, "the room's memo size");
 
@@ -97,6 +103,30 @@ static uint32_t below(struct memo *m, struct ml_intern_cache *ic, uint32_t paren
 	return node;
 }
 
+/* A native allocation's stack below parent (the Python part's node):
+ * every native frame, those of the stack id native (the core's walk of
+ * them alone), none cut.  0 where the full capture must: more frames in
+ * all than a capture keeps. */
+static uint32_t native_below(struct memo *m, struct ml_intern_cache *ic, uint32_t parent,
+			     uint32_t native)
+{
+	uint64_t h = ((uint64_t)native << 32 | parent) * 0x9e3779b97f4a7c15ull;
+	struct native_slot *s = &m->natives[h >> (64 - NATIVE_BITS)];
+	if (s->node && s->native == native && s->parent == parent)
+		return s->node;
+	uint64_t ras[ML_DEPTH_MAX];
+	uint32_t n = ml_core_stack_path(native, ras, ML_DEPTH_MAX);
+	uint32_t py = ml_core_stack_path(parent, NULL, ML_DEPTH_MAX);
+	if (n == UINT32_MAX || py == UINT32_MAX || n + py > ML_DEPTH_MAX)
+		return 0;
+	uint32_t node = parent;
+	for (uint32_t k = n; k-- > 0;)
+		if (!(node = ml_core_stack_child(ic, node, ras[k])))
+			return ML_CORE_STACK_LOST;
+	*s = (struct native_slot){ native, parent, node };
+	return node;
+}
+
 /* The chain now[0, n) with a full walk: its tags into the table and its
  * nodes into the memo, when the walk gives a tag for each frame (else,
  * some frame lost, the walk's frames alone: what the full capture
@@ -139,14 +169,28 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 	struct memo *m = memo;
 	uint64_t buf[ML_DEPTH_MAX];
 	struct ml_native_path np;
-	if (!ml_tl_py_object || !ml_py.walking || ml_config.max_depth < 2)
+	/* The native frames below the Python part's node */
+#define FINISH(parent) (native ? native_below(m, ic, (parent), native) : below(m, ic, (parent), &np))
+	if (!ml_py.walking || ml_config.max_depth < 2)
 		return 0;
-	/* Native frames to the eval loop: fewer than the depth limit, so the
-	 * full capture cuts there and is not truncated. */
-	int k = ml_core_native_until(&np, buf, ml_config.max_depth - 1, ml_py.eval_lo,
-				     ml_py.eval_hi - ml_py.eval_lo);
-	if (k <= 0)
-		return 0;
+	int k = 0;
+	uint32_t native = 0;
+	if (ml_tl_py_object) {
+		/* Native frames to the eval loop: fewer than the depth limit, so
+		 * the full capture cuts there and is not truncated. */
+		k = ml_core_native_until(&np, buf, ml_config.max_depth - 1, ml_py.eval_lo,
+					 ml_py.eval_hi - ml_py.eval_lo);
+		if (k <= 0)
+			return 0;
+	} else {
+		/* A native allocation: all its native frames, the Python ones
+		 * outside them (room.c's decorate, which cuts nothing) */
+		native = ml_core_native_stack(ic);
+		if (!native || native == ML_CORE_STACK_LOST)
+			return native;
+		if (!ml_py.api.this_thread_state())
+			return native;	/* a thread without Python frames */
+	}
 	/* A code object's entry is the one it had while no address got a new
 	 * entry (codetab.c): then the table's tags and the chain's nodes
 	 * stand.  Read before the chain (a new entry made meanwhile, by
@@ -166,7 +210,7 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 		if (old == n) {
 			p = n - top;
 			if (p == n)
-				return below(m, ic, n ? m->node[n - 1] : ML_CORE_STACK_ROOT, &np);
+				return FINISH(n ? m->node[n - 1] : ML_CORE_STACK_ROOT);
 		} else {
 			uint32_t same = old < n ? old : n;
 			while (p < same && ml_py_raw_same(&now[n - 1 - p], &was[old - 1 - p]))
@@ -180,7 +224,7 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 			uint64_t tag = tag_get(m, x, epoch);
 			if (!tag) {
 				parent = walk_full(m, ic, now, n, epoch);
-				return parent ? below(m, ic, parent, &np) : ML_CORE_STACK_LOST;
+				return parent ? FINISH(parent) : ML_CORE_STACK_LOST;
 			}
 			if (!(parent = ml_core_stack_child(ic, parent, tag))) {
 				m->valid = 0;
@@ -193,5 +237,6 @@ uint32_t ml_py_stack_id(void *memo, struct ml_intern_cache *ic)
 	m->n = n;
 	m->epoch = epoch;
 	m->valid = 1;
-	return below(m, ic, parent, &np);
+	return FINISH(parent);
+#undef FINISH
 }
