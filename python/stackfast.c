@@ -30,7 +30,7 @@
 #define FAST_MAX 128u		/* Python frames followed; more: the full capture */
 #define TAG_SET_BITS 9u		/* sets of two */
 #define BELOW_BITS 8u
-#define NATIVE_BITS 10u
+#define NATIVE_SET_BITS 10u	/* sets of two */
 
 struct tag_slot {
 	struct ml_py_raw key;
@@ -55,7 +55,7 @@ struct memo {
 	 * stack's node, for native allocations */
 	struct native_slot {
 		uint32_t native, parent, node;
-	} natives[1u << NATIVE_BITS];
+	} natives[1u << NATIVE_SET_BITS][2];	/* [0]: the newer */
 };
 _Static_assert(sizeof(struct memo) <= ML_PY_STACK_MEMO_BYTES, "the room's memo size");
 
@@ -111,9 +111,10 @@ static uint32_t native_below(struct memo *m, struct ml_intern_cache *ic, uint32_
 			     uint32_t native)
 {
 	uint64_t h = ((uint64_t)native << 32 | parent) * 0x9e3779b97f4a7c15ull;
-	struct native_slot *s = &m->natives[h >> (64 - NATIVE_BITS)];
-	if (s->node && s->native == native && s->parent == parent)
-		return s->node;
+	struct native_slot *s = m->natives[h >> (64 - NATIVE_SET_BITS)];
+	for (int w = 0; w < 2; w++)
+		if (s[w].node && s[w].native == native && s[w].parent == parent)
+			return s[w].node;
 	uint64_t ras[ML_DEPTH_MAX];
 	uint32_t n = ml_core_stack_path(native, ras, ML_DEPTH_MAX);
 	uint32_t py = ml_core_stack_path(parent, NULL, ML_DEPTH_MAX);
@@ -123,7 +124,8 @@ static uint32_t native_below(struct memo *m, struct ml_intern_cache *ic, uint32_
 	for (uint32_t k = n; k-- > 0;)
 		if (!(node = ml_core_stack_child(ic, node, ras[k])))
 			return ML_CORE_STACK_LOST;
-	*s = (struct native_slot){ native, parent, node };
+	s[1] = s[0];
+	s[0] = (struct native_slot){ native, parent, node };
 	return node;
 }
 
