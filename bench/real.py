@@ -10,6 +10,8 @@ Programs (bench/programs/):
   sqlite   sqlite3 on sqlite_script.sql (an in-memory reporting script)
   numpy    python3 + numpy on numpy_step.py (logistic regression steps)
   torch    the same steps with torch CPU tensors (skipped without torch)
+  torchloop  python3 + torch on torch_loop.py: 3,000 SGD steps of a small MLP
+           on tiny tensors, the framework's own allocations per step
 
 Method: every (program, tool) runs REPS times, interleaved (rep 1 of all,
 then rep 2, ...); medians are quoted.  Time is the wall time of the whole
@@ -64,6 +66,8 @@ def make_programs(work):
                       else "no numpy (apt-get install python3-numpy)")
     progs["torch"] = ([PY, os.path.join(PROGS, "numpy_step.py"), "--torch"]
                       if python_has("torch") else "no torch (apt-get install python3-torch)")
+    progs["torchloop"] = ([PY, os.path.join(PROGS, "torch_loop.py")] if python_has("torch")
+                          else "no torch (apt-get install python3-torch)")
     return progs
 
 
@@ -79,6 +83,11 @@ def make_tools(args):
     tools = [Tool("plain", lambda a, d: a, lambda d: [])]
     tools.append(Tool("memline", lambda a, d: [cli, "run", "-o", d, "--"] + a,
                       lambda d: glob.glob(os.path.join(d, "**", "memline.*.mlp"), recursive=True)))
+    if args.baseline:
+        base = os.path.join(os.path.abspath(args.baseline), "memline")
+        tools.append(Tool("ml-base", lambda a, d: [base, "run", "-o", d, "--"] + a,
+                          lambda d: glob.glob(os.path.join(d, "**", "memline.*.mlp"),
+                                              recursive=True)))
     if shutil.which("heaptrack") and not args.no_heaptrack:
         # Its interpreter is capped at 12 GiB of address space: on cc1plus it
         # grows to ~19 GB here and dies (std::bad_alloc) anyway, taking the
@@ -239,9 +248,12 @@ def main():
     ap.add_argument("--build", required=True, help="memline build directory")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--massif-reps", type=int, default=1)
-    ap.add_argument("--programs", default="cc1plus,python,sqlite,numpy,torch")
+    ap.add_argument("--programs", default="cc1plus,python,sqlite,numpy,torch,torchloop")
     ap.add_argument("--no-valgrind", action="store_true")
     ap.add_argument("--no-heaptrack", action="store_true")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="another memline build, run as ml-base beside it (a before/after "
+                    "in one run)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="mlreal.")
