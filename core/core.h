@@ -251,6 +251,12 @@ uint32_t ml_core_native_stack(struct ml_intern_cache *ic);
  * n) (NULL: only counted); returns n, or UINT32_MAX when the path has
  * more than max or does not hang below ML_CORE_STACK_ROOT. */
 uint32_t ml_core_stack_path(uint32_t id, uint64_t *ras, uint32_t max);
+/* The stack id of parent's path with every frame of native's below it,
+ * interned as a capture's stack is (only the frames past the part it
+ * shares with the thread's last interned stack are looked up); 0 when it
+ * would hold more than ML_DEPTH_MAX frames, ML_CORE_STACK_LOST without
+ * room. */
+uint32_t ml_core_stack_join(struct ml_intern_cache *ic, uint32_t parent, uint32_t native);
 /* The allocation's native return addresses, innermost first (those the
  * full capture gives, memline's own frames left out), up to and including
  * the first one, ra, with ra - 1 - lo < span, at most max of them: in

@@ -87,6 +87,18 @@ uint32_t ml_core_stack_path(uint32_t id, uint64_t *ras, uint32_t max)
 	return id == ML_NODE_ROOT ? n : UINT32_MAX;
 }
 
+uint32_t ml_core_stack_join(struct ml_intern_cache *ic, uint32_t parent, uint32_t native)
+{
+	uint64_t frames[ML_DEPTH_MAX];
+	uint32_t n = ml_core_stack_path(native, frames, ML_DEPTH_MAX);
+	if (n == UINT32_MAX)
+		return 0;
+	uint32_t above = ml_core_stack_path(parent, frames + n, ML_DEPTH_MAX - n);
+	if (above == UINT32_MAX)
+		return 0;
+	return ml_stacktab_intern(ic, frames, n + above, 0);
+}
+
 int ml_core_native_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uint64_t lo,
 			 uint64_t span)
 {

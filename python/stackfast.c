@@ -106,7 +106,8 @@ static uint32_t below(struct memo *m, struct ml_intern_cache *ic, uint32_t paren
 /* A native allocation's stack below parent (the Python part's node):
  * every native frame, those of the stack id native (the core's walk of
  * them alone), none cut.  0 where the full capture must: more frames in
- * all than a capture keeps. */
+ * all than a capture keeps.  A miss interns the whole path (with the
+ * thread's prefix cache: consecutive misses share most of it). */
 static uint32_t native_below(struct memo *m, struct ml_intern_cache *ic, uint32_t parent,
 			     uint32_t native)
 {
@@ -115,15 +116,9 @@ static uint32_t native_below(struct memo *m, struct ml_intern_cache *ic, uint32_
 	for (int w = 0; w < 2; w++)
 		if (s[w].node && s[w].native == native && s[w].parent == parent)
 			return s[w].node;
-	uint64_t ras[ML_DEPTH_MAX];
-	uint32_t n = ml_core_stack_path(native, ras, ML_DEPTH_MAX);
-	uint32_t py = ml_core_stack_path(parent, NULL, ML_DEPTH_MAX);
-	if (n == UINT32_MAX || py == UINT32_MAX || n + py > ML_DEPTH_MAX)
-		return 0;
-	uint32_t node = parent;
-	for (uint32_t k = n; k-- > 0;)
-		if (!(node = ml_core_stack_child(ic, node, ras[k])))
-			return ML_CORE_STACK_LOST;
+	uint32_t node = ml_core_stack_join(ic, parent, native);
+	if (!node || node == ML_CORE_STACK_LOST)
+		return node;
 	s[1] = s[0];
 	s[0] = (struct native_slot){ native, parent, node };
 	return node;
