@@ -29,7 +29,7 @@
 
 #define FAST_MAX 128u		/* Python frames followed; more: the full capture */
 #define TAG_SET_BITS 9u		/* sets of two */
-#define BELOW_BITS 8u
+#define BELOW_SET_BITS 8u	/* sets of two */
 #define NATIVE_SET_BITS 10u	/* sets of two */
 
 struct tag_slot {
@@ -50,7 +50,7 @@ struct memo {
 	struct below_slot {
 		uint64_t token;
 		uint32_t parent, node;
-	} below[1u << BELOW_BITS];
+	} below[1u << BELOW_SET_BITS][2];	/* [0]: the newer */
 	/* (the native frames' stack id, the Python part's node) -> the
 	 * stack's node, for native allocations */
 	struct native_slot {
@@ -88,9 +88,10 @@ static uint32_t below(struct memo *m, struct ml_intern_cache *ic, uint32_t paren
 		      const struct ml_native_path *np)
 {
 	uint64_t h = (np->token * 0x9e3779b97f4a7c15ull ^ parent) * 0xd6e8feb86659fd93ull;
-	struct below_slot *s = &m->below[h >> (64 - BELOW_BITS)];
-	if (np->token && s->token == np->token && s->parent == parent)
-		return s->node;
+	struct below_slot *s = m->below[h >> (64 - BELOW_SET_BITS)];
+	for (int w = 0; np->token && w < 2; w++)
+		if (s[w].token == np->token && s[w].parent == parent)
+			return s[w].node;
 	uint32_t node = parent;
 	for (uint32_t k = np->n; k-- > 0;) {
 		if (ml_py_interp_cut(np->ras[k]))	/* room.c's cut_at_eval */
@@ -98,8 +99,10 @@ static uint32_t below(struct memo *m, struct ml_intern_cache *ic, uint32_t paren
 		if (!(node = ml_core_stack_child(ic, node, np->ras[k])))
 			return ML_CORE_STACK_LOST;
 	}
-	if (np->token)
-		*s = (struct below_slot){ np->token, parent, node };
+	if (np->token) {
+		s[1] = s[0];
+		s[0] = (struct below_slot){ np->token, parent, node };
+	}
 	return node;
 }
 
