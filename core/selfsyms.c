@@ -98,12 +98,16 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	struct anywhere *q = arg;
 	const ElfW(Dyn) *dyn = NULL;
 	struct dynsyms t;
+	uintptr_t here = (uintptr_t)&visit;
 	(void)size;
-	if (self.state == 1 && info->dlpi_addr == self.t.base)
-		return 0;	/* memline's own */
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && here - lo < ph->p_memsz)
+			return 0;	/* memline's own: its hooks, not the real ones */
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const void *)lo;
+	}
 	if (!dyn || !read_dynsyms(info->dlpi_addr, dyn, &t))
 		return 0;
 	q->found = function_in(&t, q->name);
@@ -114,8 +118,6 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 void *ml_export_anywhere(const char *name, const char **path)
 {
 	struct anywhere q = { name, NULL, NULL };
-	if (!__atomic_load_n(&self.state, __ATOMIC_ACQUIRE))
-		find_self();
 	dl_iterate_phdr(visit, &q);
 	*path = q.found ? q.path : NULL;
 	return q.found;
