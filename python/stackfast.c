@@ -1,6 +1,8 @@
-/* python/stackfast.c - the stack id of a Python object without the full
- * capture.  A Python object's stack is its native frames up to the
- * innermost eval-loop frame, then the Python frames (room.c's decorate):
+/* python/stackfast.c - the stack id of a Python object, or of a native
+ * allocation under Python, without the full capture (a native
+ * allocation: every native frame, as the core's own walk gives them,
+ * below the same Python part; see native_below).  A Python object's
+ * stack is its native frames up to the innermost eval-loop frame, then the Python frames (room.c's decorate):
  * as a path of the stack trie, outermost first, the Python frames come
  * first and the few native frames hang below them.
  *
