@@ -2,9 +2,10 @@
  * allocation under Python, without the full capture (a native
  * allocation: every native frame, as the core's own walk gives them,
  * below the same Python part; see native_below).  A Python object's
- * stack is its native frames up to the innermost eval-loop frame, then the Python frames (room.c's decorate):
- * as a path of the stack trie, outermost first, the Python frames come
- * first and the few native frames hang below them.
+ * stack is its native frames up to the innermost eval-loop frame, then
+ * the Python frames (room.c's decorate): as a path of the stack trie,
+ * outermost first, the Python frames come first and the few native
+ * frames hang below them.
  *
  * Per thread (the memo): the chain of Python frames read at the previous
  * object, each frame as what its tagged form is a function of (struct
