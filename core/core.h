@@ -169,6 +169,31 @@ static inline void ml_track_count_thread(uint64_t size)
 	ml_tl_allocs++;
 }
 
+/* --sample: a thread's countdown to its next sample point and its exact
+ * totals, the first member of the thread's state (core/internal.h), so
+ * that a room's hook can test it inline (ml_track_sample_skip). */
+struct ml_sample_count {
+	int64_t left;		/* bytes to the next sample point */
+	uint64_t allocs, bytes;	/* every allocation, exactly */
+};
+/* --sample only: counts an allocation of size bytes the caller just made
+ * on this thread (guard held).  True: not a sample point, nothing more to
+ * do; false: the caller records it (ml_track_alloc, which then decides:
+ * a sample point, or no thread state yet).  A subtraction and three adds:
+ * for the Python room's wrappers (python/hooks.c), which call it on every
+ * object. */
+static inline bool ml_track_sample_skip(size_t size)
+{
+	struct ml_sample_count *s = (struct ml_sample_count *)(void *)ml_tl_thread;
+	if (__builtin_expect(s == NULL || (int64_t)size >= s->left, 0))
+		return false;
+	s->left -= (int64_t)size;
+	s->allocs++;
+	s->bytes += size;
+	ml_track_count_thread(size);
+	return true;
+}
+
 /* The hook's own frame, whose caller is where the next stack walk on this
  * thread starts instead of walking the runtime's frames.  ML_UNWIND_MARK()
  * goes in the hook itself (so inlined into it), just before
@@ -345,6 +370,8 @@ void *ml_self_export(const char *name);
  * ("" for the program).  Reads dynamic symbol tables under the loader's
  * list lock (dl_iterate_phdr); no allocation. */
 void *ml_export_anywhere(const char *name, const char **path);
+/* The same among the modules whose path pick accepts (NULL: all). */
+void *ml_export_among(const char *name, const char **path, bool (*pick)(const char *path));
 
 /* One-line diagnostics: write(2) only, async-signal-safe, never allocate.
  * ml_warn prints "memline: <msg>" on stderr unless MEMLINE_QUIET or

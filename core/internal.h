@@ -281,6 +281,7 @@ void ml_counters_reset_totals(void);
 struct ml_counter_chunk;
 #define ML_COUNTER_CACHE 4096u
 struct ml_thread {
+	struct ml_sample_count sample;	/* --sample (core.h): first, for rooms */
 	struct ml_thread *next;		/* every state ever made */
 	struct ml_thread *next_free;	/* free list, or the ended threads' list */
 	int32_t tid;			/* the kernel thread using it */
@@ -296,15 +297,14 @@ struct ml_thread {
 	volatile int in_event;		/* inside an event (ml_event_begin .. end) */
 	uint64_t events;		/* its events with atomics (ML_TAKE_EVERY) */
 	uint64_t others_seen;		/* other threads' events at its last look */
-	int64_t sample_left;		/* --sample: bytes to the next sample point */
 	uint64_t rng;			/* --sample: the thread's random stream */
-	uint64_t all_allocs, all_bytes;	/* --sample: every allocation, exactly */
 	struct ml_counter *counter_cache[ML_COUNTER_CACHE];	/* direct-mapped */
 	void *walk;			/* unwind.c's record of the last walk */
 	void *room_memo;		/* the stack-id room's (rooms.c), or NULL */
 	void *until;			/* unwind.c's walks to a range (rooms' stack ids) */
 	struct ml_intern_cache intern;
 };
+_Static_assert(offsetof(struct ml_thread, sample) == 0, "ml_track_sample_skip's cast");
 
 /* The calling thread's state, made on first use; NULL when out of memory.
  * Async-signal-safe (mmap). */
@@ -520,8 +520,21 @@ struct ml_sample_weight ml_sampling_weight(uint64_t size);
 /* The filter of sampled blocks' addresses (frees of others stop there). */
 void ml_sampling_filter_add(uint64_t addr);
 void ml_sampling_filter_remove(uint64_t addr);
-/* False: addr is certainly not a sampled block.  Lock-free. */
-bool ml_sampling_maybe(uint64_t addr);
+/* The filter: per hash of an address, the sampled blocks living there. */
+#define ML_SAMPLING_FILTER_BITS 16u
+extern uint32_t ml_sampling_filter[1u << ML_SAMPLING_FILTER_BITS];
+static inline uint32_t ml_sampling_slot(uint64_t addr)
+{
+	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> (64 - ML_SAMPLING_FILTER_BITS));
+}
+/* False: addr is certainly not a sampled block.  Lock-free; inline, as
+ * most frees of a sampled run end here.  A sampled block was added before
+ * its address was handed to the program, so its free (which follows)
+ * sees it. */
+static inline bool ml_sampling_maybe(uint64_t addr)
+{
+	return __atomic_load_n(&ml_sampling_filter[ml_sampling_slot(addr)], __ATOMIC_ACQUIRE) != 0;
+}
 /* In a fork child: the live table is empty, so is the filter. */
 void ml_sampling_after_fork(void);
 

@@ -18,17 +18,11 @@
 #include <unistd.h>
 #include "core/internal.h"
 
-#define FILTER_BITS 16u
-
 /* Per hash of an address: how many sampled blocks live there now.  Zero
- * means "certainly not sampled": most frees stop here. */
-static uint32_t filter[1u << FILTER_BITS];
+ * means "certainly not sampled": most frees stop there (internal.h's
+ * ml_sampling_maybe, inline in the hooks' paths). */
+uint32_t ml_sampling_filter[1u << ML_SAMPLING_FILTER_BITS];
 static uint64_t seed_used;
-
-static inline uint32_t filter_slot(uint64_t addr)
-{
-	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> (64 - FILTER_BITS));
-}
 
 void ml_sampling_init(void)
 {
@@ -39,7 +33,7 @@ void ml_sampling_init(void)
 		seed_used = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^
 			(uint64_t)ts.tv_sec;
 	}
-	memset(filter, 0, sizeof(filter));
+	memset(ml_sampling_filter, 0, sizeof(ml_sampling_filter));
 }
 
 uint64_t ml_sampling_seed(void)
@@ -66,7 +60,7 @@ void ml_sampling_thread_start(struct ml_thread *t, uint64_t index)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	t->rng = (z ^ (z >> 31)) | 1;
-	t->sample_left = ml_sampling_gap(t);
+	t->sample.left = ml_sampling_gap(t);
 }
 
 int64_t ml_sampling_gap(struct ml_thread *t)
@@ -90,22 +84,15 @@ struct ml_sample_weight ml_sampling_weight(uint64_t size)
 
 void ml_sampling_filter_add(uint64_t addr)
 {
-	__atomic_add_fetch(&filter[filter_slot(addr)], 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&ml_sampling_filter[ml_sampling_slot(addr)], 1, __ATOMIC_RELEASE);
 }
 
 void ml_sampling_filter_remove(uint64_t addr)
 {
-	__atomic_sub_fetch(&filter[filter_slot(addr)], 1, __ATOMIC_RELAXED);
-}
-
-bool ml_sampling_maybe(uint64_t addr)
-{
-	/* A sampled block was added before its address was handed to the
-	 * program, so its free (which follows) sees it. */
-	return __atomic_load_n(&filter[filter_slot(addr)], __ATOMIC_ACQUIRE) != 0;
+	__atomic_sub_fetch(&ml_sampling_filter[ml_sampling_slot(addr)], 1, __ATOMIC_RELAXED);
 }
 
 void ml_sampling_after_fork(void)
 {
-	memset(filter, 0, sizeof(filter));	/* the live table was emptied too */
+	memset(ml_sampling_filter, 0, sizeof(ml_sampling_filter));	/* the live table was emptied too */
 }

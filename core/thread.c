@@ -264,9 +264,9 @@ static void retire(struct ml_thread *t)
 			if (into)
 				ml_counters_fold(into, c);
 		}
-	retired.all_allocs += t->all_allocs;
-	retired.all_bytes += t->all_bytes;
-	t->all_allocs = t->all_bytes = 0;
+	retired.sample.allocs += t->sample.allocs;
+	retired.sample.bytes += t->sample.bytes;
+	t->sample.allocs = t->sample.bytes = 0;
 	__atomic_store_n(&t->alive, 0, __ATOMIC_RELEASE);
 	counters_clear(t);
 	ml_spin_unlock(&retired_lock);
@@ -555,12 +555,12 @@ uint64_t ml_thread_bytes(void)
 
 void ml_thread_all_allocs(uint64_t *allocs, uint64_t *bytes)
 {
-	*allocs = retired.all_allocs;
-	*bytes = retired.all_bytes;
+	*allocs = retired.sample.allocs;
+	*bytes = retired.sample.bytes;
 	for (struct ml_thread *t = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE); t; t = t->next)
 		if (__atomic_load_n(&t->alive, __ATOMIC_ACQUIRE)) {
-			*allocs += t->all_allocs;
-			*bytes += t->all_bytes;
+			*allocs += t->sample.allocs;
+			*bytes += t->sample.bytes;
 		}
 }
 
@@ -591,10 +591,10 @@ void ml_thread_after_fork(void)
 	ended_threads = NULL;
 	if (me)
 		me->ended = 0;
-	retired.all_allocs = retired.all_bytes = 0;
+	retired.sample.allocs = retired.sample.bytes = 0;
 	for (struct ml_thread *t = all_threads; t; t = t->next) {
 		counters_clear(t);
-		t->all_allocs = t->all_bytes = 0;
+		t->sample.allocs = t->sample.bytes = 0;
 		if (t != me) {
 			t->alive = 0;
 			t->next_free = free_threads;

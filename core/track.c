@@ -309,13 +309,13 @@ static bool sampled(size_t size)
 	struct ml_thread *t = ml_thread_self();
 	if (!t)
 		return false;
-	t->all_allocs++;
-	t->all_bytes += size;
-	if ((int64_t)size < t->sample_left) {
-		t->sample_left -= (int64_t)size;
+	t->sample.allocs++;
+	t->sample.bytes += size;
+	if ((int64_t)size < t->sample.left) {
+		t->sample.left -= (int64_t)size;
 		return false;
 	}
-	t->sample_left = ml_sampling_gap(t);	/* a Poisson process: no memory */
+	t->sample.left = ml_sampling_gap(t);	/* a Poisson process: no memory */
 	return true;
 }
 
@@ -363,11 +363,21 @@ INLINE void track_alloc(void *ptr, size_t size, enum ml_kind kind, bool marked)
 	if (ml_degraded)
 		return;
 	ml_track_count_thread(size);
-	/* The common case: exact mode, the heap, a hook's mark, a state with
-	 * a side stack, not on it: straight onto it (a tail call). */
 	struct ml_thread *t = ml_tl_thread;
-	if (__builtin_expect(!ml_config.sample_bytes && kind == ML_KIND_HEAP && t != NULL &&
-			     (marked || ml_tl_mark.sp != 0) && !ml_thread_side_here(t), 1)) {
+	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
+		/* Sampling: most allocations are not a sample point; they
+		 * cost a count and a subtraction (sampled() for the rest). */
+		if (__builtin_expect(t != NULL && (int64_t)size < t->sample.left, 1)) {
+			t->sample.left -= (int64_t)size;
+			t->sample.allocs++;
+			t->sample.bytes += size;
+			return;
+		}
+	} else if (__builtin_expect(kind == ML_KIND_HEAP && t != NULL &&
+				    (marked || ml_tl_mark.sp != 0) && !ml_thread_side_here(t), 1)) {
+		/* The common case: exact mode, the heap, a hook's mark, a
+		 * state with a side stack, not on it: straight onto it (a tail
+		 * call). */
 		ml_side_call3(ml_unwind_heap_event, (uint64_t)ptr, size, t, t->side_hi);
 		return;
 	}
@@ -506,8 +516,14 @@ size_t ml_track_free_heap(void *ptr)
 {
 	ML_ASSERT(ml_guard_held() && ptr);
 	struct ml_thread *t = ml_tl_thread;
-	if (__builtin_expect(t == NULL || ml_config.sample_bytes != 0, 0) ||
-	    __builtin_expect(!ml_event_begin_plain(t), 0))
+	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
+		/* Sampling: the filter says at once that most blocks are not
+		 * in the live table (no event, errno untouched). */
+		if (__builtin_expect(!ml_sampling_maybe((uint64_t)ptr), 1))
+			return 0;
+		return free_heap_any(ptr);
+	}
+	if (__builtin_expect(t == NULL, 0) || __builtin_expect(!ml_event_begin_plain(t), 0))
 		return free_heap_any(ptr);
 	struct ml_live_val v;
 	if (__builtin_expect(!ml_livetab_take_quick((uint64_t)ptr, ML_KIND_HEAP, true, &v), 0))
@@ -529,6 +545,9 @@ size_t ml_track_free_heap(void *ptr)
 size_t ml_track_free(void *ptr, enum ml_kind kind)
 {
 	ML_ASSERT(ml_guard_held());
+	if (__builtin_expect(ml_config.sample_bytes != 0, 0) &&
+	    (!ptr || !ml_sampling_maybe((uint64_t)ptr)))
+		return 0;	/* not a sampled block (take_block's first test) */
 	int *e = errno_at(), saved = *e;
 	size_t size;
 	if (__builtin_expect(ml_config.sample_bytes || !ptr, 0))
@@ -577,7 +596,14 @@ bool ml_track_detach(void *ptr, enum ml_kind kind, struct ml_track_held *held)
 	ML_ASSERT(ml_guard_held());
 	struct ml_thread *t = ml_tl_thread;
 	struct ml_live_val v;
-	if (__builtin_expect(t != NULL && !ml_config.sample_bytes && ptr != NULL, 1) &&
+	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
+		if (!ptr || !ml_sampling_maybe((uint64_t)ptr)) {
+			held->addr = 0;	/* not a sampled block */
+			return false;
+		}
+		return detach_any(ptr, kind, held);
+	}
+	if (__builtin_expect(t != NULL && ptr != NULL, 1) &&
 	    __builtin_expect(ml_event_begin_plain(t), 1)) {
 		bool taken = ml_livetab_take_quick((uint64_t)ptr, kind, true, &v);
 		ml_event_end_plain(t);
