@@ -53,6 +53,7 @@ static bool find_api(void)
 	LOOK(get_allocator, "PyMem_GetAllocator");
 	LOOK(set_allocator, "PyMem_SetAllocator");
 	LOOK(get_arena, "PyObject_GetArenaAllocator");
+	LOOK(allocator_name, "_PyMem_GetCurrentAllocatorName");	/* optional */
 	LOOK(set_arena, "PyObject_SetArenaAllocator");
 	LOOK(compile, "Py_CompileStringExFlags");
 	LOOK(eval_code, "PyEval_EvalCode");

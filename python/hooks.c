@@ -6,6 +6,7 @@
  * it replaced, records, releases: the malloc a domain makes inside is not
  * recorded again. */
 #include <errno.h>
+#include <string.h>
 #include "core/core.h"
 #include "python/internal.h"
 
@@ -18,15 +19,15 @@ static struct ml_py_arenaalloc orig_arena;
 static __thread int ml_tl_in_pymem __attribute__((tls_model("initial-exec")));
 __thread int ml_tl_py_object __attribute__((tls_model("initial-exec")));
 
-static void record(void *p, size_t size, enum ml_kind kind)
+/* (The core's ml_track_* leave errno as they found it.)  Inline: the
+ * walk starts at the caller of the wrapper it is in. */
+static inline __attribute__((always_inline)) void record(void *p, size_t size, enum ml_kind kind)
 {
-	int saved = errno;
 	ml_tl_py_object = kind == ML_KIND_PYTHON;
 	ML_UNWIND_MARK();
 	ml_track_alloc(p, size, kind);
 	ml_unwind_unmark();
 	ml_tl_py_object = 0;
-	errno = saved;
 }
 
 /* A block the program gives back through a domain: a Python object, or a
@@ -35,10 +36,8 @@ static void record(void *p, size_t size, enum ml_kind kind)
 static void forget(void *p)
 {
 	struct ml_track_held h;
-	int saved = errno;
 	if (ml_track_detach(p, ML_KIND_PYTHON, &h) || ml_track_detach(p, ML_KIND_HEAP, &h))
 		ml_track_release(&h);
-	errno = saved;
 }
 
 static void *py_malloc(void *ctx, size_t size)
@@ -151,17 +150,158 @@ static void arena_free(void *ctx, void *p, size_t size)
 		ml_guard_exit();
 }
 
+/* ---- --sample with pymalloc: the lean wrappers of MEM and OBJ ----
+ *
+ * Sampling records one allocation in thousands; the wrappers above cost
+ * every object a stack-less visit of the core on both its allocation and
+ * its free (a fifth more instructions on an object-heavy program).  With
+ * the interpreter's own pymalloc in MEM and OBJ, less will do: pymalloc
+ * serves requests up to PYMALLOC_MAX bytes from its pools and hands every
+ * block it did not make from a pool (larger ones, its fallback) to
+ * PyMem_RawFree on free, and PyMem_RawFree is the RAW domain's wrapper.
+ * So a sampled block is made one pymalloc does not own (its realloc to
+ * PYMALLOC_MAX + 1 bytes moves it to the RAW domain, its contents kept,
+ * pymalloc's own count of such blocks kept right), and its free reaches
+ * the RAW wrapper; every other free goes straight to pymalloc: MEM's free
+ * is pymalloc's own, OBJ's only looks for code objects first (py_free).
+ * An allocation costs a countdown (ml_track_sample_skip).  The installed
+ * structs carry pymalloc's own context, which its free needs. */
+#define PYMALLOC_MAX 512	/* SMALL_REQUEST_THRESHOLD, CPython 3.8-3.13 */
+
+/* lean_settle's sample point, out of line (the hook's mark set by the
+ * wrapper): p made a block pymalloc does not own, and recorded.  Out of
+ * memory for the move: p as it is, not recorded (its free would not be
+ * seen). */
+static __attribute__((noinline)) void *lean_sampled(const struct ml_py_memalloc *o, void *p,
+						    size_t size)
+{
+	if (size <= PYMALLOC_MAX) {
+		void *q = o->realloc(o->ctx, p, PYMALLOC_MAX + 1);
+		if (!q)
+			return p;
+		p = q;
+	}
+	ml_tl_py_object = 1;
+	ml_track_alloc(p, size, ML_KIND_PYTHON);
+	ml_tl_py_object = 0;
+	return p;
+}
+
+/* p, size bytes just made by o (guard held), counted as an allocation;
+ * at a sample point (or before the thread has a state) lean_sampled's. */
+static inline __attribute__((always_inline)) void *lean_settle(const struct ml_py_memalloc *o,
+							  void *p, size_t size)
+{
+	if (__builtin_expect(ml_track_sample_skip(size), 1))
+		return p;
+	ML_UNWIND_MARK();
+	p = lean_sampled(o, p, size);
+	ml_unwind_unmark();
+	return p;
+}
+
+static inline __attribute__((always_inline)) void *lean_malloc(const struct ml_py_memalloc *o,
+							  size_t size)
+{
+	if (!ml_guard_enter())
+		return o->malloc(o->ctx, size);
+	ml_tl_in_pymem++;
+	void *p = o->malloc(o->ctx, size);
+	if (p)
+		p = lean_settle(o, p, size);
+	ml_tl_in_pymem--;
+	ml_guard_exit();
+	return p;
+}
+
+static inline __attribute__((always_inline)) void *lean_calloc(const struct ml_py_memalloc *o,
+							  size_t nelem, size_t elsize)
+{
+	size_t size;
+	if (!ml_guard_enter())
+		return o->calloc(o->ctx, nelem, elsize);
+	ml_tl_in_pymem++;
+	void *p = o->calloc(o->ctx, nelem, elsize);
+	if (p && !__builtin_mul_overflow(nelem, elsize, &size))
+		p = lean_settle(o, p, size);	/* the move keeps the zeroed bytes */
+	ml_tl_in_pymem--;
+	ml_guard_exit();
+	return p;
+}
+
+/* old may be a sampled block (ml_track_detach tells at once when not). */
+static inline __attribute__((always_inline)) void *lean_realloc(const struct ml_py_memalloc *o,
+							   void *old, size_t size)
+{
+	if (!ml_guard_enter())
+		return o->realloc(o->ctx, old, size);
+	struct ml_track_held py = { 0 }, heap = { 0 };
+	if (old && !ml_track_detach(old, ML_KIND_PYTHON, &py))
+		ml_track_detach(old, ML_KIND_HEAP, &heap);
+	ml_tl_in_pymem++;
+	void *q = o->realloc(o->ctx, old, size);
+	if (q) {
+		/* Sampling: the old block ends, the new one is an allocation
+		 * (as ml_track_moved counts it) */
+		ml_track_release(&heap);
+		ml_track_release(&py);
+		q = lean_settle(o, q, size);
+	} else {
+		ml_track_reattach(&py);		/* failed: old is still there */
+		ml_track_reattach(&heap);
+	}
+	ml_tl_in_pymem--;
+	ml_guard_exit();
+	return q;
+}
+
+#define LEAN_DOMAIN(name, d) \
+	static void *lean_malloc_##name(void *ctx, size_t size) \
+	{ (void)ctx; return lean_malloc(&orig[d], size); } \
+	static void *lean_calloc_##name(void *ctx, size_t nelem, size_t elsize) \
+	{ (void)ctx; return lean_calloc(&orig[d], nelem, elsize); } \
+	static void *lean_realloc_##name(void *ctx, void *old, size_t size) \
+	{ (void)ctx; return lean_realloc(&orig[d], old, size); }
+LEAN_DOMAIN(mem, ML_PY_DOMAIN_MEM)
+LEAN_DOMAIN(obj, ML_PY_DOMAIN_OBJ)
+
+/* OBJ's free: py_free's look for a code object, then pymalloc's. */
+static void lean_free_obj(void *ctx, void *p)
+{
+	if (p && ((void *const *)p)[1] == ml_py.api.code_type)
+		__atomic_fetch_add(&ml_py_code_epoch, 1, __ATOMIC_SEQ_CST);
+	orig[ML_PY_DOMAIN_OBJ].free(ctx, p);
+}
+
+/* Whether MEM and OBJ get the lean wrappers: sampling, and the
+ * interpreter's allocators its own pymalloc (no debug hooks, no other
+ * tool's wrappers: PYTHONMALLOC unset or "pymalloc"). */
+static bool lean_wanted(const struct ml_py_api *api)
+{
+	if (!ml_config.sample_bytes || !api->allocator_name)
+		return false;
+	const char *name = api->allocator_name();
+	return name && strcmp(name, "pymalloc") == 0;
+}
+
 int ml_py_hooks_install(void)
 {
 	const struct ml_py_api *api = &ml_py.api;
 	if (!api->get_allocator || !api->set_allocator || !api->get_arena || !api->set_arena)
 		return -ENOSYS;
+	bool lean = lean_wanted(api);
 	for (int d = ML_PY_DOMAIN_RAW; d <= ML_PY_DOMAIN_OBJ; d++) {
 		api->get_allocator(d, &orig[d]);
 		struct ml_py_memalloc mine = {
 			.ctx = &orig[d], .malloc = py_malloc, .calloc = py_calloc,
 			.realloc = py_realloc, .free = py_free,
 		};
+		if (lean && d == ML_PY_DOMAIN_MEM)
+			mine = (struct ml_py_memalloc){ orig[d].ctx, lean_malloc_mem, lean_calloc_mem,
+							lean_realloc_mem, orig[d].free };
+		else if (lean && d == ML_PY_DOMAIN_OBJ)
+			mine = (struct ml_py_memalloc){ orig[d].ctx, lean_malloc_obj, lean_calloc_obj,
+							lean_realloc_obj, lean_free_obj };
 		api->set_allocator(d, &mine);
 	}
 	api->get_arena(&orig_arena);

@@ -98,6 +98,7 @@ struct ml_py_api {
 	void *(*object_str)(void *obj);
 	const char *(*unicode_utf8)(void *obj);
 	const void *code_type;			/* &PyCode_Type */
+	const char *(*allocator_name)(void);	/* _PyMem_GetCurrentAllocatorName */
 };
 
 /* The interpreter this process runs, as found at start-up. */
