@@ -89,6 +89,7 @@ void *ml_self_export(const char *name)
 
 struct anywhere {
 	const char *name;
+	bool (*pick)(const char *path);
 	void *found;
 	const char *path;
 };
@@ -100,6 +101,8 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	struct dynsyms t;
 	uintptr_t here = (uintptr_t)&visit;
 	(void)size;
+	if (q->pick && !q->pick(info->dlpi_name ? info->dlpi_name : ""))
+		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
@@ -115,10 +118,15 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	return q->found != NULL;
 }
 
-void *ml_export_anywhere(const char *name, const char **path)
+void *ml_export_among(const char *name, const char **path, bool (*pick)(const char *path))
 {
-	struct anywhere q = { name, NULL, NULL };
+	struct anywhere q = { name, pick, NULL, NULL };
 	dl_iterate_phdr(visit, &q);
 	*path = q.found ? q.path : NULL;
 	return q.found;
+}
+
+void *ml_export_anywhere(const char *name, const char **path)
+{
+	return ml_export_among(name, path, NULL);
 }
