@@ -64,6 +64,16 @@ static inline __attribute__((always_inline)) bool fast(void)
 	return __builtin_expect((ml_real.ready & ml_core_active & ~ml_tl_guard) != 0, 1);
 }
 
+/* The thread is inside memline (the guard held: the runtime's own work, or
+ * a real function called by another hook, as libstdc++'s operator new
+ * calls malloc) and the real allocator is known: the slow paths pass the
+ * call straight through, as their whole way (READY_OR, GUARD) would a few
+ * dozen instructions later. */
+static inline __attribute__((always_inline)) bool inside(void)
+{
+	return __builtin_expect((ml_real.ready & ml_tl_guard) != 0, 0);
+}
+
 /* Inlined into each hook: the walk starts at the hook's own frame.  (The
  * core's ml_track_* leave errno as the real call left it.) */
 static inline __attribute__((always_inline)) void record(bool held, void *p, size_t size)
@@ -101,7 +111,7 @@ static inline void forget(bool held, void *p)
 
 /* ---- the malloc family ---- */
 
-static __attribute__((noinline)) void *malloc_slow(size_t size)
+static __attribute__((noinline)) void *malloc_whole(size_t size)
 {
 	READY_OR(return ml_bootstrap_alloc(size, 16));
 	GUARD;
@@ -110,18 +120,29 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
 	return p;
 }
 
+/* (No frame before the pass-through: the whole path is a call further.) */
+static __attribute__((noinline)) void *malloc_slow(size_t size)
+{
+	return inside() ? ml_real.malloc(size) : malloc_whole(size);
+}
+
 ML_EXPORT void *malloc(size_t size)
 {
 	FAST_ALLOC(ml_real.malloc(size), size, malloc_slow(size));
 }
 
-static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size, size_t bytes)
+static __attribute__((noinline)) void *calloc_whole(size_t n, size_t size, size_t bytes)
 {
 	READY_OR(return ml_bootstrap_alloc(bytes, 16));
 	GUARD;
 	void *p = ml_real.calloc(n, size);
 	record(held, p, bytes);
 	return p;
+}
+
+static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size, size_t bytes)
+{
+	return inside() ? ml_real.calloc(n, size) : calloc_whole(n, size, bytes);
 }
 
 ML_EXPORT void *calloc(size_t n, size_t size)
@@ -132,12 +153,20 @@ ML_EXPORT void *calloc(size_t n, size_t size)
 	FAST_ALLOC(ml_real.calloc(n, size), bytes, calloc_slow(n, size, bytes));
 }
 
-static __attribute__((noinline)) void free_slow(void *p)
+static __attribute__((noinline)) void free_whole(void *p)
 {
 	READY_OR(return);
 	GUARD;
 	forget(held, p);
 	ml_real.free(p);
+}
+
+static __attribute__((noinline)) void free_slow(void *p)
+{
+	if (inside())
+		ml_real.free(p);
+	else
+		free_whole(p);
 }
 
 ML_EXPORT void free(void *p)
@@ -211,6 +240,8 @@ static __attribute__((noinline)) void *realloc_slow(void *old, size_t size)
 		return realloc_bootstrap(old, size);
 	if (!old)
 		return malloc(size);
+	if (inside())
+		return ml_real.realloc(old, size);
 	GUARD;
 	return RESIZE(held, old, size, true, ml_real.realloc(old, size));
 }
