@@ -88,6 +88,16 @@ def make_tools(args):
         tools.append(Tool("ml-base", lambda a, d: [base, "run", "-o", d, "--"] + a,
                           lambda d: glob.glob(os.path.join(d, "**", "memline.*.mlp"),
                                               recursive=True)))
+    if args.sample:
+        rate = str(args.sample)
+        tools.append(Tool("ml-sample", lambda a, d: [cli, "run", "-o", d, "--sample", rate, "--"] + a,
+                          lambda d: glob.glob(os.path.join(d, "**", "memline.*.mlp"),
+                                              recursive=True)))
+        if args.baseline:
+            tools.append(Tool("ml-base-s", lambda a, d: [base, "run", "-o", d, "--sample", rate,
+                                                         "--"] + a,
+                              lambda d: glob.glob(os.path.join(d, "**", "memline.*.mlp"),
+                                                  recursive=True)))
     if shutil.which("heaptrack") and not args.no_heaptrack:
         # Its interpreter is capped at 12 GiB of address space: on cc1plus it
         # grows to ~19 GB here and dies (std::bad_alloc) anyway, taking the
@@ -254,6 +264,9 @@ def main():
     ap.add_argument("--baseline", metavar="DIR",
                     help="another memline build, run as ml-base beside it (a before/after "
                     "in one run)")
+    ap.add_argument("--sample", type=int, default=0, metavar="BYTES",
+                    help="also run memline --sample BYTES, as ml-sample (and the baseline's, "
+                    "ml-base-s); 0: not (default)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="mlreal.")
