@@ -340,6 +340,8 @@ static void *new_fallback(size_t size, size_t align, bool nothrow)
 	ML_EXPORT void *field##_hook(size_t size __VA_ARGS__)
 
 #define NEW_BODY(field, sym, align, nothrow, ...) do { \
+	if (inside() && ml_real.field) \
+		return ml_real.field(size __VA_ARGS__); \
 	READY_OR(return ml_bootstrap_alloc(size, 16)); \
 	GUARD; \
 	void *p = LATE(field, sym) ? ml_real.field(size __VA_ARGS__) : \
@@ -371,6 +373,10 @@ NEW_HOOK(new_array_aligned_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t", , size
 #define DELETE_BODY(field, sym, ...) do { \
 	if (!p || ml_bootstrap_owns(p)) \
 		return; \
+	if (inside() && ml_real.field) { \
+		ml_real.field(p __VA_ARGS__);	/* libstdc++'s sized delete calls delete */ \
+		return; \
+	} \
 	READY_OR(return); \
 	GUARD; \
 	forget(held, p); \
