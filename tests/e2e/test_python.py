@@ -814,7 +814,10 @@ def sampled_rows(prof):
 def python_sampled(py):
 	"""memline run --sample with Python objects (issue 12 item 4): the
 	estimates of a line's bytes (allocated, live at the end) are within 5%
-	of an exact run's (at 8192 bytes one standard deviation is 1-1.5%);
+	of an exact run's (at 8192 bytes one standard deviation of these
+	amounts is 0.6-1.2%, so 5% is over 4 of them: the sample points move
+	from run to run with the sizes of the environment's strings, the seed
+	fixed or not);
 	a line whose objects all died has (almost) none live (every free of a
 	sampled object is seen: pymalloc hands them to the RAW domain,
 	python/hooks.c);
