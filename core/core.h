@@ -179,9 +179,9 @@ struct ml_sample_count {
 /* --sample only: counts an allocation of size bytes the caller just made
  * on this thread (guard held).  True: not a sample point, nothing more to
  * do; false: the caller records it (ml_track_alloc, which then decides:
- * a sample point, or no thread state yet).  A subtraction and three adds:
- * for the Python room's wrappers (python/hooks.c), which call it on every
- * object. */
+ * a sample point, or no thread state yet).  A subtraction and four adds:
+ * track_alloc's test, and the Python room's wrappers' (python/hooks.c),
+ * which call it on every object. */
 static inline bool ml_track_sample_skip(size_t size)
 {
 	struct ml_sample_count *s = (struct ml_sample_count *)(void *)ml_tl_thread;

@@ -362,24 +362,23 @@ INLINE void track_alloc(void *ptr, size_t size, enum ml_kind kind, bool marked)
 	ML_ASSERT(ml_guard_held() && ptr);
 	if (ml_degraded)
 		return;
-	ml_track_count_thread(size);
 	struct ml_thread *t = ml_tl_thread;
 	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
 		/* Sampling: most allocations are not a sample point; they
-		 * cost a count and a subtraction (sampled() for the rest). */
-		if (__builtin_expect(t != NULL && (int64_t)size < t->sample.left, 1)) {
-			t->sample.left -= (int64_t)size;
-			t->sample.allocs++;
-			t->sample.bytes += size;
+		 * cost the countdown (sampled() for the rest). */
+		if (__builtin_expect(ml_track_sample_skip(size), 1))
+			return;
+		ml_track_count_thread(size);
+	} else {
+		ml_track_count_thread(size);
+		if (__builtin_expect(kind == ML_KIND_HEAP && t != NULL &&
+				     (marked || ml_tl_mark.sp != 0) && !ml_thread_side_here(t), 1)) {
+			/* The common case: exact mode, the heap, a hook's
+			 * mark, a state with a side stack, not on it: straight
+			 * onto it (a tail call). */
+			ml_side_call3(ml_unwind_heap_event, (uint64_t)ptr, size, t, t->side_hi);
 			return;
 		}
-	} else if (__builtin_expect(kind == ML_KIND_HEAP && t != NULL &&
-				    (marked || ml_tl_mark.sp != 0) && !ml_thread_side_here(t), 1)) {
-		/* The common case: exact mode, the heap, a hook's mark, a
-		 * state with a side stack, not on it: straight onto it (a tail
-		 * call). */
-		ml_side_call3(ml_unwind_heap_event, (uint64_t)ptr, size, t, t->side_hi);
-		return;
 	}
 	track_alloc_rest(ptr, size, kind);
 }
