@@ -13,15 +13,16 @@ PACKAGES=(build-essential pkg-config libunwind-dev libdw-dev libelf-dev libzstd-
 # only recommends (without it -fprofile-instr-generate cannot link).
 # python3-dev: CPython's internal headers and libpython, against which the
 # Python room's offsets are checked; python3-numpy: numpy arrays at their
-# exact size in the Python tests.  (python3-scalene, for
-# bench/python_bench.py, is left to the user.)
+# exact size in the Python tests; python3-memory-profiler: the oracle of
+# the @profile Increment column (tests/e2e/test_kernprof.py).
+# (python3-scalene, for bench/python_bench.py, is left to the user.)
 # golang-go reads the pprof output back (go tool pprof); chromium renders
 # the HTML report headless (numbers, console errors, screenshots).
 # python3-torch (PyTorch 1.13, CPU) is the oracle of the ops table by ATen
 # op (tests/e2e/test_torch.py, against torch.profiler): 199 packages beyond
 # the others, 192 MB to download and 875 MB unpacked; measured here, 15 s to
 # download and 45 s to unpack on a loaded 2-core machine.
-CHECK_PACKAGES=(clang llvm libclang-rt-dev golang-go chromium python3-dev python3-numpy python3-torch)
+CHECK_PACKAGES=(clang llvm libclang-rt-dev golang-go chromium python3-dev python3-numpy python3-memory-profiler python3-torch)
 
 usage() {
 	echo "usage: $0 demo|check" >&2
