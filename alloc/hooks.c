@@ -335,6 +335,46 @@ static void *new_fallback(size_t size, size_t align, bool nothrow)
 	return p;
 }
 
+/* libstdc++'s own new, after malloc failed in a hook that did its work
+ * (NEW_DIRECT): its new-handler loop, or std::bad_alloc, on whose way out
+ * the guard is released. */
+static __attribute__((noinline)) void *new_failed(void *(*real)(size_t), size_t size)
+{
+	bool held __attribute__((cleanup(guard_release))) = true;
+	void *p = real(size);
+	held = false;	/* returned: the hook releases it */
+	return p;
+}
+
+/* The common case of new and new[] where libstdc++'s are malloc
+ * (ml_real_cxx_decide): as malloc's own fast path, and under --sample an
+ * allocation that is no sample point stops at the countdown (malloc's
+ * goes on to the core's, which keeps the exact path one test shorter). */
+#define NEW_DIRECT(field) do { \
+	if (fast() && ml_real.cxx_direct > 0) { \
+		ml_tl_guard = 1; \
+		void *p_ = ml_real.malloc(size ? size : 1); \
+		if (__builtin_expect(p_ == NULL, 0)) \
+			p_ = new_failed(ml_real.field, size); \
+		if (!(__builtin_expect(ml_config.sample_bytes != 0, 0) && \
+		      __builtin_expect(ml_track_sample_skip(size), 1))) \
+			record(true, p_, size); \
+		ml_tl_guard = 0; \
+		return p_; \
+	} \
+} while (0)
+
+/* The same for delete, delete[] and their sized forms: free's. */
+#define DELETE_DIRECT() do { \
+	if (fast() && ml_real.cxx_direct > 0) { \
+		ml_tl_guard = 1; \
+		forget(true, p); \
+		ml_real.free(p); \
+		ml_tl_guard = 0; \
+		return; \
+	} \
+} while (0)
+
 #define NEW_HOOK(field, sym, ...) \
 	ML_EXPORT void *field##_hook(size_t size __VA_ARGS__) __asm__(sym); \
 	ML_EXPORT void *field##_hook(size_t size __VA_ARGS__)
@@ -344,14 +384,26 @@ static void *new_fallback(size_t size, size_t align, bool nothrow)
 		return ml_real.field(size __VA_ARGS__); \
 	READY_OR(return ml_bootstrap_alloc(size, 16)); \
 	GUARD; \
+	if (held && !ml_real.cxx_direct) \
+		ml_real_cxx_decide(); \
 	void *p = LATE(field, sym) ? ml_real.field(size __VA_ARGS__) : \
 		new_fallback(size, align, nothrow); \
 	record(held, p, size); \
 	return p; \
 } while (0)
 
-NEW_HOOK(new_plain, "_Znwm") { NEW_BODY(new_plain, "_Znwm", 0, false); }
-NEW_HOOK(new_array, "_Znam") { NEW_BODY(new_array, "_Znam", 0, false); }
+/* new and new[]: NEW_DIRECT, else the whole way in a function of its own
+ * (the hook's frame stays small: no registers saved for the rest). */
+#define NEW_SPLIT(field, sym) \
+	static __attribute__((noinline)) void *field##_whole(size_t size) \
+	{ NEW_BODY(field, sym, 0, false); } \
+	NEW_HOOK(field, sym) \
+	{ \
+		NEW_DIRECT(field); \
+		return field##_whole(size); \
+	}
+NEW_SPLIT(new_plain, "_Znwm")
+NEW_SPLIT(new_array, "_Znam")
 NEW_HOOK(new_nothrow, "_ZnwmRKSt9nothrow_t", , const void *nt)
 { NEW_BODY(new_nothrow, "_ZnwmRKSt9nothrow_t", 0, true, , nt); }
 NEW_HOOK(new_array_nothrow, "_ZnamRKSt9nothrow_t", , const void *nt)
@@ -379,6 +431,8 @@ NEW_HOOK(new_array_aligned_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t", , size
 	} \
 	READY_OR(return); \
 	GUARD; \
+	if (held && !ml_real.cxx_direct) \
+		ml_real_cxx_decide(); \
 	forget(held, p); \
 	if (LATE(field, sym)) \
 		ml_real.field(p __VA_ARGS__); \
@@ -386,11 +440,30 @@ NEW_HOOK(new_array_aligned_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t", , size
 		ml_real.free(p); \
 } while (0)
 
-DELETE_HOOK(delete_plain, "_ZdlPv") { DELETE_BODY(delete_plain, "_ZdlPv"); }
-DELETE_HOOK(delete_array, "_ZdaPv") { DELETE_BODY(delete_array, "_ZdaPv"); }
-DELETE_HOOK(delete_sized, "_ZdlPvm", , size_t n) { DELETE_BODY(delete_sized, "_ZdlPvm", , n); }
-DELETE_HOOK(delete_array_sized, "_ZdaPvm", , size_t n)
-{ DELETE_BODY(delete_array_sized, "_ZdaPvm", , n); }
+/* delete, delete[] and their sized forms: DELETE_DIRECT, else the whole
+ * way in a function of its own (a null or bootstrap p goes there too). */
+#define DELETE_SPLIT(field, sym) \
+	static __attribute__((noinline)) void field##_whole(void *p) \
+	{ DELETE_BODY(field, sym); } \
+	DELETE_HOOK(field, sym) \
+	{ \
+		if (p && !ml_bootstrap_owns(p)) \
+			DELETE_DIRECT(); \
+		field##_whole(p); \
+	}
+#define DELETE_SPLIT_SIZED(field, sym) \
+	static __attribute__((noinline)) void field##_whole(void *p, size_t n) \
+	{ DELETE_BODY(field, sym, , n); } \
+	DELETE_HOOK(field, sym, , size_t n) \
+	{ \
+		if (p && !ml_bootstrap_owns(p)) \
+			DELETE_DIRECT(); \
+		field##_whole(p, n); \
+	}
+DELETE_SPLIT(delete_plain, "_ZdlPv")
+DELETE_SPLIT(delete_array, "_ZdaPv")
+DELETE_SPLIT_SIZED(delete_sized, "_ZdlPvm")
+DELETE_SPLIT_SIZED(delete_array_sized, "_ZdaPvm")
 DELETE_HOOK(delete_nothrow, "_ZdlPvRKSt9nothrow_t", , const void *nt)
 { DELETE_BODY(delete_nothrow, "_ZdlPvRKSt9nothrow_t", , nt); }
 DELETE_HOOK(delete_array_nothrow, "_ZdaPvRKSt9nothrow_t", , const void *nt)

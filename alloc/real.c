@@ -125,6 +125,23 @@ static void list_add(char *out, size_t cap, size_t *pos, const char *name, bool 
 	append(out, cap, pos, name);
 }
 
+/* Whether the symbol lookup gives calls to name another definition than
+ * memline's (*first: what it finds).  A non-PIE program that takes
+ * malloc's address has a canonical PLT entry for it (an undefined symbol
+ * with a value: Debian's python3): what dlsym finds there is not a
+ * definition, its calls reach the first one, memline's. */
+static bool shadowed_one(const char *name, void **first)
+{
+	void *mine = ml_self_export(name);
+	Dl_info di;
+	const ElfW(Sym) *sym = NULL;
+	*first = dlsym(RTLD_DEFAULT, name);
+	if (!mine || !*first || *first == mine)
+		return false;
+	return !(dladdr1(*first, &di, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+		 sym->st_shndx == SHN_UNDEF);
+}
+
 /* Which of the family come first from elsewhere; *where names the first
  * such module ("" for the program itself). */
 static unsigned shadowed(bool is_shadowed[], const char **where)
@@ -132,18 +149,9 @@ static unsigned shadowed(bool is_shadowed[], const char **where)
 	unsigned n = 0;
 	*where = NULL;
 	for (size_t i = 0; i < sizeof(c_family) / sizeof(c_family[0]); i++) {
-		void *mine = ml_self_export(c_family[i]);
-		void *first = dlsym(RTLD_DEFAULT, c_family[i]);
+		void *first;
 		Dl_info di;
-		const ElfW(Sym) *sym = NULL;
-		is_shadowed[i] = mine && first && first != mine;
-		/* A non-PIE program that takes malloc's address has a canonical
-		 * PLT entry for it (an undefined symbol with a value: Debian's
-		 * python3): what dlsym finds there is not a definition, its
-		 * calls reach the first one, memline's. */
-		if (is_shadowed[i] && dladdr1(first, &di, (void **)&sym, RTLD_DL_SYMENT) && sym &&
-		    sym->st_shndx == SHN_UNDEF)
-			is_shadowed[i] = false;
+		is_shadowed[i] = shadowed_one(c_family[i], &first);
 		if (!is_shadowed[i])
 			continue;
 		n++;
@@ -181,4 +189,55 @@ void ml_real_check_first(void)
 	ml_core_flag(ML_META_ALLOC_SHADOWED);
 	ml_core_note(note);
 	ml_warn(note);
+}
+
+/* ---- libstdc++'s operator new and delete ----
+ * libstdc++ defines them on the C functions: new(n) is malloc(n ? n : 1),
+ * calling the new-handler and retrying while malloc fails (throwing
+ * std::bad_alloc when there is none); delete(p) is free(p); new[] calls
+ * new, sized delete and delete[] call delete, sized delete[] calls
+ * delete[], each through the symbol lookup.  When the next definitions
+ * of all six are libstdc++'s and every symbol they call reaches memline's
+ * hook first, a hook may do what that chain would end in itself
+ * (ml_real.malloc, ml_real.free) and leave libstdc++ only malloc's
+ * failure: two hooks, two calls and a guard test fewer per new/delete. */
+
+static const char *const cxx_chain[] = { "malloc", "free", "_Znwm", "_ZdlPv", "_ZdaPv" };
+
+static bool in_libstdcxx(void *fn)
+{
+	Dl_info di;
+	if (!fn || !dladdr(fn, &di) || !di.dli_fname)
+		return false;
+	const char *slash = strrchr(di.dli_fname, '/');
+	return strncmp(slash ? slash + 1 : di.dli_fname, "libstdc++.so", 12) == 0;
+}
+
+/* Decides ml_real.cxx_direct once the six are known (guard held). */
+void ml_real_cxx_decide(void)
+{
+	static uint64_t absent_at[6];
+	void **fields[6] = {
+		(void **)&ml_real.new_plain, (void **)&ml_real.new_array,
+		(void **)&ml_real.delete_plain, (void **)&ml_real.delete_array,
+		(void **)&ml_real.delete_sized, (void **)&ml_real.delete_array_sized,
+	};
+	static const char *const syms[6] = { "_Znwm", "_Znam", "_ZdlPv", "_ZdaPv", "_ZdlPvm",
+					     "_ZdaPvm" };
+	int direct = 1;
+	for (int i = 0; i < 6; i++) {
+		if (!*fields[i])
+			*fields[i] = ml_real_lookup(syms[i], &absent_at[i]);
+		if (!*fields[i])
+			return;	/* undecided: libstdc++ may load later */
+		if (!in_libstdcxx(*fields[i]))
+			direct = -1;
+	}
+	for (size_t i = 0; direct > 0 && i < sizeof(cxx_chain) / sizeof(cxx_chain[0]); i++) {
+		void *first;
+		if (shadowed_one(cxx_chain[i], &first))
+			direct = -1;
+	}
+	dlerror();
+	__atomic_store_n(&ml_real.cxx_direct, direct, __ATOMIC_RELEASE);
 }

@@ -53,6 +53,9 @@
 struct ml_real {
 	ML_REAL_SYMBOLS(ML_REAL_FIELD)
 	volatile int ready;
+	/* libstdc++'s new and delete are malloc and free (ml_real_cxx_decide):
+	 * 0 not known yet, 1 yes, -1 no. */
+	int cxx_direct;
 };
 #undef ML_REAL_FIELD
 
@@ -74,6 +77,13 @@ bool ml_real_resolving(void);
  * extension's local scope, as by python3 importing torch, would otherwise
  * pay it on every operator new and delete). */
 void *ml_real_lookup(const char *sym, uint64_t *absent_at);
+
+/* Sets ml_real.cxx_direct: 1 when the next operator new, new[], delete,
+ * delete[] and their sized deletes are libstdc++'s and malloc, free and
+ * the operators libstdc++ calls (new, delete, delete[]) reach memline's
+ * hooks first; -1 when not; left 0 while libstdc++ is not loaded.  Called
+ * with the guard held. */
+void ml_real_cxx_decide(void);
 
 /* The bootstrap buffer: a static heap for allocations made before the real
  * allocator is known (dlsym's calloc).  Never freed. */

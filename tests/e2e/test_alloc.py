@@ -58,6 +58,47 @@ def cxx_new_delete():
 	   "cxx_new leaks (every delete variant must match its new)")
 
 
+def plain_stdout(name):
+	p = subprocess.run([fixture(name)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+	eq(p.returncode, 0, "%s without memline: exit status" % name)
+	return text(p.stdout)
+
+
+@test
+def cxx_new_handler():
+	"""Where libstdc++'s new is malloc, memline's new calls malloc itself
+	and leaves libstdc++ only its failure: the new-handler still runs once,
+	std::bad_alloc still reaches the program, as without memline, and the
+	thread's later allocations are recorded (the guard released on the
+	exception's way out)."""
+	r = Run("cxx_handler")
+	eq(text(r.proc.stdout), plain_stdout("cxx_handler"), "stdout with and without memline")
+	eq(text(r.proc.stdout), "handled 1 caught 2\n", "the handler ran once, both threw")
+	prof = r.file("cxx_handler")
+	rows = lines_of(prof, "main")
+	expect_line(rows, line_of("cxx_handler", "after_throw"), "new int[3] x 100",
+		    self_bytes=1200, allocs=100, leaked_bytes=0)
+	leaks = user_leaks(report(prof, "leaks"), "cxx_handler")
+	eq([(b, n, f[0][2]) for b, n, f in leaks], [(8, 1, line_of("cxx_handler", "handler_leak"))],
+	   "cxx_handler leaks")
+
+
+@test
+def cxx_own_unsized_delete():
+	"""A program that replaces operator delete(void *) only: libstdc++'s
+	sized delete and delete[] call the program's, and with memline they
+	still do (memline's deletes free directly only where every operator
+	libstdc++'s would call is memline's); every new and delete counted."""
+	r = Run("cxx_own_delete")
+	eq(text(r.proc.stdout), plain_stdout("cxx_own_delete"), "stdout with and without memline")
+	eq(text(r.proc.stdout), "deletes 11\n", "the program's delete ran for every delete")
+	rows = lines_of(r.file("cxx_own_delete"), "main")
+	expect_line(rows, line_of("cxx_own_delete", "own_new"), "new Obj x 10",
+		    self_bytes=320, allocs=10, leaked_bytes=0)
+	expect_line(rows, line_of("cxx_own_delete", "own_new_array"), "new int[7]",
+		    self_bytes=28, allocs=1, leaked_bytes=0)
+
+
 @test
 def cxx_local_scope():
 	"""A C program that dlopens a C++ library RTLD_LOCAL (python3 importing
