@@ -200,8 +200,49 @@ static inline __attribute__((always_inline)) void *lean_settle(const struct ml_p
 	return p;
 }
 
-static inline __attribute__((always_inline)) void *lean_malloc(const struct ml_py_memalloc *o,
-							  size_t size)
+/* A small block made without the guard (lean_small) that is a sample point
+ * (or the thread has no state yet): lean_sampled's under the guard, the
+ * hook's mark set by the wrapper. */
+static __attribute__((noinline)) void *lean_small_point(const struct ml_py_memalloc *o, void *p,
+							size_t size)
+{
+	if (!ml_guard_enter())
+		return p;
+	ml_tl_in_pymem++;
+	p = lean_sampled(o, p, size);
+	ml_tl_in_pymem--;
+	ml_guard_exit();
+	return p;
+}
+
+/* Whether a request of size bytes takes the short way (lean_small): a
+ * pymalloc size, and this thread may record (not inside memline). */
+static inline bool lean_small(size_t size)
+{
+	return __builtin_expect(size <= PYMALLOC_MAX, 1) &&
+	       __builtin_expect(!ml_guard_held() && ml_core_active, 1);
+}
+
+/* The short way's end: p (of o's, size bytes, NULL when it failed) counted
+ * as an allocation, or recorded at a sample point.  A pymalloc size comes
+ * from a pool, or a new arena that arena_alloc records itself; nothing
+ * else that records is called on the way (pymalloc falls back on the RAW
+ * domain only when no arena can be mapped), so the guard is not taken. */
+static inline __attribute__((always_inline)) void *lean_small_end(const struct ml_py_memalloc *o,
+							     void *p, size_t size)
+{
+	if (__builtin_expect(p == NULL, 0) || __builtin_expect(ml_track_sample_skip(size), 1))
+		return p;
+	ML_UNWIND_MARK();
+	p = lean_small_point(o, p, size);
+	ml_unwind_unmark();
+	return p;
+}
+
+/* The other way: under the guard (a larger request goes on to the RAW
+ * domain, whose wrapper must not record it again). */
+static __attribute__((noinline)) void *lean_malloc_guarded(const struct ml_py_memalloc *o,
+							   size_t size)
 {
 	if (!ml_guard_enter())
 		return o->malloc(o->ctx, size);
@@ -214,19 +255,37 @@ static inline __attribute__((always_inline)) void *lean_malloc(const struct ml_p
 	return p;
 }
 
-static inline __attribute__((always_inline)) void *lean_calloc(const struct ml_py_memalloc *o,
-							  size_t nelem, size_t elsize)
+static __attribute__((noinline)) void *lean_calloc_guarded(const struct ml_py_memalloc *o,
+							   size_t nelem, size_t elsize, size_t size)
 {
-	size_t size;
 	if (!ml_guard_enter())
 		return o->calloc(o->ctx, nelem, elsize);
 	ml_tl_in_pymem++;
 	void *p = o->calloc(o->ctx, nelem, elsize);
-	if (p && !__builtin_mul_overflow(nelem, elsize, &size))
+	if (p)
 		p = lean_settle(o, p, size);	/* the move keeps the zeroed bytes */
 	ml_tl_in_pymem--;
 	ml_guard_exit();
 	return p;
+}
+
+static inline __attribute__((always_inline)) void *lean_malloc(const struct ml_py_memalloc *o,
+							  size_t size)
+{
+	if (lean_small(size))
+		return lean_small_end(o, o->malloc(o->ctx, size), size);
+	return lean_malloc_guarded(o, size);
+}
+
+static inline __attribute__((always_inline)) void *lean_calloc(const struct ml_py_memalloc *o,
+							  size_t nelem, size_t elsize)
+{
+	size_t size;
+	if (__builtin_mul_overflow(nelem, elsize, &size))
+		return o->calloc(o->ctx, nelem, elsize);	/* fails: nothing to count */
+	if (lean_small(size))
+		return lean_small_end(o, o->calloc(o->ctx, nelem, elsize), size);
+	return lean_calloc_guarded(o, nelem, elsize, size);
 }
 
 /* old may be a sampled block (ml_track_detach tells at once when not). */
