@@ -304,6 +304,14 @@ int ml_core_native_until(struct ml_native_path *out, uint64_t *buf, uint32_t max
  * room's python_ready (struct ml_room), GIL and guard held. */
 void ml_core_python_ready(void);
 
+/* A room whose audit hook (added at python_ready) has nothing left to do
+ * calls this from that hook or later, GIL held: the Python room takes the
+ * hook's entry out of the interpreter's list, never to be freed, so that
+ * with no hook left CPython builds no audit event's arguments again.  A
+ * loop calling the hook now goes on past it.  Returns 0, or -ENOENT: the
+ * hook stays in the list (the list was not found, or no Python room). */
+int ml_core_python_audit_remove(int (*hook)(const char *event, void *args, void *data));
+
 /* ======================================================== configuration */
 
 #define ML_DEPTH_DEFAULT 64u
@@ -540,6 +548,8 @@ struct ml_room {
 	 * (-X dev, PYTHONMALLOC=debug), which a hook added before it started
 	 * would not be.  Keeps no Python error pending. */
 	void (*python_ready)(void);
+	/* The Python room only: ml_core_python_audit_remove. */
+	int (*python_audit_remove)(int (*hook)(const char *event, void *args, void *data));
 	/* Appends the room's sections to the profile being written (after the
 	 * core's own), with w's ml_writer_begin/put/record/end.  Runs at exit,
 	 * before exec and in fatal-signal handlers: async-signal-safe. */

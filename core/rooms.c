@@ -2,6 +2,7 @@
  * (struct ml_room, core/core.h): start-up, fork children, signals the
  * program takes, stack decorators and profile sections.  Rooms never call
  * each other; the core calls them here, in registration order. */
+#include <errno.h>
 #include <string.h>
 #include "core/internal.h"
 
@@ -131,6 +132,14 @@ void ml_core_python_ready(void)
 	for (uint32_t i = 0; i < n_rooms; i++)
 		if (rooms[i]->python_ready)
 			rooms[i]->python_ready();
+}
+
+int ml_core_python_audit_remove(int (*hook)(const char *event, void *args, void *data))
+{
+	for (uint32_t i = 0; i < n_rooms; i++)
+		if (rooms[i]->python_audit_remove)
+			return rooms[i]->python_audit_remove(hook);
+	return -ENOENT;
 }
 
 void ml_rooms_write_sections(struct ml_writer *w)

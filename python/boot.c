@@ -33,9 +33,8 @@
 struct ml_py_boot_config ml_py_boot_config = { .allocators = true, .frames = true };
 
 static volatile int check_result;	/* layout check: 0 not run, 1 good, -1 bad */
-/* The audit hook's list entry, and the runtime's pointer to it (see
- * keep_entry_alive). */
-static uint64_t audit_entry;
+/* The word of _PyRuntime that heads the list of C audit hooks (add_hook);
+ * NULL when not found. */
 static uint64_t *audit_head;
 static volatile uint64_t check_code;	/* the code object the check runs */
 static volatile bool gave_up;		/* the layout check failed: no frames */
@@ -240,8 +239,6 @@ static void run_boot_scripts(void)
 	free(names);
 }
 
-/* ---- the audit hook ---- */
-
 static void boot(void)
 {
 	const struct ml_py_api *api = &ml_py.api;
@@ -280,27 +277,90 @@ static bool is_run_event(const char *event)
 	return false;
 }
 
-/* At the interpreter's end (the cpython._PySys_ClearAuditHooks event, just
- * before it frees the hooks' entries): our entry leaves the list, never to
- * be freed.  It was allocated by PyMem_RawMalloc in our constructor, before
- * the interpreter set up its allocators; under -X dev or PYTHONMALLOC=debug
- * the RawFree at its end would be the debug allocator's, which aborts on a
- * block it did not allocate. */
-static void keep_entry_alive(void)
+/* ---- the interpreter's list of C audit hooks ---- */
+
+/* Takes (take) or releases the runtime's lock over the list, as
+ * PySys_AddAuditHook does: the word before the head (_PyRuntime.audit_hooks
+ * is {mutex, head} since 3.12: 3.12's a PyThread_type_lock, 3.13's a
+ * PyMutex), for an interpreter with a GIL of its own may be adding a hook.
+ * 3.10 and 3.11 have none: every adder holds the one GIL, as we do.
+ * Returns false when the lock is not what it should be: then the list is
+ * left alone. */
+static bool list_lock(bool take)
 {
-	if (audit_head && *audit_head == audit_entry)
-		*audit_head = *(const uint64_t *)(uintptr_t)audit_entry;	/* ->next */
-	audit_head = NULL;
+	const struct ml_py_api *api = &ml_py.api;
+	unsigned minor = (ml_py.version >> 16) & 0xff;
+	if (minor < 12)
+		return true;
+	uint64_t word = audit_head[-1], probe;
+	struct ml_py_reader r = { .safe = true };
+	if (minor == 12) {
+		if (!word || (word & 7) || !api->lock_acquire || !api->lock_release ||
+		    !ml_py_read(&r, &probe, word, sizeof(probe)))
+			return false;
+		if (take)
+			api->lock_acquire((void *)(uintptr_t)word, 1);	/* WAIT_LOCK */
+		else
+			api->lock_release((void *)(uintptr_t)word);
+		return true;
+	}
+	/* PyMutex: one byte (locked 1, parked 2), then padding */
+	if ((word & ~(uint64_t)3) || !api->mutex_lock || !api->mutex_unlock)
+		return false;
+	if (take)
+		api->mutex_lock(&audit_head[-1]);
+	else
+		api->mutex_unlock(&audit_head[-1]);
+	return true;
 }
 
-/* Called by the interpreter for every audit event, with the GIL held.
- * Never raises (returns 0). */
+/* The list: entries {next, hook, userData}, appended by PySys_AddAuditHook
+ * and only ever removed, and freed, by _PySys_ClearAuditHooks at the
+ * interpreter's end.  An event's loop reads an entry's next after calling
+ * its hook: an entry taken out keeps its next, is never freed, and the
+ * loop goes on past it.  Returns 0 or -ENOENT. */
+static int unlink_entry(ml_py_audit_fn hook)
+{
+	uint64_t *link = audit_head;
+	for (unsigned n = 0; *link && n < 4096; n++) {
+		uint64_t *entry = (uint64_t *)(uintptr_t)*link;
+		if (entry[1] == (uint64_t)(uintptr_t)hook) {
+			__atomic_store_n(link, entry[0], __ATOMIC_RELEASE);
+			return 0;
+		}
+		link = &entry[0];
+	}
+	return -ENOENT;
+}
+
+int ml_py_audit_remove(ml_py_audit_fn hook)
+{
+	if (!audit_head || !list_lock(true))
+		return -ENOENT;
+	int rc = unlink_entry(hook);
+	list_lock(false);
+	return rc;
+}
+
+/* ---- the audit hook ---- */
+
+/* Called by the interpreter for every audit event, with the GIL held,
+ * until the end of boot, when the hook leaves the list (without a hook,
+ * CPython builds no event's arguments).  Never raises (returns 0). */
 static int audit(const char *event, void *args, void *data)
 {
 	(void)args;
 	(void)data;
+	/* Still here at the interpreter's end (no run event: an embedding
+	 * program; or a list lock not as expected), just before it frees the
+	 * entries: ours leaves the list, never to be freed, as it always could
+	 * (one thread is left).  It was allocated by PyMem_RawMalloc in our
+	 * constructor, before the interpreter set up its allocators; under -X
+	 * dev or PYTHONMALLOC=debug the RawFree at its end would be the debug
+	 * allocator's, which aborts on a block it did not allocate. */
 	if (event[0] == 'c' && strcmp(event, "cpython._PySys_ClearAuditHooks") == 0) {
-		keep_entry_alive();
+		if (audit_head)
+			unlink_entry(audit);
 		return 0;
 	}
 	if (event[0] == 'm' && strcmp(event, "memline.layout_check") == 0) {
@@ -316,6 +376,7 @@ static int audit(const char *event, void *args, void *data)
 		ml_py.booted = true;	/* first: boot's own events come back here */
 		bool guarded = ml_guard_enter_always();
 		boot();
+		ml_py_audit_remove(audit);	/* nothing left to do */
 		if (guarded)
 			ml_guard_exit();
 	}
@@ -345,7 +406,7 @@ static int add_hook(void)
 	if (!before)
 		return 0;
 	uint64_t *now = ml_py.runtime;
-	uint64_t *found = NULL, entry = 0;
+	uint64_t *found = NULL;
 	for (size_t i = 0; i < size / 8; i++) {
 		uint64_t w = now[i], fields[2];
 		struct ml_py_reader r = { .safe = true };
@@ -357,11 +418,9 @@ static int add_hook(void)
 			break;
 		}
 		found = &now[i];
-		entry = w;
 	}
 	munmap(before, size);
 	audit_head = found;
-	audit_entry = entry;
 	return 0;
 }
 

@@ -66,6 +66,10 @@ static bool find_api(void)
 	LOOK(err_restore, "PyErr_Restore");
 	LOOK(object_str, "PyObject_Str");
 	LOOK(unicode_utf8, "PyUnicode_AsUTF8");
+	LOOK(lock_acquire, "PyThread_acquire_lock");
+	LOOK(lock_release, "PyThread_release_lock");
+	LOOK(mutex_lock, "PyMutex_Lock");	/* 3.13 */
+	LOOK(mutex_unlock, "PyMutex_Unlock");
 	ml_py.api.code_type = sym("PyCode_Type");
 	return ml_py.api.this_thread_state && ml_py.api.add_audit_hook && ml_py.api.code_type &&
 	       ml_py.api.compile && ml_py.api.eval_code && ml_py.api.dict_new &&

@@ -99,6 +99,11 @@ struct ml_py_api {
 	const char *(*unicode_utf8)(void *obj);
 	const void *code_type;			/* &PyCode_Type */
 	const char *(*allocator_name)(void);	/* _PyMem_GetCurrentAllocatorName */
+	/* The audit hooks' list lock (boot.c): 3.12's PyThread_type_lock, 3.13's PyMutex. */
+	int (*lock_acquire)(void *lock, int wait);	/* PyThread_acquire_lock */
+	void (*lock_release)(void *lock);		/* PyThread_release_lock */
+	void (*mutex_lock)(void *mutex);		/* PyMutex_Lock (3.13) */
+	void (*mutex_unlock)(void *mutex);		/* PyMutex_Unlock (3.13) */
 };
 
 /* The interpreter this process runs, as found at start-up. */
@@ -268,6 +273,13 @@ extern struct ml_py_boot_config ml_py_boot_config;
 /* Registers the audit hook (from the constructor, before the interpreter
  * starts).  Returns 0 or -ENOSYS. */
 int ml_py_boot_init(void);
+
+/* Takes the entry of hook out of the interpreter's list of C audit hooks
+ * (_PyRuntime's, found by ml_py_boot_init), never to be freed; GIL held.
+ * Our own hook leaves it at the end of boot.  Returns 0, or -ENOENT when
+ * the list is unknown or hook is not in it (nothing changes).  The room's
+ * python_audit_remove (core/core.h). */
+int ml_py_audit_remove(ml_py_audit_fn hook);
 
 /* ---- write.c: the PYTHON and PYCODE sections ---- */
 struct ml_writer;

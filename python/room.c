@@ -105,6 +105,7 @@ static const struct ml_room python_room = {
 	.decorates = decorates,
 	.stack_id = ml_py_stack_id,
 	.stack_memo_size = ML_PY_STACK_MEMO_BYTES,
+	.python_audit_remove = ml_py_audit_remove,
 	.write_sections = write_sections,
 };
 ML_ROOM(python_room)

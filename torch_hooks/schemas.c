@@ -232,8 +232,11 @@ static bool torch_c_loaded(void)
 	return true;
 }
 
-/* Called by the interpreter for every audit event, with the GIL held.
- * Never raises (returns 0). */
+/* Called by the interpreter for every audit event, with the GIL held,
+ * until the scopes are done: then the hook leaves the interpreter's list
+ * (without a hook, CPython builds no event's arguments).  In a program
+ * that never imports torch it stays, and returns at once.  Never raises
+ * (returns 0). */
 static int audit(const char *event, void *args, void *data)
 {
 	(void)args;
@@ -252,8 +255,8 @@ static int audit(const char *event, void *args, void *data)
 		torch_seen = true;
 		torch_loaded();
 	}
-	if (torch_seen && !scopes_done)
-		scopes_done = ml_torch_record_function_install();
+	if (torch_seen && !scopes_done && (scopes_done = ml_torch_record_function_install()))
+		ml_core_python_audit_remove(audit);	/* nothing left to do */
 	py->err_restore(type, value, tb);
 	if (held)
 		ml_guard_exit();

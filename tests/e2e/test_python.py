@@ -459,6 +459,34 @@ def python_world_unchanged(py):
 	eq(said, [], "memline's lines on the program's stderr besides the summary")
 
 
+# ------------------------------------------------ audit hooks leave
+
+AUDIT_QUIET = "copied False with the program's hook True called True\n"
+
+
+@per_version
+def python_audit_hooks_leave(py):
+	"""Once booted, memline's audit hooks leave the interpreter's list, so
+	that CPython builds no audit event's arguments again (audit_quiet.py
+	sees marshal.loads' copy of its buffer); a hook of the program's own is
+	still called.  The PyTorch room's hook stays until torch is imported
+	(MEMLINE_TORCH_PYTHON=0: none), then leaves: after `import torch` in
+	the program, or at once for a torch imported before the run event (a
+	sitecustomize).  torch is the stand-in, tests/fixtures/py/faketorch."""
+	fake = os.path.join(PYFIX, "faketorch")
+	site = tempfile.mkdtemp(prefix="ml-site-", dir=OPTS.tmp)
+	with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+		f.write("import torch\n")
+	plain = run([py, py_fixture("audit_quiet.py"), "torch"], env=dict(os.environ, PYTHONPATH=fake))
+	eq(text(plain.stdout), AUDIT_QUIET, "without memline")
+	cases = (("no PyTorch room", [], dict(os.environ, MEMLINE_TORCH_PYTHON="0")),
+		 ("import torch", ["torch"], dict(os.environ, PYTHONPATH=fake)),
+		 ("torch in sitecustomize", [], dict(os.environ, PYTHONPATH=site + os.pathsep + fake)))
+	for what, args, env in cases:
+		r = Run(py, [py_fixture("audit_quiet.py")] + args, env=env)
+		eq(text(r.proc.stdout), AUDIT_QUIET, "under memline, " + what)
+
+
 # ------------------------------------------------ children
 
 @per_version

@@ -325,6 +325,16 @@ def torch_ops_adam_loop():
 
 
 @test
+def torch_audit_hook_leaves():
+	"""Debian's PyTorch: after `import torch` no audit hook of memline's is
+	left (the PyTorch room's leaves once record_function scopes are in), so
+	CPython builds no audit event's arguments (tests/fixtures/py/audit_quiet.py)."""
+	r = Run(torch_python(), [os.path.join(PYFIX, "audit_quiet.py"), "torch"])
+	eq(text(r.proc.stdout), "copied False with the program's hook True called True\n",
+	   "under memline, after import torch")
+
+
+@test
 def torch_standin_op_time():
 	"""Sampled time per op (memline run --lines): the op that burns 300 ms
 	of CPU gets its samples as self time, against the thread CPU time the
