@@ -302,15 +302,27 @@ static long record_alloc_any(void *arg)
 	return 0;
 }
 
+/* The kinds that the exact totals of a sampled run count: CPU memory the
+ * program asked for (the report's cpu kind), as an exact run's totals.
+ * Arenas hold Python objects already counted, GPU memory has totals of
+ * its own, PyTorch's free events are no allocations. */
+static inline bool totalled(enum ml_kind kind)
+{
+	return kind == ML_KIND_HEAP || kind == ML_KIND_PYTHON;
+}
+
 /* Sampling: whether this allocation is a sample point.  Every allocation
- * is counted (exact totals); the rest costs a subtraction. */
-static bool sampled(size_t size)
+ * of the totalled kinds is counted (exact totals); the rest costs a
+ * subtraction. */
+static bool sampled(size_t size, enum ml_kind kind)
 {
 	struct ml_thread *t = ml_thread_self();
 	if (!t)
 		return false;
-	t->sample.allocs++;
-	t->sample.bytes += size;
+	if (totalled(kind)) {
+		t->sample.allocs++;
+		t->sample.bytes += size;
+	}
 	if ((int64_t)size < t->sample.left) {
 		t->sample.left -= (int64_t)size;
 		return false;
@@ -323,7 +335,7 @@ static bool sampled(size_t size)
  * kind. */
 static COLD void track_alloc_any(void *ptr, size_t size, enum ml_kind kind, enum ml_kind also)
 {
-	if (ml_config.sample_bytes && !sampled(size))
+	if (ml_config.sample_bytes && !sampled(size, kind))
 		return;
 	struct event e = { (uint64_t)ptr, size, kind, also, NULL };
 	ml_event_begin();
@@ -365,8 +377,10 @@ INLINE void track_alloc(void *ptr, size_t size, enum ml_kind kind, bool marked)
 	struct ml_thread *t = ml_tl_thread;
 	if (__builtin_expect(ml_config.sample_bytes != 0, 0)) {
 		/* Sampling: most allocations are not a sample point; they
-		 * cost the countdown (sampled() for the rest). */
-		if (__builtin_expect(ml_track_sample_skip(size), 1))
+		 * cost the countdown (sampled() for the rest, and for the
+		 * kinds the totals leave out). */
+		if (__builtin_expect(totalled(kind), 1) &&
+		    __builtin_expect(ml_track_sample_skip(size), 1))
 			return;
 		ml_track_count_thread(size);
 	} else {

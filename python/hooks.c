@@ -216,10 +216,12 @@ static __attribute__((noinline)) void *lean_small_point(const struct ml_py_memal
 }
 
 /* Whether a request of size bytes takes the short way (lean_small): a
- * pymalloc size, and this thread may record (not inside memline). */
+ * size pymalloc serves from its pools (1 to PYMALLOC_MAX bytes: it passes
+ * 0 on to the RAW domain), and this thread may record (not inside
+ * memline). */
 static inline bool lean_small(size_t size)
 {
-	return __builtin_expect(size <= PYMALLOC_MAX, 1) &&
+	return __builtin_expect(size - 1 < PYMALLOC_MAX, 1) &&
 	       __builtin_expect(!ml_guard_held() && ml_core_active, 1);
 }
 

@@ -874,6 +874,23 @@ def python_sampled(py):
 
 
 @per_version
+def python_sampled_exact_totals(py):
+	"""memline run --sample counts every allocation exactly beside its
+	estimates: the totals of a sampled run equal an exact run's (to the few
+	that the environment moves), zero-byte requests to PyObject_Malloc and
+	PyMem_Malloc included, which pymalloc passes on to the RAW domain
+	(counted once, not also by the RAW wrapper)."""
+	exact = Run(py, [py_fixture("sampled_zero.py")])
+	want = report(python_profile(exact), "leaks")["leaks"]["summary"]
+	r = Run(py, [py_fixture("sampled_zero.py")], opts=["--sample", "8192"])
+	eq(text(r.proc.stdout), text(exact.proc.stdout), "the program's output")
+	got = report(python_profile(r), "leaks")["profile"]["sampled"]
+	for mine, theirs in (("allocs", "allocs"), ("alloc_bytes", "alloc_bytes")):
+		check(abs(got[mine] - want[theirs]) <= max(50, want[theirs] // 1000),
+		      "exact %s under --sample %d, exact run %d" % (mine, got[mine], want[theirs]))
+
+
+@per_version
 def python_debug_allocators(py):
 	"""-X dev and PYTHONMALLOC=debug (debug allocators that check each block
 	they free) with tracemalloc: the program runs to its end unchanged, and
