@@ -476,12 +476,20 @@ plan_walk(uint32_t format, struct walk *w, int firstlineno, struct ml_pyline_run
 	while (format == ML_PY_LINETABLE_310 ? next_310(w, &r) : next_311(w, &r)) {
 		if (r.start == r.end)
 			continue;
-		if ((r.start | r.end) & 1 || r.end > (int64_t)UINT32_MAX * 2 || r.start != end)
+		/* 3.11+ entries are whole units end to end: only 3.10 ones
+		 * can be odd or apart. */
+		if ((format == ML_PY_LINETABLE_310 && ((r.start | r.end) & 1 || r.start != end)) ||
+		    r.end > (int64_t)UINT32_MAX * 2)
 			return ML_PYLINE_RUNS_BAD;
 		end = r.end;
-		range_add(&r, &any, &lo, &hi);
-		if (n && last.line == r.line)
+		if (n && last.line == r.line) {
+			/* After its run's first entry, one that ends on its line
+			 * changes no range: lo <= line <= hi already. */
+			if (r.end_line != r.line)
+				range_add(&r, &any, &lo, &hi);
 			continue;
+		}
+		range_add(&r, &any, &lo, &hi);
 		uint32_t start = (uint32_t)(r.start / 2);
 		if (n)
 			put_entry(NULL, &encoded, start - last.start, last.line, &previous);
