@@ -421,14 +421,14 @@ static inline uint32_t chain_of(int32_t line, unsigned bits)
  * and go (the caller sorts instead). */
 static bool canon_by_chains(struct ml_pyline_run *runs, size_t body)
 {
+	if (body >= UINT32_MAX)
+		return false;	/* an index + 1 must fit a canon */
 	uint32_t head[1u << CHAIN_BITS_MAX];	/* a run's index + 1; 0: none */
 	unsigned bits = 3;			/* about a head a run: few to clear */
 	while (bits < CHAIN_BITS_MAX && (1u << bits) < body)
 		bits++;
 	int32_t low = INT32_MAX, high = INT32_MIN;
 	size_t steps_left = 8 * body + 256;
-	if (body >= UINT32_MAX)
-		return false;
 	memset(head, 0, sizeof(head[0]) << bits);
 	for (size_t i = 0; i < body; i++) {
 		int32_t line = runs[i].line;
