@@ -14,6 +14,7 @@
  * where zz maps a signed number onto an unsigned one (0, -1, 1, -2 ...).
  * Used by the runtime (no allocation, async-signal-safe) and the report. */
 #include <stdbool.h>
+#include <string.h>
 #include "common/pyformat.h"
 #include "common/pyline.h"
 #include "common/varint.h"
@@ -32,8 +33,12 @@ struct walk {
 	int computed;		/* the running line */
 };
 
+/* The decoders are inlined into ml_pyline_plan's walk (its loop is most
+ * of the runtime's first look at a code object). */
+#define HOT static inline __attribute__((always_inline))
+
 /* 6-bit chunks, least significant first; bit 6 says more follow. */
-static bool varint(struct walk *w, uint32_t *out)
+HOT bool varint(struct walk *w, uint32_t *out)
 {
 	uint32_t v = 0;
 	for (unsigned shift = 0; w->p < w->limit && shift < 32; shift += 6) {
@@ -47,7 +52,7 @@ static bool varint(struct walk *w, uint32_t *out)
 	return false;
 }
 
-static bool svarint(struct walk *w, int *out)
+HOT bool svarint(struct walk *w, int *out)
 {
 	uint32_t u;
 	if (!varint(w, &u))
@@ -56,7 +61,7 @@ static bool svarint(struct walk *w, int *out)
 	return true;
 }
 
-static bool next_310(struct walk *w, struct range *r)
+HOT bool next_310(struct walk *w, struct range *r)
 {
 	if (w->limit - w->p < 2)
 		return false;
@@ -74,7 +79,7 @@ static bool next_310(struct walk *w, struct range *r)
 	return true;
 }
 
-static bool next_311(struct walk *w, struct range *r)
+HOT bool next_311(struct walk *w, struct range *r)
 {
 	if (w->p >= w->limit || !(*w->p & 128))
 		return false;
@@ -196,6 +201,19 @@ int ml_pyline_at(uint32_t format, const uint8_t *table, size_t len, int firstlin
 	return -1;
 }
 
+/* Widens lo..hi (any: they hold a line yet) to r's lines, as
+ * ml_pyline_range counts them. */
+static inline void range_add(const struct range *r, bool *any, int *lo, int *hi)
+{
+	if (r->line <= 0 || r->start == r->end)	/* 3.11+ modules start at line 0 */
+		return;
+	if (!*any || r->line < *lo)
+		*lo = r->line;
+	if (!*any || r->end_line > *hi)
+		*hi = r->end_line > r->line ? r->end_line : r->line;
+	*any = true;
+}
+
 int ml_pyline_range(uint32_t format, const uint8_t *table, size_t len, int firstlineno,
 		    int *lo, int *hi)
 {
@@ -211,15 +229,8 @@ int ml_pyline_range(uint32_t format, const uint8_t *table, size_t len, int first
 		*hi = h;
 		return 0;
 	}
-	while (next(&w, &r)) {
-		if (r.line <= 0 || r.start == r.end)	/* 3.11+ modules start at line 0 */
-			continue;
-		if (!any || r.line < *lo)
-			*lo = r.line;
-		if (!any || r.end_line > *hi)
-			*hi = r.end_line > r.line ? r.end_line : r.line;
-		any = true;
-	}
+	while (next(&w, &r))
+		range_add(&r, &any, lo, hi);
 	return any ? 0 : -1;
 }
 
@@ -339,31 +350,181 @@ int32_t ml_pyline_canon(const struct ml_pyline_run *runs, size_t n, int32_t unit
 	return ml_pyline_canon_near(runs, n, unit, &run);
 }
 
-/* Appends v's varint at out + *at, or only counts it when out is NULL. */
-static void put(uint8_t *out, size_t *at, uint64_t v)
+/* Appends v's varint at out + *at, or only counts its bytes when out is
+ * NULL. */
+static inline void put(uint8_t *out, size_t *at, uint64_t v)
 {
-	unsigned char scratch[ML_VARINT_MAX];
-	*at += ml_varint_put(out ? out + *at : scratch, v);
+	if (out) {
+		*at += ml_varint_put(out + *at, v);
+		return;
+	}
+	size_t bytes = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		bytes++;
+	}
+	*at += bytes;
+}
+
+/* The lines-only form's header (lo NULL: the table names no line). */
+static void put_header(uint8_t *out, size_t *at, int firstlineno, const int *lo, const int *hi)
+{
+	put(out, at, lo ? 1 : 0);
+	if (lo) {
+		put(out, at, zz((int64_t)*lo - firstlineno));
+		put(out, at, zz((int64_t)*hi - firstlineno));
+	}
+}
+
+/* One run's entry: its length in units and its line; *previous: the line
+ * of the last run that had one (firstlineno before the first). */
+static inline void put_entry(uint8_t *out, size_t *at, uint32_t units, int32_t line,
+			     int *previous)
+{
+	put(out, at, units);
+	if (line < 0) {
+		put(out, at, 0);
+	} else {
+		put(out, at, zz((int64_t)line - *previous) + 1);
+		*previous = line;
+	}
 }
 
 size_t ml_pyline_encode(const struct ml_pyline_run *runs, size_t n, int firstlineno,
 			const int *lo, const int *hi, uint8_t *out)
 {
 	size_t at = 0;
-	put(out, &at, lo ? 1 : 0);
-	if (lo) {
-		put(out, &at, zz((int64_t)*lo - firstlineno));
-		put(out, &at, zz((int64_t)*hi - firstlineno));
-	}
+	put_header(out, &at, firstlineno, lo, hi);
 	int previous = firstlineno;
-	for (size_t i = 0; i + 1 < n; i++) {
-		put(out, &at, runs[i + 1].start - runs[i].start);
-		if (runs[i].line < 0) {
-			put(out, &at, 0);
-		} else {
-			put(out, &at, zz((int64_t)runs[i].line - previous) + 1);
-			previous = runs[i].line;
-		}
-	}
+	for (size_t i = 0; i + 1 < n; i++)
+		put_entry(out, &at, runs[i + 1].start - runs[i].start, runs[i].line, &previous);
 	return at;
+}
+
+/* ---- the runtime's one walk (ml_pyline_plan) ---- */
+
+/* Chain heads of canon_by_chains, on the stack: up to 1 << 8 (1 KiB). */
+#define CHAIN_BITS_MAX 8u
+
+static inline uint32_t chain_of(int32_t line, unsigned bits)
+{
+	return ((uint32_t)line * 0x9e3779b1u) >> (32 - bits);
+}
+
+/* ml_pyline_canonical over runs[0, body) (no end mark) in O(body): a run
+ * whose line no earlier run had is its line's first; the others take that
+ * first run's start.  The first runs of each line are chained by a hash of
+ * the line, the link kept in their canon field until the end, when it
+ * becomes their own start.  A line outside every earlier line's span is new
+ * without a look (a module body runs mostly downwards).  False, with the
+ * canons unspecified, where the chains grow too long: many lines that come
+ * and go (the caller sorts instead). */
+static bool canon_by_chains(struct ml_pyline_run *runs, size_t body)
+{
+	if (body >= UINT32_MAX)
+		return false;	/* an index + 1 must fit a canon */
+	uint32_t head[1u << CHAIN_BITS_MAX];	/* a run's index + 1; 0: none */
+	unsigned bits = 3;			/* about a head a run: few to clear */
+	while (bits < CHAIN_BITS_MAX && (1u << bits) < body)
+		bits++;
+	int32_t low = INT32_MAX, high = INT32_MIN;
+	size_t steps_left = 8 * body + 256;
+	memset(head, 0, sizeof(head[0]) << bits);
+	for (size_t i = 0; i < body; i++) {
+		int32_t line = runs[i].line;
+		uint32_t *h = &head[chain_of(line, bits)];
+		if (line >= low && line <= high) {
+			uint32_t j = *h;
+			while (j && runs[j - 1].line != line) {
+				if (!steps_left--)
+					return false;
+				j = runs[j - 1].canon;
+			}
+			if (j) {
+				runs[i].canon = runs[j - 1].start;
+				continue;
+			}
+		}
+		low = line < low ? line : low;
+		high = line > high ? line : high;
+		runs[i].canon = *h;
+		*h = (uint32_t)i + 1;
+	}
+	for (size_t b = 0; b < (1u << bits); b++)
+		for (uint32_t j = head[b]; j;) {
+			uint32_t link = runs[j - 1].canon;
+			runs[j - 1].canon = runs[j - 1].start;
+			j = link;
+		}
+	return true;
+}
+
+/* The walk of ml_pyline_plan for one format (a constant: the decoder is
+ * inlined): ml_pyline_runs's loop, with ml_pyline_range's and
+ * ml_pyline_encode's sums kept on the way. */
+static inline __attribute__((always_inline)) size_t
+plan_walk(uint32_t format, struct walk *w, int firstlineno, struct ml_pyline_run *out, size_t cap,
+	  struct ml_pyline_plan *plan)
+{
+	struct range r;
+	size_t n = 0, encoded = 0;
+	struct ml_pyline_run last = { 0, 0, 0 };
+	int64_t end = 0;
+	int previous = firstlineno;	/* put_entry's */
+	bool any = false;
+	int lo = firstlineno, hi = firstlineno;
+	while (format == ML_PY_LINETABLE_310 ? next_310(w, &r) : next_311(w, &r)) {
+		if (r.start == r.end)
+			continue;
+		/* 3.11+ entries are whole units end to end: only 3.10 ones
+		 * can be odd or apart. */
+		if ((format == ML_PY_LINETABLE_310 && ((r.start | r.end) & 1 || r.start != end)) ||
+		    r.end > (int64_t)UINT32_MAX * 2)
+			return ML_PYLINE_RUNS_BAD;
+		end = r.end;
+		if (n && last.line == r.line) {
+			/* After its run's first entry, one that ends on its line
+			 * changes no range: lo <= line <= hi already. */
+			if (r.end_line != r.line)
+				range_add(&r, &any, &lo, &hi);
+			continue;
+		}
+		range_add(&r, &any, &lo, &hi);
+		uint32_t start = (uint32_t)(r.start / 2);
+		if (n)
+			put_entry(NULL, &encoded, start - last.start, last.line, &previous);
+		last = (struct ml_pyline_run){ start, r.line, 0 };
+		if (n < cap)
+			out[n] = last;
+		n++;
+	}
+	if (n)
+		put_entry(NULL, &encoded, (uint32_t)(end / 2) - last.start, last.line, &previous);
+	if (n < cap)
+		out[n] = (struct ml_pyline_run){ (uint32_t)(end / 2), ML_PYLINE_END, (uint32_t)(end / 2) };
+	put_header(NULL, &encoded, firstlineno, any ? &lo : NULL, any ? &hi : NULL);
+	*plan = (struct ml_pyline_plan){ n + 1, encoded, any, lo, hi, false };
+	return n + 1;
+}
+
+size_t ml_pyline_plan(uint32_t format, const uint8_t *table, size_t len, int firstlineno,
+		      struct ml_pyline_run *out, size_t cap, struct ml_pyline_plan *plan)
+{
+	struct walk w = { format, table, table + len, 0, firstlineno };
+	size_t n;
+	if (format == ML_PY_LINETABLE_310)
+		n = plan_walk(ML_PY_LINETABLE_310, &w, firstlineno, out, cap, plan);
+	else if (format == ML_PY_LINETABLE_311)
+		n = plan_walk(ML_PY_LINETABLE_311, &w, firstlineno, out, cap, plan);
+	else
+		n = ML_PYLINE_RUNS_BAD;
+	if (n == ML_PYLINE_RUNS_BAD) {
+		plan->n_runs = n;
+		return n;
+	}
+	if (n <= cap && !canon_by_chains(out, n - 1)) {
+		ml_pyline_canonical(out, n);
+		plan->sorted = true;
+	}
+	return n;
 }

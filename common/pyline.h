@@ -4,6 +4,7 @@
 #ifndef ML_REPORT_PYLINE_H
 #define ML_REPORT_PYLINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,7 +45,8 @@ size_t ml_pyline_runs(uint32_t format, const uint8_t *table, size_t len, int fir
 		      struct ml_pyline_run *out, size_t cap);
 
 /* Sets every run's canon (n runs, end mark included, sorted by start as
- * ml_pyline_runs gives them; they are sorted so again on return). */
+ * ml_pyline_runs gives them; they are sorted so again on return).  Two
+ * heap sorts: O(n log n). */
 void ml_pyline_canonical(struct ml_pyline_run *runs, size_t n);
 
 /* The first code unit on the line of code unit unit (runs as
@@ -66,5 +68,27 @@ int32_t ml_pyline_canon_near(const struct ml_pyline_run *runs, size_t n, int32_t
  * it had. */
 size_t ml_pyline_encode(const struct ml_pyline_run *runs, size_t n, int firstlineno,
 			const int *lo, const int *hi, uint8_t *out);
+
+/* What ml_pyline_plan finds in one walk of a table. */
+struct ml_pyline_plan {
+	size_t n_runs;		/* ml_pyline_runs's count, or ML_PYLINE_RUNS_BAD */
+	size_t encoded_len;	/* ml_pyline_encode's length for those runs, lo and hi */
+	bool any;		/* ml_pyline_range returned 0 ... */
+	int lo, hi;		/* ... with these (else both are firstlineno) */
+	bool sorted;		/* the canons came from ml_pyline_canonical's sort */
+};
+
+/* The runtime's first look at a table: ml_pyline_runs, ml_pyline_canonical,
+ * ml_pyline_range and ml_pyline_encode's measure, with the same answers
+ * (tests/check_pyline.c holds it to them), in one walk of the table.
+ * Returns plan->n_runs.  When it is at most cap, out holds the runs with
+ * their canons: O(n), a run's canon being the start of the first run on
+ * its line, found by a hash of the line; the sort only where that takes
+ * too long (plan->sorted).  When it is more, out holds nothing of use and
+ * the rest of *plan is set: call again with room for n_runs.  When it is
+ * ML_PYLINE_RUNS_BAD, nothing else is set.  No allocation (1 KiB of
+ * stack), async-signal-safe. */
+size_t ml_pyline_plan(uint32_t format, const uint8_t *table, size_t len, int firstlineno,
+		      struct ml_pyline_run *out, size_t cap, struct ml_pyline_plan *plan);
 
 #endif

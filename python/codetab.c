@@ -225,12 +225,19 @@ struct lines {
 	int lo, hi;
 };
 
+/* Runs that plan_lines finds room for on the stack (1.5 KiB): a table of
+ * more is walked twice, once to count them. */
+#define SCRATCH_RUNS 128u
+
 /* Makes the runs of raw (in the arena) and measures its lines-only form;
  * leaves runs NULL where they cannot be made.  False on ENOMEM. */
 static bool plan_lines(struct lines *t, int firstlineno)
 {
 	uint32_t format = ml_py.layout->linetable;
-	size_t n = ml_pyline_runs(format, t->raw, t->raw_len, firstlineno, NULL, 0);
+	struct ml_pyline_run scratch[SCRATCH_RUNS];
+	struct ml_pyline_plan plan;
+	size_t n = ml_pyline_plan(format, t->raw, t->raw_len, firstlineno, scratch, SCRATCH_RUNS,
+				  &plan);
 	t->runs = NULL;
 	t->len = t->raw_len;
 	if (n == ML_PYLINE_RUNS_BAD || n > RUNS_MAX)
@@ -238,11 +245,15 @@ static bool plan_lines(struct lines *t, int firstlineno)
 	t->runs = ml_arena_alloc(n * sizeof(*t->runs));
 	if (!t->runs)
 		return false;
-	t->n_runs = ml_pyline_runs(format, t->raw, t->raw_len, firstlineno, t->runs, n);
-	ml_pyline_canonical(t->runs, t->n_runs);
-	t->any = ml_pyline_range(format, t->raw, t->raw_len, firstlineno, &t->lo, &t->hi) == 0;
-	t->len = ml_pyline_encode(t->runs, t->n_runs, firstlineno, t->any ? &t->lo : NULL,
-				  t->any ? &t->hi : NULL, NULL);
+	if (n <= SCRATCH_RUNS)
+		memcpy(t->runs, scratch, n * sizeof(*t->runs));
+	else
+		ml_pyline_plan(format, t->raw, t->raw_len, firstlineno, t->runs, n, &plan);
+	t->n_runs = n;
+	t->any = plan.any;
+	t->lo = plan.lo;
+	t->hi = plan.hi;
+	t->len = plan.encoded_len;
 	return true;
 }
 
@@ -255,8 +266,9 @@ static void put_lines(struct ml_py_code *c, const struct lines *t)
 		memcpy(out, t->raw, t->raw_len);
 		return;
 	}
-	ml_pyline_encode(t->runs, t->n_runs, c->firstlineno, t->any ? &t->lo : NULL,
-			 t->any ? &t->hi : NULL, out);
+	size_t len = ml_pyline_encode(t->runs, t->n_runs, c->firstlineno, t->any ? &t->lo : NULL,
+				      t->any ? &t->hi : NULL, out);
+	ML_ASSERT(len == t->len);	/* plan_lines measured it */
 	c->runs = t->runs;
 	c->n_runs = (uint32_t)t->n_runs;
 	c->flags |= ML_PYCODE_LINES;

@@ -2,10 +2,15 @@
  * real co_linetable bytes of CPython 3.10 to 3.13 with the line co_lines()
  * gives every instruction (tests/pyline_vectors.h, made by
  * tests/python/gen_pyline_vectors.py), plus hand-made edge cases; and the
- * runtime's lines-only form and first-unit-of-the-line map made from them. */
+ * runtime's lines-only form and first-unit-of-the-line map made from them;
+ * and the runtime's one walk (ml_pyline_plan) against the general path on
+ * those, on every code object of a few standard modules
+ * (tests/pyline_tables.h, made by tests/python/gen_pyline_tables.py),
+ * damaged copies of them and made-up tables of thousands of runs. */
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "common/pyformat.h"
 #include "common/pyline.h"
 
@@ -139,6 +144,190 @@ START_TEST(first_unit_of_each_line)
 }
 END_TEST
 
+/* ---- ml_pyline_plan against the general path ---- */
+
+/* A table's runs, canons, range and lines-only form by the general path:
+ * ml_pyline_runs, ml_pyline_canonical, ml_pyline_range, ml_pyline_encode. */
+struct general {
+	size_t n;			/* ML_PYLINE_RUNS_BAD: no runs */
+	struct ml_pyline_run *runs;	/* the caller frees */
+	bool any;
+	int lo, hi;
+	size_t encoded_len;
+};
+
+static struct general general_path(uint32_t format, const uint8_t *table, size_t len,
+				   int firstlineno)
+{
+	struct general g = { 0 };
+	g.n = ml_pyline_runs(format, table, len, firstlineno, NULL, 0);
+	g.any = ml_pyline_range(format, table, len, firstlineno, &g.lo, &g.hi) == 0;
+	if (g.n == ML_PYLINE_RUNS_BAD)
+		return g;
+	g.runs = calloc(g.n, sizeof(*g.runs));
+	ck_assert_ptr_nonnull(g.runs);
+	ck_assert_uint_eq(ml_pyline_runs(format, table, len, firstlineno, g.runs, g.n), g.n);
+	ml_pyline_canonical(g.runs, g.n);
+	g.encoded_len = ml_pyline_encode(g.runs, g.n, firstlineno, g.any ? &g.lo : NULL,
+					 g.any ? &g.hi : NULL, NULL);
+	return g;
+}
+
+/* ml_pyline_plan gives what the general path gives for the table: the same
+ * runs and canons with room for them, the same count, range and length
+ * without.  Returns plan->sorted (false for a table it rejects). */
+static bool plan_matches(uint32_t format, const uint8_t *table, size_t len, int firstlineno,
+			 const char *what)
+{
+	struct general g = general_path(format, table, len, firstlineno);
+	struct ml_pyline_plan plan;
+	if (g.n == ML_PYLINE_RUNS_BAD) {
+		struct ml_pyline_run one[4];
+		ck_assert_msg(ml_pyline_plan(format, table, len, firstlineno, one, 4, &plan) ==
+			      ML_PYLINE_RUNS_BAD, "%s: a table the general path rejects", what);
+		ck_assert_uint_eq(plan.n_runs, ML_PYLINE_RUNS_BAD);
+		return false;
+	}
+	struct ml_pyline_run *runs = calloc(g.n + 1, sizeof(*runs));
+	ck_assert_ptr_nonnull(runs);
+	/* Too little room (none, one short): only counted and measured. */
+	size_t caps[] = { 0, g.n - 1, g.n };
+	for (size_t c = 0; c < 3; c++) {
+		size_t n = ml_pyline_plan(format, table, len, firstlineno, runs, caps[c], &plan);
+		ck_assert_msg(n == g.n && plan.n_runs == g.n, "%s: %zu runs, want %zu", what, n,
+			      g.n);
+		ck_assert_msg(plan.any == g.any && plan.lo == g.lo && plan.hi == g.hi,
+			      "%s: range %d %d..%d, want %d %d..%d", what, plan.any, plan.lo,
+			      plan.hi, g.any, g.lo, g.hi);
+		ck_assert_msg(plan.encoded_len == g.encoded_len, "%s: %zu bytes, want %zu", what,
+			      plan.encoded_len, g.encoded_len);
+	}
+	for (size_t i = 0; i < g.n; i++)
+		ck_assert_msg(runs[i].start == g.runs[i].start && runs[i].line == g.runs[i].line &&
+			      runs[i].canon == g.runs[i].canon,
+			      "%s: run %zu: %u %d %u, want %u %d %u", what, i, runs[i].start,
+			      runs[i].line, runs[i].canon, g.runs[i].start, g.runs[i].line,
+			      g.runs[i].canon);
+	bool sorted = plan.sorted;
+	free(runs);
+	free(g.runs);
+	return sorted;
+}
+
+START_TEST(plan_is_the_general_path_on_vectors)
+{
+	const struct vector *v = &vectors[_i];
+	ck_assert(!plan_matches(v->format, v->table, v->len, v->firstlineno, v->what));
+}
+END_TEST
+
+struct real_table {
+	uint32_t format;
+	const char *what;
+	int firstlineno;
+	size_t len;
+	const char *bytes;
+};
+
+static const struct real_table real_tables[] = {
+#include "tests/pyline_tables.h"
+};
+#define N_REAL_TABLES (sizeof(real_tables) / sizeof(real_tables[0]))
+
+START_TEST(plan_is_the_general_path_on_real_modules)
+{
+	const struct real_table *t = &real_tables[_i];
+	ck_assert(!plan_matches(t->format, (const uint8_t *)t->bytes, t->len, t->firstlineno,
+				t->what));
+}
+END_TEST
+
+/* xorshift64: the same numbers on every run. */
+static uint64_t next_random(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
+START_TEST(plan_is_the_general_path_on_damaged_tables)
+{
+	/* Every real table cut short, and with bytes changed at random: the
+	 * walk must stop, reject or go on exactly where the general one does. */
+	const struct real_table *t = &real_tables[_i];
+	uint64_t state = 0x9e3779b97f4a7c15ull + (uint64_t)_i;
+	uint8_t *copy = malloc(t->len + 1);
+	ck_assert_ptr_nonnull(copy);
+	for (int round = 0; round < 24; round++) {
+		memcpy(copy, t->bytes, t->len);
+		size_t len = t->len;
+		if (round % 3 == 0)
+			len = t->len ? next_random(&state) % t->len : 0;
+		else
+			for (int k = 0; k < 1 + round % 4 && len; k++)
+				copy[next_random(&state) % len] = (uint8_t)next_random(&state);
+		uint32_t format = round % 8 == 7 ? t->format ^ (310 ^ 311) : t->format;
+		plan_matches(format, copy, len, t->firstlineno, t->what);
+	}
+	free(copy);
+}
+END_TEST
+
+/* A 3.11 table of one code unit a line, the lines given (code 13: a line
+ * delta, no columns).  Returns its length (out: 6 bytes a line). */
+static size_t table_of_lines(const int *lines, size_t n, int firstlineno, uint8_t *out)
+{
+	size_t at = 0;
+	int previous = firstlineno;
+	for (size_t i = 0; i < n; i++) {
+		int delta = lines[i] - previous;
+		uint32_t u = delta < 0 ? ((uint32_t)-delta << 1) | 1u : (uint32_t)delta << 1;
+		out[at++] = 0x80 | (13 << 3);
+		do {
+			out[at++] = (uint8_t)((u & 63) | (u > 63 ? 64 : 0));
+			u >>= 6;
+		} while (u);
+		previous = lines[i];
+	}
+	return at;
+}
+
+START_TEST(plan_sorts_where_the_chains_grow_long)
+{
+	/* 9000 lines, all different, in a random order: the hash chains give
+	 * up, the sort does it.  9000 runs over 300 lines in a random order
+	 * (loops), and 9000 lines each a little past the last, with a jump
+	 * back every 50 (a module body): the chains do it. */
+	enum { N = 9000 };
+	int *lines = malloc(N * sizeof(*lines));
+	uint8_t *table = malloc(N * 6);
+	ck_assert(lines && table);
+	uint64_t state = 12345;
+	for (int i = 0; i < N; i++)
+		lines[i] = 1 + i;
+	for (int i = N - 1; i > 0; i--) {
+		int j = (int)(next_random(&state) % (uint64_t)(i + 1)), x = lines[i];
+		lines[i] = lines[j];
+		lines[j] = x;
+	}
+	size_t len = table_of_lines(lines, N, 1, table);
+	ck_assert(plan_matches(ML_PY_LINETABLE_311, table, len, 1, "shuffled"));
+	for (int i = 0; i < N; i++)
+		lines[i] = 1 + (int)(next_random(&state) % 300);
+	len = table_of_lines(lines, N, 1, table);
+	ck_assert(!plan_matches(ML_PY_LINETABLE_311, table, len, 1, "scattered"));
+	for (int i = 0; i < N; i++)
+		lines[i] = (i ? lines[i - 1] : 0) + 1 + (int)(next_random(&state) % 3) -
+			   (i % 50 == 0 ? 40 : 0);
+	len = table_of_lines(lines, N, 1, table);
+	ck_assert(!plan_matches(ML_PY_LINETABLE_311, table, len, 1, "downwards"));
+	free(table);
+	free(lines);
+}
+END_TEST
+
 START_TEST(lines_form_rejects_bad_bytes)
 {
 	/* A header that says 2, an entry of 0 units, a cut varint. */
@@ -212,6 +401,10 @@ int main(void)
 	tcase_add_loop_test(tc, range_covers_every_line, 0, (int)N_VECTORS);
 	tcase_add_loop_test(tc, lines_form_keeps_every_line_and_range, 0, (int)N_VECTORS);
 	tcase_add_loop_test(tc, first_unit_of_each_line, 0, (int)N_VECTORS);
+	tcase_add_loop_test(tc, plan_is_the_general_path_on_vectors, 0, (int)N_VECTORS);
+	tcase_add_loop_test(tc, plan_is_the_general_path_on_real_modules, 0, (int)N_REAL_TABLES);
+	tcase_add_loop_test(tc, plan_is_the_general_path_on_damaged_tables, 0, (int)N_REAL_TABLES);
+	tcase_add_test(tc, plan_sorts_where_the_chains_grow_long);
 	tcase_add_test(tc, lines_form_rejects_bad_bytes);
 	tcase_add_test(tc, not_started_is_first_line);
 	tcase_add_test(tc, no_line_marks);
