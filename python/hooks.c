@@ -17,6 +17,10 @@ static struct ml_py_arenaalloc orig_arena;
 /* Inside a domain wrapper on this thread: the arena wrapper below it still
  * records (the guard is the domain wrapper's). */
 static __thread int ml_tl_in_pymem __attribute__((tls_model("initial-exec")));
+/* The guard's value while a lean wrapper's pymalloc runs (LEAN_CALL): held,
+ * and inside pymalloc.  Bit 0 set: the allocation hooks' fast() reads it as
+ * held. */
+#define PYMEM_GUARD 3
 __thread int ml_tl_py_object __attribute__((tls_model("initial-exec")));
 
 /* (The core's ml_track_* leave errno as they found it.)  Inline: the
@@ -130,7 +134,7 @@ static void *arena_alloc(void *ctx, size_t size)
 {
 	bool held = ml_guard_enter();
 	void *p = orig_arena.alloc(orig_arena.ctx, size);
-	if (p && (held || ml_tl_in_pymem))
+	if (p && (held || ml_tl_in_pymem || ml_tl_guard == PYMEM_GUARD))
 		record(p, size, ML_KIND_PY_ARENA);
 	if (held)
 		ml_guard_exit();
@@ -225,11 +229,19 @@ static inline bool lean_small(size_t size)
 	       __builtin_expect(!ml_guard_held() && ml_core_active, 1);
 }
 
+/* The short way's call: o's pymalloc under PYMEM_GUARD, which stands for
+ * the guard and the in-pymalloc count together (one store each way): what pymalloc calls on the way (the RAW domain, to grow its
+ * arena list or, out of memory, for the block itself) passes through, as
+ * under the full wrappers, and a new arena is recorded (arena_alloc). */
+#define LEAN_CALL(call) ({ \
+	ml_tl_guard = PYMEM_GUARD; \
+	void *p_ = (call); \
+	ml_tl_guard = 0; \
+	p_; \
+})
+
 /* The short way's end: p (of o's, size bytes, NULL when it failed) counted
- * as an allocation, or recorded at a sample point.  A pymalloc size comes
- * from a pool, or a new arena that arena_alloc records itself; nothing
- * else that records is called on the way (pymalloc falls back on the RAW
- * domain only when no arena can be mapped), so the guard is not taken. */
+ * as an allocation, or recorded at a sample point. */
 static inline __attribute__((always_inline)) void *lean_small_end(const struct ml_py_memalloc *o,
 							     void *p, size_t size)
 {
@@ -275,7 +287,7 @@ static inline __attribute__((always_inline)) void *lean_malloc(const struct ml_p
 							  size_t size)
 {
 	if (lean_small(size))
-		return lean_small_end(o, o->malloc(o->ctx, size), size);
+		return lean_small_end(o, LEAN_CALL(o->malloc(o->ctx, size)), size);
 	return lean_malloc_guarded(o, size);
 }
 
@@ -286,7 +298,7 @@ static inline __attribute__((always_inline)) void *lean_calloc(const struct ml_p
 	if (__builtin_mul_overflow(nelem, elsize, &size))
 		return o->calloc(o->ctx, nelem, elsize);	/* fails: nothing to count */
 	if (lean_small(size))
-		return lean_small_end(o, o->calloc(o->ctx, nelem, elsize), size);
+		return lean_small_end(o, LEAN_CALL(o->calloc(o->ctx, nelem, elsize)), size);
 	return lean_calloc_guarded(o, nelem, elsize, size);
 }
 
