@@ -338,12 +338,54 @@ static inline __attribute__((always_inline)) void *lean_realloc(const struct ml_
 LEAN_DOMAIN(mem, ML_PY_DOMAIN_MEM)
 LEAN_DOMAIN(obj, ML_PY_DOMAIN_OBJ)
 
-/* OBJ's free: py_free's look for a code object, then pymalloc's. */
+/* OBJ's free: py_free's look for a code object, then pymalloc's (where
+ * code objects' deaths cannot be seen at their type: watch_code_deaths). */
 static void lean_free_obj(void *ctx, void *p)
 {
 	if (p && ((void *const *)p)[1] == ml_py.api.code_type)
 		__atomic_fetch_add(&ml_py_code_epoch, 1, __ATOMIC_SEQ_CST);
 	orig[ML_PY_DOMAIN_OBJ].free(ctx, p);
+}
+
+/* ---- code objects' deaths at their type ----
+ * The lean wrappers would rather leave OBJ's free to pymalloc itself: then
+ * CPython's PyObject_Free takes its inlined pymalloc path again (it
+ * checks for its own allocator first).  A code object's death, which
+ * starts a new ml_py_code_epoch before its address can be reused, is then
+ * seen at the code type's tp_dealloc (every code object dies there, with
+ * the GIL held, before its memory is freed): memline's function in that
+ * slot starts the epoch and calls the interpreter's.  PyTypeObject's
+ * layout (CPython 3.8-3.13, no Py_TRACE_REFS): tp_name at 24, tp_dealloc
+ * at 48. */
+#define TP_NAME_OFFSET 24
+#define TP_DEALLOC_OFFSET 48
+
+typedef void (*dealloc_fn)(void *);
+static dealloc_fn code_dealloc_orig;
+
+static void code_dealloc(void *op)
+{
+	__atomic_fetch_add(&ml_py_code_epoch, 1, __ATOMIC_SEQ_CST);
+	code_dealloc_orig(op);
+}
+
+/* Puts code_dealloc in the code type's tp_dealloc (GIL held); false, with
+ * nothing changed, where the type is not as expected. */
+static bool watch_code_deaths(const struct ml_py_api *api)
+{
+	unsigned char *type = (unsigned char *)(uintptr_t)api->code_type;
+	const char *name;
+	dealloc_fn dealloc;
+	memcpy(&name, type + TP_NAME_OFFSET, sizeof(name));
+	memcpy(&dealloc, type + TP_DEALLOC_OFFSET, sizeof(dealloc));
+	if (!name || strcmp(name, "code") != 0 || !dealloc)
+		return false;
+	if (dealloc != code_dealloc) {
+		code_dealloc_orig = dealloc;
+		__atomic_store_n((dealloc_fn *)(void *)(type + TP_DEALLOC_OFFSET), code_dealloc,
+				 __ATOMIC_RELEASE);
+	}
+	return true;
 }
 
 /* Whether MEM and OBJ get the lean wrappers: sampling, and the
@@ -374,7 +416,9 @@ int ml_py_hooks_install(void)
 							lean_realloc_mem, orig[d].free };
 		else if (lean && d == ML_PY_DOMAIN_OBJ)
 			mine = (struct ml_py_memalloc){ orig[d].ctx, lean_malloc_obj, lean_calloc_obj,
-							lean_realloc_obj, lean_free_obj };
+							lean_realloc_obj,
+							watch_code_deaths(api) ? orig[d].free :
+										 lean_free_obj };
 		api->set_allocator(d, &mine);
 	}
 	api->get_arena(&orig_arena);

@@ -216,6 +216,20 @@ def python_fast_stacks_exact(py):
 		fast_stacks_exact(py, opts)
 
 
+@per_version
+def python_fast_stacks_sampled(py):
+	"""Under --sample with pymalloc, OBJ's free is pymalloc's own and code
+	objects' deaths are seen at the code type's tp_dealloc
+	(python/hooks.c): at --sample 1 (every object a sample point) every
+	stack of reuse.py, whose code objects are made and dropped, is checked
+	against libunwind's capture decorated with a full walk."""
+	env = dict(os.environ, MEMLINE_VERIFY_UNWIND="1")
+	r = Run(py, [py_fixture("reuse.py")], env=env, opts=["--sample", "1"])
+	n, bad = verified(r, "reuse.py")
+	check(n > 20000, "only %d stacks checked" % n)
+	eq(bad, 0, "stacks that differ from libunwind's (of %d)" % n)
+
+
 def fast_stacks_exact(py, opts):
 	env = dict(os.environ, MEMLINE_VERIFY_UNWIND="1")
 	r = Run(py, [py_fixture("reuse.py")], env=env, opts=opts)
