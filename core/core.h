@@ -194,6 +194,24 @@ static inline bool ml_track_sample_skip(size_t size)
 	return true;
 }
 
+/* --sample only: the filter of sampled blocks' addresses, per hash of an
+ * address the sampled blocks living there (core/sampling.c keeps it).
+ * ml_sampling_maybe false: addr is certainly not a sampled block, and its
+ * free has nothing to record.  Lock-free; inline, as most frees of a
+ * sampled run end here (the core's free paths, and the hooks' own test
+ * before them).  A sampled block was added before its address was handed
+ * to the program, so its free (which follows) sees it. */
+#define ML_SAMPLING_FILTER_BITS 16u
+extern uint32_t ml_sampling_filter[1u << ML_SAMPLING_FILTER_BITS];
+static inline uint32_t ml_sampling_slot(uint64_t addr)
+{
+	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> (64 - ML_SAMPLING_FILTER_BITS));
+}
+static inline bool ml_sampling_maybe(uint64_t addr)
+{
+	return __atomic_load_n(&ml_sampling_filter[ml_sampling_slot(addr)], __ATOMIC_ACQUIRE) != 0;
+}
+
 /* The hook's own frame, whose caller is where the next stack walk on this
  * thread starts instead of walking the runtime's frames.  ML_UNWIND_MARK()
  * goes in the hook itself (so inlined into it), just before

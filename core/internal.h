@@ -520,21 +520,7 @@ struct ml_sample_weight ml_sampling_weight(uint64_t size);
 /* The filter of sampled blocks' addresses (frees of others stop there). */
 void ml_sampling_filter_add(uint64_t addr);
 void ml_sampling_filter_remove(uint64_t addr);
-/* The filter: per hash of an address, the sampled blocks living there. */
-#define ML_SAMPLING_FILTER_BITS 16u
-extern uint32_t ml_sampling_filter[1u << ML_SAMPLING_FILTER_BITS];
-static inline uint32_t ml_sampling_slot(uint64_t addr)
-{
-	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> (64 - ML_SAMPLING_FILTER_BITS));
-}
-/* False: addr is certainly not a sampled block.  Lock-free; inline, as
- * most frees of a sampled run end here.  A sampled block was added before
- * its address was handed to the program, so its free (which follows)
- * sees it. */
-static inline bool ml_sampling_maybe(uint64_t addr)
-{
-	return __atomic_load_n(&ml_sampling_filter[ml_sampling_slot(addr)], __ATOMIC_ACQUIRE) != 0;
-}
+/* (The filter itself, ml_sampling_maybe: core.h.) */
 /* In a fork child: the live table is empty, so is the filter. */
 void ml_sampling_after_fork(void);
 
