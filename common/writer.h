@@ -23,6 +23,7 @@ struct ml_writer {
 	bool section_open;
 	bool finished;		/* the stream is complete (commit ran once) */
 	bool raw;		/* no compression (tests, the fuzzer's seeds) */
+	int level;		/* zstd's compression level (ml_writer_small) */
 	int error;		/* first -errno seen; every later call is a no-op */
 	bool streaming;		/* sections go to zstd as they end (see ml_writer_end) */
 	unsigned char *sec;	/* sections not yet compressed, the open one last,
@@ -45,6 +46,10 @@ struct ml_writer {
 int ml_writer_open(struct ml_writer *w, const char *final_path, unsigned mode);
 /* The same, without compression (flags 0 in the header): for tests. */
 int ml_writer_open_raw(struct ml_writer *w, const char *final_path, unsigned mode);
+
+/* After open, before the first section is written out: the profile will
+ * be small (a sampled run's), and is compressed at a faster level. */
+void ml_writer_small(struct ml_writer *w);
 
 /* Starts a section of the given type (enum ml_fmt_section_type).  Returns 0
  * or -errno.  Only one section is open at a time. */

@@ -271,6 +271,8 @@ static int write_all_sections(uint32_t reason, int32_t status)
 	}
 	if (rc < 0)
 		return rc;
+	if (ml_config.sample_bytes)
+		ml_writer_small(&writer);
 	if (reason != ML_END_SIGNAL)	/* dl_iterate_phdr takes the loader lock */
 		ml_modules_refresh();
 	else	/* lock-free: only the modules our stacks point into */
