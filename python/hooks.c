@@ -302,24 +302,28 @@ static inline __attribute__((always_inline)) void *lean_calloc(const struct ml_p
 	return lean_calloc_guarded(o, nelem, elsize, size);
 }
 
-/* old may be a sampled block (ml_track_detach tells at once when not). */
+/* old may be a sampled block: the filter says at once when it is not
+ * (then there is nothing to detach, release or put back). */
 static inline __attribute__((always_inline)) void *lean_realloc(const struct ml_py_memalloc *o,
 							   void *old, size_t size)
 {
 	if (!ml_guard_enter())
 		return o->realloc(o->ctx, old, size);
 	struct ml_track_held py = { 0 }, heap = { 0 };
-	if (old && !ml_track_detach(old, ML_KIND_PYTHON, &py))
+	bool sampled = old && ml_sampling_maybe((uint64_t)(uintptr_t)old);
+	if (sampled && !ml_track_detach(old, ML_KIND_PYTHON, &py))
 		ml_track_detach(old, ML_KIND_HEAP, &heap);
 	ml_tl_in_pymem++;
 	void *q = o->realloc(o->ctx, old, size);
 	if (q) {
 		/* Sampling: the old block ends, the new one is an allocation
 		 * (as ml_track_moved counts it) */
-		ml_track_release(&heap);
-		ml_track_release(&py);
+		if (sampled) {
+			ml_track_release(&heap);
+			ml_track_release(&py);
+		}
 		q = lean_settle(o, q, size);
-	} else {
+	} else if (sampled) {
 		ml_track_reattach(&py);		/* failed: old is still there */
 		ml_track_reattach(&heap);
 	}
