@@ -194,22 +194,34 @@ static inline bool ml_track_sample_skip(size_t size)
 	return true;
 }
 
-/* --sample only: the filter of sampled blocks' addresses, per hash of an
- * address the sampled blocks living there (core/sampling.c keeps it).
+/* --sample only: the filter of sampled blocks' addresses, a counting
+ * filter of two slots per address, each the number of sampled blocks
+ * living at addresses that hash there (core/sampling.c keeps it).
  * ml_sampling_maybe false: addr is certainly not a sampled block, and its
- * free has nothing to record.  Lock-free; inline, as most frees of a
- * sampled run end here (the core's free paths, and the hooks' own test
- * before them).  A sampled block was added before its address was handed
- * to the program, so its free (which follows) sees it. */
+ * free has nothing to record.  Two slots: with one, an address the program
+ * frees over and over whose slot a long-lived sampled block shared went to
+ * the live table on every free (seen: 120 k of 220 k frees of a JSON
+ * program's run, +0.7%).  Lock-free; inline, as most frees of a sampled
+ * run end here (the core's free paths, and the hooks' own test before
+ * them).  A sampled block was added before its address was handed to the
+ * program, so its free (which follows) sees it. */
 #define ML_SAMPLING_FILTER_BITS 16u
 extern uint32_t ml_sampling_filter[1u << ML_SAMPLING_FILTER_BITS];
-static inline uint32_t ml_sampling_slot(uint64_t addr)
+static inline uint64_t ml_sampling_hash(uint64_t addr)
 {
-	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> (64 - ML_SAMPLING_FILTER_BITS));
+	return addr * 0x9e3779b97f4a7c15ull;
+}
+/* The two slots of hash h: its top bits, and the bits below them. */
+static inline uint32_t ml_sampling_slot(uint64_t h, unsigned which)
+{
+	return (uint32_t)(h >> (64 - ML_SAMPLING_FILTER_BITS * (which + 1))) &
+	       ((1u << ML_SAMPLING_FILTER_BITS) - 1);
 }
 static inline bool ml_sampling_maybe(uint64_t addr)
 {
-	return __atomic_load_n(&ml_sampling_filter[ml_sampling_slot(addr)], __ATOMIC_ACQUIRE) != 0;
+	uint64_t h = ml_sampling_hash(addr);
+	return __atomic_load_n(&ml_sampling_filter[ml_sampling_slot(h, 0)], __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&ml_sampling_filter[ml_sampling_slot(h, 1)], __ATOMIC_ACQUIRE);
 }
 
 /* The hook's own frame, whose caller is where the next stack walk on this

@@ -18,9 +18,9 @@
 #include <unistd.h>
 #include "core/internal.h"
 
-/* Per hash of an address: how many sampled blocks live there now.  Zero
- * means "certainly not sampled": most frees stop there (internal.h's
- * ml_sampling_maybe, inline in the hooks' paths). */
+/* Per hash of an address (two slots each): how many sampled blocks live
+ * there now.  A zero in either means "certainly not sampled": most frees
+ * stop there (core.h's ml_sampling_maybe, inline in the hooks' paths). */
 uint32_t ml_sampling_filter[1u << ML_SAMPLING_FILTER_BITS];
 static uint64_t seed_used;
 
@@ -84,12 +84,16 @@ struct ml_sample_weight ml_sampling_weight(uint64_t size)
 
 void ml_sampling_filter_add(uint64_t addr)
 {
-	__atomic_add_fetch(&ml_sampling_filter[ml_sampling_slot(addr)], 1, __ATOMIC_RELEASE);
+	uint64_t h = ml_sampling_hash(addr);
+	__atomic_add_fetch(&ml_sampling_filter[ml_sampling_slot(h, 0)], 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&ml_sampling_filter[ml_sampling_slot(h, 1)], 1, __ATOMIC_RELEASE);
 }
 
 void ml_sampling_filter_remove(uint64_t addr)
 {
-	__atomic_sub_fetch(&ml_sampling_filter[ml_sampling_slot(addr)], 1, __ATOMIC_RELAXED);
+	uint64_t h = ml_sampling_hash(addr);
+	__atomic_sub_fetch(&ml_sampling_filter[ml_sampling_slot(h, 0)], 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&ml_sampling_filter[ml_sampling_slot(h, 1)], 1, __ATOMIC_RELAXED);
 }
 
 void ml_sampling_after_fork(void)
