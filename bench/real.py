@@ -81,10 +81,12 @@ class Tool:
 def make_tools(args):
     cli = os.path.join(args.build, "memline")
     tools = [Tool("plain", lambda a, d: a, lambda d: [])]
-    tools.append(Tool("memline", lambda a, d: [cli, "run", "-o", d, "--"] + a,
-                      lambda d: glob.glob(os.path.join(d, "**", "memline.*.mlp"), recursive=True)))
-    if args.baseline:
-        base = os.path.join(os.path.abspath(args.baseline), "memline")
+    base = os.path.join(os.path.abspath(args.baseline), "memline") if args.baseline else None
+    if not args.sample_only:
+        tools.append(Tool("memline", lambda a, d: [cli, "run", "-o", d, "--"] + a,
+                          lambda d: glob.glob(os.path.join(d, "**", "memline.*.mlp"),
+                                              recursive=True)))
+    if args.baseline and not args.sample_only:
         tools.append(Tool("ml-base", lambda a, d: [base, "run", "-o", d, "--"] + a,
                           lambda d: glob.glob(os.path.join(d, "**", "memline.*.mlp"),
                                               recursive=True)))
@@ -267,7 +269,11 @@ def main():
     ap.add_argument("--sample", type=int, default=0, metavar="BYTES",
                     help="also run memline --sample BYTES, as ml-sample (and the baseline's, "
                     "ml-base-s); 0: not (default)")
+    ap.add_argument("--sample-only", action="store_true",
+                    help="with --sample: leave out memline's exact runs (memline, ml-base)")
     args = ap.parse_args()
+    if args.sample_only and not args.sample:
+        ap.error("--sample-only needs --sample BYTES")
     args.build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="mlreal.")
     try:
