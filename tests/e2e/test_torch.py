@@ -203,9 +203,13 @@ def compare_with_torch(prof, theirs, what):
 	so a record made in the microsecond where a nested op (aten::resolve_conj
 	in aten::mm, aten::empty) starts or ends goes to either, differently
 	from run to run (torch_rows.py).  Where key_averages() is off the event
-	tree (nanoseconds: the op that ran when the record was made), the
-	difference must be no more than the bytes of such records (ties), and
-	memline must be within 2% of the tree.  Every op it gave any self CPU
+	tree (nanoseconds: the op that ran when the record was made), memline
+	must be within 2% of the tree, and the difference is reported with the
+	bytes of such records (ties).  (It was required to be no more than them;
+	once in three suites on 2026-11-27, key_averages() gave aten::conv2d
+	2,768,896 bytes of self memory that its own tree gives none, with no
+	record at a tie: a split of key_averages() that torch_rows.py does not
+	model.  memline gave 0, as the tree.)  Every op it gave any self CPU
 	memory: in memline's table too."""
 	ops = ops_by_name(report(prof, "ops", "--by", "op"))
 	big = {k: v for k, v in theirs.items()
@@ -218,11 +222,10 @@ def compare_with_torch(prof, theirs, what):
 		      "%s: %s self CPU memory: memline %d, torch.profiler's event tree %d" % (what, name, got, tree))
 		if abs(got - self_mem) <= 0.02 * abs(self_mem):
 			continue
-		check(abs(self_mem - tree) <= ties,
-		      "%s: %s self CPU memory: memline %d, torch.profiler %d (event tree %d, %d B at "
-		      "microsecond ties)" % (what, name, got, self_mem, tree, ties))
 		sys.stderr.write("  %s: %s: torch.profiler's key_averages %d, its event tree %d (%d B at "
-				 "microsecond ties), memline %d\n" % (what, name, self_mem, tree, ties, got))
+				 "microsecond ties%s), memline %d\n"
+				 % (what, name, self_mem, tree, ties,
+				    "" if abs(self_mem - tree) <= ties else ": more than them", got))
 	for name, v in theirs.items():
 		if name.startswith("aten::") and (v[0] or v[3]):
 			check(name in ops, "%s: %s (torch self %d) not in memline's table" % (what, name, v[0]))
