@@ -204,9 +204,9 @@ static inline __attribute__((always_inline)) void *lean_settle(const struct ml_p
 	return p;
 }
 
-/* A small block made without the guard (lean_small) that is a sample point
- * (or the thread has no state yet): lean_sampled's under the guard, the
- * hook's mark set by the wrapper. */
+/* A pymalloc-sized block made the short way (lean_small, the guard given
+ * back since) that is a sample point (or the thread has no state yet):
+ * lean_sampled's under the guard, the hook's mark set by the wrapper. */
 static __attribute__((noinline)) void *lean_small_point(const struct ml_py_memalloc *o, void *p,
 							size_t size)
 {
@@ -230,9 +230,10 @@ static inline bool lean_small(size_t size)
 }
 
 /* The short way's call: o's pymalloc under PYMEM_GUARD, which stands for
- * the guard and the in-pymalloc count together (one store each way): what pymalloc calls on the way (the RAW domain, to grow its
- * arena list or, out of memory, for the block itself) passes through, as
- * under the full wrappers, and a new arena is recorded (arena_alloc). */
+ * the guard and the in-pymalloc count together (one store each way): what
+ * pymalloc calls on the way (the RAW domain, to grow its arena list or,
+ * out of memory, for the block itself) passes through, as under the full
+ * wrappers, and a new arena is recorded (arena_alloc). */
 #define LEAN_CALL(call) ({ \
 	ml_tl_guard = PYMEM_GUARD; \
 	void *p_ = (call); \
