@@ -90,6 +90,48 @@ static inline __attribute__((always_inline)) bool unsampled(void *p)
 	       __builtin_expect(!ml_sampling_maybe((uint64_t)(uintptr_t)p), 1);
 }
 
+/* --sample's way without the guard (the pass), where most calls end: an
+ * allocation that is no sample point is counted before the real call (the
+ * count taken back if the call fails: ml_track_sample_unskip), a free of a
+ * block that the filter says was not sampled goes on (the filter read
+ * before the real free, after which another thread may get p back).
+ * Neither enters the core; the hook tests one word (ml_pass) and the
+ * guard, and jumps to the real call's own small frame (pass_malloc), or
+ * to the way with the guard (malloc_held).  The allocators behind the
+ * hooks call none of them on the way; one that did would have that
+ * allocation recorded as the program's. */
+#define PASS_C (ML_PASS_ON | ML_PASS_READY)
+#define PASS_CXX (ML_PASS_ON | ML_PASS_READY | ML_PASS_CXX)
+static inline __attribute__((always_inline)) bool pass_alloc(uint32_t want, size_t size)
+{
+	return __builtin_expect((ml_pass & want) == want, 0) && !ml_guard_held() &&
+	       __builtin_expect(ml_track_sample_skip(size), 1);
+}
+
+static inline __attribute__((always_inline)) bool pass_free(uint32_t want, void *p)
+{
+	return __builtin_expect((ml_pass & want) == want, 0) && !ml_guard_held() &&
+	       __builtin_expect(!ml_sampling_maybe((uint64_t)(uintptr_t)p), 1);
+}
+
+/* The real calls of the passes, each a frame of its own (the hook's
+ * stays unmade: it jumps here). */
+static __attribute__((noinline)) void *pass_malloc(size_t size)
+{
+	void *p = ml_real.malloc(size);
+	if (__builtin_expect(p == NULL, 0))
+		ml_track_sample_unskip(size);
+	return p;
+}
+
+static __attribute__((noinline)) void *pass_calloc(size_t n, size_t size, size_t bytes)
+{
+	void *p = ml_real.calloc(n, size);
+	if (__builtin_expect(p == NULL, 0))
+		ml_track_sample_unskip(bytes);
+	return p;
+}
+
 /* Inlined into each hook: the walk starts at the hook's own frame.  (The
  * core's ml_track_* leave errno as the real call left it.) */
 static inline __attribute__((always_inline)) void record(bool held, void *p, size_t size)
@@ -142,9 +184,18 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
 	return inside() ? ml_real.malloc(size) : malloc_whole(size);
 }
 
-ML_EXPORT void *malloc(size_t size)
+/* The hook's way with the guard: it jumps here (its own frame unmade) when
+ * the call does not pass. */
+static __attribute__((noinline)) void *malloc_held(size_t size)
 {
 	FAST_ALLOC(ml_real.malloc(size), size, malloc_slow(size));
+}
+
+ML_EXPORT void *malloc(size_t size)
+{
+	if (pass_alloc(PASS_C, size))
+		return pass_malloc(size);
+	return malloc_held(size);
 }
 
 static __attribute__((noinline)) void *calloc_whole(size_t n, size_t size, size_t bytes)
@@ -161,12 +212,19 @@ static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size, size_t
 	return inside() ? ml_real.calloc(n, size) : calloc_whole(n, size, bytes);
 }
 
+static __attribute__((noinline)) void *calloc_held(size_t n, size_t size, size_t bytes)
+{
+	FAST_ALLOC(ml_real.calloc(n, size), bytes, calloc_slow(n, size, bytes));
+}
+
 ML_EXPORT void *calloc(size_t n, size_t size)
 {
 	size_t bytes;
 	if (__builtin_mul_overflow(n, size, &bytes))
 		bytes = 0;	/* the real calloc fails; nothing recorded */
-	FAST_ALLOC(ml_real.calloc(n, size), bytes, calloc_slow(n, size, bytes));
+	if (pass_alloc(PASS_C, bytes))
+		return pass_calloc(n, size, bytes);
+	return calloc_held(n, size, bytes);
 }
 
 static __attribute__((noinline)) void free_whole(void *p)
@@ -185,7 +243,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 		free_whole(p);
 }
 
-ML_EXPORT void free(void *p)
+static __attribute__((noinline)) void free_held(void *p)
 {
 	if (!p || ml_bootstrap_owns(p))	/* dlsym's early calloc */
 		return;
@@ -199,6 +257,15 @@ ML_EXPORT void free(void *p)
 		return;
 	}
 	free_slow(p);
+}
+
+ML_EXPORT void free(void *p)
+{
+	if (!ml_bootstrap_owns(p) && pass_free(PASS_C, p)) {
+		ml_real.free(p);	/* free(NULL) too */
+		return;
+	}
+	free_held(p);
 }
 
 /* A realloc-like call on old: detach, run real, then settle the block
@@ -362,6 +429,19 @@ static __attribute__((noinline)) void *new_failed(void *(*real)(size_t), size_t 
 	return p;
 }
 
+/* NEW_DIRECT's pass (the allocation counted) when malloc failed: the
+ * count taken back, then libstdc++'s new by new_failed's way, whose block
+ * is recorded as NEW_DIRECT would. */
+static __attribute__((noinline, cold)) void *pass_new_failed(void *(*real)(size_t), size_t size)
+{
+	ml_track_sample_unskip(size);
+	ml_tl_guard = 1;
+	void *p = new_failed(real, size);
+	record(true, p, size);
+	ml_tl_guard = 0;
+	return p;
+}
+
 /* The common case of new and new[] where libstdc++'s are malloc
  * (ml_real_cxx_decide): as malloc's own fast path. */
 #define NEW_DIRECT(field) do { \
@@ -409,10 +489,23 @@ static __attribute__((noinline)) void *new_failed(void *(*real)(size_t), size_t 
 #define NEW_SPLIT(field, sym) \
 	static __attribute__((noinline)) void *field##_whole(size_t size) \
 	{ NEW_BODY(field, sym, 0, false); } \
-	NEW_HOOK(field, sym) \
+	static __attribute__((noinline)) void *field##_held(size_t size) \
 	{ \
 		NEW_DIRECT(field); \
 		return field##_whole(size); \
+	} \
+	static __attribute__((noinline)) void *field##_pass(size_t size) \
+	{ \
+		void *p = ml_real.malloc(size ? size : 1); \
+		if (__builtin_expect(p != NULL, 1)) \
+			return p; \
+		return pass_new_failed(ml_real.field, size); \
+	} \
+	NEW_HOOK(field, sym) \
+	{ \
+		if (pass_alloc(PASS_CXX, size)) \
+			return field##_pass(size); \
+		return field##_held(size); \
 	}
 NEW_SPLIT(new_plain, "_Znwm")
 NEW_SPLIT(new_array, "_Znam")
@@ -452,25 +545,43 @@ NEW_HOOK(new_array_aligned_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t", , size
 		ml_real.free(p); \
 } while (0)
 
+/* The pass of delete's direct way (delete of NULL too). */
+#define DELETE_PASS() \
+	(!ml_bootstrap_owns(p) && pass_free(PASS_CXX, p))
+
 /* delete, delete[] and their sized forms: DELETE_DIRECT, else the whole
  * way in a function of its own (a null or bootstrap p goes there too). */
 #define DELETE_SPLIT(field, sym) \
 	static __attribute__((noinline)) void field##_whole(void *p) \
 	{ DELETE_BODY(field, sym); } \
-	DELETE_HOOK(field, sym) \
+	static __attribute__((noinline)) void field##_held(void *p) \
 	{ \
 		if (p && !ml_bootstrap_owns(p)) \
 			DELETE_DIRECT(); \
 		field##_whole(p); \
+	} \
+	DELETE_HOOK(field, sym) \
+	{ \
+		if (DELETE_PASS()) \
+			ml_real.free(p); \
+		else \
+			field##_held(p); \
 	}
 #define DELETE_SPLIT_SIZED(field, sym) \
 	static __attribute__((noinline)) void field##_whole(void *p, size_t n) \
 	{ DELETE_BODY(field, sym, , n); } \
-	DELETE_HOOK(field, sym, , size_t n) \
+	static __attribute__((noinline)) void field##_held(void *p, size_t n) \
 	{ \
 		if (p && !ml_bootstrap_owns(p)) \
 			DELETE_DIRECT(); \
 		field##_whole(p, n); \
+	} \
+	DELETE_HOOK(field, sym, , size_t n) \
+	{ \
+		if (DELETE_PASS()) \
+			ml_real.free(p); \
+		else \
+			field##_held(p, n); \
 	}
 DELETE_SPLIT(delete_plain, "_ZdlPv")
 DELETE_SPLIT(delete_array, "_ZdaPv")

@@ -106,6 +106,16 @@ static inline bool ml_guard_held(void)
 /* Recording is on (the core started and the process may record). */
 extern volatile int ml_core_active;
 
+/* What the allocation hooks' passes under --sample (alloc/hooks.c) read in
+ * one load: ML_PASS_ON while sampling with recording on (the core keeps
+ * it with ml_core_active), ML_PASS_READY once the real allocator is known
+ * and ML_PASS_CXX while C++'s operators take the direct way (alloc/real.c
+ * sets both). */
+extern volatile uint32_t ml_pass;
+#define ML_PASS_ON 1u
+#define ML_PASS_READY 2u
+#define ML_PASS_CXX 4u
+
 /* Starts recording on the first allocation hook call, before the runtime's
  * constructor, once libc is up (environ set).  The caller makes sure the
  * real allocator is known.  Idempotent, cheap once done; never recurses
@@ -177,11 +187,14 @@ struct ml_sample_count {
 	uint64_t allocs, bytes;	/* every allocation, exactly */
 };
 /* --sample only: counts an allocation of size bytes the caller just made
- * on this thread (guard held).  True: not a sample point, nothing more to
- * do; false: the caller records it (ml_track_alloc, which then decides:
- * a sample point, or no thread state yet).  A subtraction and four adds:
- * track_alloc's test, and the Python room's wrappers' (python/hooks.c),
- * which call it on every object. */
+ * on this thread, or is about to make (outside memline: the guard held,
+ * or free, as the allocation hooks' pass_alloc).  True: not a sample
+ * point, nothing more to do; false: the caller records it (ml_track_alloc,
+ * which then decides: a sample point, or no thread state yet).  A
+ * subtraction and four adds: track_alloc's test, and the hooks' and the
+ * Python room's wrappers' (python/hooks.c), which call it on every
+ * allocation.  A signal handler that allocates in between may have its
+ * countdown step lost: sampling goes on from the value written. */
 static inline bool ml_track_sample_skip(size_t size)
 {
 	struct ml_sample_count *s = (struct ml_sample_count *)(void *)ml_tl_thread;
@@ -192,6 +205,17 @@ static inline bool ml_track_sample_skip(size_t size)
 	s->bytes += size;
 	ml_track_count_thread(size);
 	return true;
+}
+/* Takes back what ml_track_sample_skip counted for size bytes: the call
+ * it was counted for (before it ran) failed. */
+static inline void ml_track_sample_unskip(size_t size)
+{
+	struct ml_sample_count *s = (struct ml_sample_count *)(void *)ml_tl_thread;
+	s->left += (int64_t)size;
+	s->allocs--;
+	s->bytes -= size;
+	ml_tl_alloc_bytes -= size;
+	ml_tl_allocs--;
 }
 
 /* --sample only: the filter of sampled blocks' addresses, a counting

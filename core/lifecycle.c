@@ -42,7 +42,7 @@ static void after_fork_child(void)
 {
 	if (!ml_config.follow) {
 		no_write = 1;
-		ml_core_active = 0;
+		ml_core_set_active(false);
 	} else {
 		final_written = 0;
 		profiled_pid = getpid();
@@ -114,7 +114,7 @@ __attribute__((destructor)) static void ml_lifecycle_fini(void)
 		reason = main_thread_exited ? ML_END_THREAD_EXIT : ML_END_EXIT;
 	ml_lifecycle_write(reason, end_status);
 	final_written = 1;
-	ml_core_active = 0;	/* later frees change nothing that is written */
+	ml_core_set_active(false);	/* later frees change nothing that is written */
 }
 
 /* ---- events reported by process/hooks.c ---- */

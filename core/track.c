@@ -6,6 +6,16 @@
 #include "core/internal.h"
 
 volatile int ml_core_active;
+volatile uint32_t ml_pass;
+
+void ml_core_set_active(bool on)
+{
+	ml_core_active = on;
+	if (on && ml_config.sample_bytes)
+		__atomic_or_fetch(&ml_pass, ML_PASS_ON, __ATOMIC_SEQ_CST);
+	else
+		__atomic_and_fetch(&ml_pass, ~ML_PASS_ON, __ATOMIC_SEQ_CST);
+}
 volatile uint32_t ml_core_flags;
 
 int ml_core_init(uint64_t self_addr)
@@ -33,7 +43,7 @@ int ml_core_init(uint64_t self_addr)
 	}
 	ml_dump_init();
 	done = 1;
-	ml_core_active = 1;
+	ml_core_set_active(true);
 	return 0;
 }
 

@@ -116,7 +116,11 @@ static void py_free(void *ctx, void *p)
 	if (o == &orig[ML_PY_DOMAIN_OBJ] && p &&
 	    ((void *const *)p)[1] == ml_py.api.code_type)
 		__atomic_fetch_add(&ml_py_code_epoch, 1, __ATOMIC_SEQ_CST);
-	if (!p || !ml_guard_enter()) {
+	/* --sample: a RAW block the filter says was not sampled has nothing
+	 * to forget (RAW frees no pymalloc arena below us). */
+	bool unsampled = __builtin_expect(ml_config.sample_bytes != 0, 0) &&
+			 o == &orig[ML_PY_DOMAIN_RAW] && !ml_sampling_maybe((uint64_t)(uintptr_t)p);
+	if (!p || unsampled || !ml_guard_enter()) {
 		o->free(o->ctx, p);
 		return;
 	}
@@ -221,12 +225,14 @@ static __attribute__((noinline)) void *lean_small_point(const struct ml_py_memal
 
 /* Whether a request of size bytes takes the short way (lean_small): a
  * size pymalloc serves from its pools (1 to PYMALLOC_MAX bytes: it passes
- * 0 on to the RAW domain), and this thread may record (not inside
- * memline). */
+ * 0 on to the RAW domain), and this thread not inside memline.  Whether
+ * recording is on is asked at sample points only (lean_small_point's
+ * guard): after the profile is written, or in a fork child that is not
+ * followed, the countdown goes on counting into the thread's state, which
+ * is never freed, and nothing reads it. */
 static inline bool lean_small(size_t size)
 {
-	return __builtin_expect(size - 1 < PYMALLOC_MAX, 1) &&
-	       __builtin_expect(!ml_guard_held() && ml_core_active, 1);
+	return __builtin_expect(size - 1 < PYMALLOC_MAX, 1) && __builtin_expect(!ml_guard_held(), 1);
 }
 
 /* The short way's call: o's pymalloc under PYMEM_GUARD, which stands for

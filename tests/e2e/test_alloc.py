@@ -73,7 +73,7 @@ def cxx_new_handler():
 	exception's way out)."""
 	r = Run("cxx_handler")
 	eq(text(r.proc.stdout), plain_stdout("cxx_handler"), "stdout with and without memline")
-	eq(text(r.proc.stdout), "handled 1 caught 2\n", "the handler ran once, both threw")
+	eq(text(r.proc.stdout), "handled 2 caught 3\n", "the handler ran once each time it was set, all threw")
 	prof = r.file("cxx_handler")
 	rows = lines_of(prof, "main")
 	expect_line(rows, line_of("cxx_handler", "after_throw"), "new int[3] x 100",
@@ -81,6 +81,23 @@ def cxx_new_handler():
 	leaks = user_leaks(report(prof, "leaks"), "cxx_handler")
 	eq([(b, n, f[0][2]) for b, n, f in leaks], [(8, 1, line_of("cxx_handler", "handler_leak"))],
 	   "cxx_handler leaks")
+
+
+@test
+def sampled_failed_allocations():
+	"""Under --sample an allocation that is no sample point is counted
+	before the real call: when the call fails (malloc, calloc, realloc,
+	the aligned family, new with its handler and bad_alloc), nothing is
+	left counted, and the sampled run's exact totals equal an exact run's.
+	The sizes of SIZE_MAX - k are below the countdown as it compares them."""
+	for name in ("failed_alloc", "cxx_handler"):
+		exact = Run(name)
+		want = report(exact.file(name), "leaks")["leaks"]["summary"]
+		r = Run(name, opts=["--sample", "8192"])
+		eq(text(r.proc.stdout), text(exact.proc.stdout), name + " output under --sample")
+		got = report(r.file(name), "leaks")["profile"]["sampled"]
+		eq((got["allocs"], got["alloc_bytes"]), (want["allocs"], want["alloc_bytes"]),
+		   name + ": exact totals (allocations, bytes) under --sample and in an exact run")
 
 
 @test
