@@ -95,22 +95,22 @@ static inline __attribute__((always_inline)) bool unsampled(void *p)
  * count taken back if the call fails: ml_track_sample_unskip), a free of a
  * block that the filter says was not sampled goes on (the filter read
  * before the real free, after which another thread may get p back).
- * Neither enters the core; the hook tests one word (ml_pass) and the
+ * Neither enters the core; the hook tests one word (ml_pass_stop) and the
  * guard, and jumps to the real call's own small frame (pass_malloc), or
  * to the way with the guard (malloc_held).  The allocators behind the
  * hooks call none of them on the way; one that did would have that
  * allocation recorded as the program's. */
-#define PASS_C (ML_PASS_ON | ML_PASS_READY)
-#define PASS_CXX (ML_PASS_ON | ML_PASS_READY | ML_PASS_CXX)
-static inline __attribute__((always_inline)) bool pass_alloc(uint32_t want, size_t size)
+#define PASS_C (ML_PASS_OFF | ML_PASS_UNREADY)
+#define PASS_CXX (ML_PASS_OFF | ML_PASS_UNREADY | ML_PASS_NO_CXX)
+static inline __attribute__((always_inline)) bool pass_alloc(uint32_t stops, size_t size)
 {
-	return __builtin_expect((ml_pass & want) == want, 0) && !ml_guard_held() &&
+	return __builtin_expect(!(ml_pass_stop & stops), 0) && !ml_guard_held() &&
 	       __builtin_expect(ml_track_sample_skip(size), 1);
 }
 
-static inline __attribute__((always_inline)) bool pass_free(uint32_t want, void *p)
+static inline __attribute__((always_inline)) bool pass_free(uint32_t stops, void *p)
 {
-	return __builtin_expect((ml_pass & want) == want, 0) && !ml_guard_held() &&
+	return __builtin_expect(!(ml_pass_stop & stops), 0) && !ml_guard_held() &&
 	       __builtin_expect(!ml_sampling_maybe((uint64_t)(uintptr_t)p), 1);
 }
 

@@ -64,7 +64,7 @@ void ml_real_resolve(void)
 #undef ML_REAL_LOAD
 	resolving = 0;
 	ml_real.ready = 1;
-	__atomic_or_fetch(&ml_pass, ML_PASS_READY, __ATOMIC_SEQ_CST);
+	__atomic_and_fetch(&ml_pass_stop, ~ML_PASS_UNREADY, __ATOMIC_SEQ_CST);
 }
 
 bool ml_real_resolving(void)
@@ -242,5 +242,5 @@ void ml_real_cxx_decide(void)
 	dlerror();
 	__atomic_store_n(&ml_real.cxx_direct, direct, __ATOMIC_RELEASE);
 	if (direct > 0)
-		__atomic_or_fetch(&ml_pass, ML_PASS_CXX, __ATOMIC_SEQ_CST);
+		__atomic_and_fetch(&ml_pass_stop, ~ML_PASS_NO_CXX, __ATOMIC_SEQ_CST);
 }

@@ -106,15 +106,16 @@ static inline bool ml_guard_held(void)
 /* Recording is on (the core started and the process may record). */
 extern volatile int ml_core_active;
 
-/* What the allocation hooks' passes under --sample (alloc/hooks.c) read in
- * one load: ML_PASS_ON while sampling with recording on (the core keeps
- * it with ml_core_active), ML_PASS_READY once the real allocator is known
- * and ML_PASS_CXX while C++'s operators take the direct way (alloc/real.c
- * sets both). */
-extern volatile uint32_t ml_pass;
-#define ML_PASS_ON 1u
-#define ML_PASS_READY 2u
-#define ML_PASS_CXX 4u
+/* What stops the allocation hooks' passes under --sample (alloc/hooks.c),
+ * each hook testing its bits in one instruction: ML_PASS_OFF unless
+ * sampling with recording on (the core keeps it with ml_core_active),
+ * ML_PASS_UNREADY until the real allocator is known, ML_PASS_NO_CXX until
+ * C++'s operators take the direct way (alloc/real.c clears both).  All
+ * set at first. */
+extern volatile uint32_t ml_pass_stop __attribute__((visibility("hidden")));
+#define ML_PASS_OFF 1u
+#define ML_PASS_UNREADY 2u
+#define ML_PASS_NO_CXX 4u
 
 /* Starts recording on the first allocation hook call, before the runtime's
  * constructor, once libc is up (environ set).  The caller makes sure the

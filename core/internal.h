@@ -1001,7 +1001,8 @@ extern volatile int ml_rooms_decorating;
 
 /* ---- track.c: state shared by the whole core (ml_core_active: core.h) ---- */
 extern volatile uint32_t ml_core_flags;	/* ML_META_* */
-/* Turns recording on or off: ml_core_active, and ml_pass's ML_PASS_ON. */
+/* Turns recording on or off: ml_core_active, and ml_pass_stop's
+ * ML_PASS_OFF. */
 void ml_core_set_active(bool on);
 /* The notes section (notes.c): written after the rooms' sections;
  * async-signal-safe.  The lock is reset in a fork child. */

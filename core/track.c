@@ -6,15 +6,15 @@
 #include "core/internal.h"
 
 volatile int ml_core_active;
-volatile uint32_t ml_pass;
+volatile uint32_t ml_pass_stop = ML_PASS_OFF | ML_PASS_UNREADY | ML_PASS_NO_CXX;
 
 void ml_core_set_active(bool on)
 {
 	ml_core_active = on;
 	if (on && ml_config.sample_bytes)
-		__atomic_or_fetch(&ml_pass, ML_PASS_ON, __ATOMIC_SEQ_CST);
+		__atomic_and_fetch(&ml_pass_stop, ~ML_PASS_OFF, __ATOMIC_SEQ_CST);
 	else
-		__atomic_and_fetch(&ml_pass, ~ML_PASS_ON, __ATOMIC_SEQ_CST);
+		__atomic_or_fetch(&ml_pass_stop, ML_PASS_OFF, __ATOMIC_SEQ_CST);
 }
 volatile uint32_t ml_core_flags;
 
