@@ -14,9 +14,10 @@
  * schemas_len bytes of operator schemas, then padding.  The schemas are
  * n_schemas pairs of NUL-terminated strings: the ATen operator's name
  * without its "aten::" namespace ("add", "max_pool2d_with_indices"), then
- * its overload name ("Tensor", "out", or "" for none), as
- * torch._C._jit_get_all_schemas() gives them.  The report names the C++
- * function at::_ops::<name>[_<overload>]::call after them.
+ * its overload name ("Tensor", "out", or "" for none), as PyTorch's
+ * dispatcher lists them ("aten::add.Tensor"; torch_hooks/schemas.c says
+ * which call gives them).  The report names the C++ function
+ * at::_ops::<name>[_<overload>]::call after them.
  */
 struct ml_fmt_torch {
 	uint32_t flags;			/* ML_TORCH_* */
@@ -36,8 +37,8 @@ struct ml_fmt_torch {
 #define ML_TORCH_NO_FORWARD 0x4u
 /* The operator schemas were read (n_schemas pairs follow). */
 #define ML_TORCH_SCHEMAS 0x8u
-/* Reading the schemas failed (torch._C had no _jit_get_all_schemas, or it
- * raised); op names then come from the C++ symbols alone. */
+/* Reading the schemas failed (torch._C had none of the functions that list
+ * them, or it raised); op names then come from the C++ symbols alone. */
 #define ML_TORCH_SCHEMAS_FAILED 0x10u
 /* More schemas than memline keeps: some were left out. */
 #define ML_TORCH_SCHEMAS_TRUNCATED 0x20u

@@ -11,14 +11,17 @@
  * An "import" event is raised only for a module not yet imported, and both
  * modules are imported by `import torch` itself.
  *
- * The operators come from the dispatcher's list of names
- * (torch._C._dispatch_get_all_op_names, 2.x), read at once: it only lists.
- * PyTorch 1.x has only torch._C._jit_get_all_schemas(), which also builds
- * the TorchScript operator registry, after which every operator registered
- * later costs more: so it is read as late as possible, at exit (atexit)
- * or just before a fork (os.register_at_fork, so that children have them).
- * All of it runs with memline's guard held (nothing it allocates is
- * recorded) and keeps the program's pending exception. */
+ * The operators come from the dispatcher, read at once (it only lists):
+ * its list of names (torch._C._dispatch_get_all_op_names, 2.x), else its
+ * registrations for every dispatch key (1.x:
+ * torch._C._dispatch_get_registrations_for_dispatch_key(), whose default
+ * key "" means all of them), both "ns::name[.overload]" strings.  Only a
+ * torch._C with neither (an older 1.x) leaves torch._C._jit_get_all_schemas(),
+ * which also builds the TorchScript operator registry, after which every
+ * operator registered later costs more: so it is read as late as possible,
+ * at exit (atexit) or just before a fork (os.register_at_fork, so that
+ * children have them).  All of it runs with memline's guard held (nothing
+ * it allocates is recorded) and keeps the program's pending exception. */
 #include <string.h>
 #include "torch_hooks/internal.h"
 
@@ -148,7 +151,7 @@ static bool copy_from(const char *fn)
 	return true;
 }
 
-/* atexit and before a fork: the 1.x way, once.  METH_NOARGS. */
+/* atexit and before a fork: the oldest way, once.  METH_NOARGS. */
 static void *copy_late(void *self, void *unused)
 {
 	(void)self;
@@ -196,13 +199,14 @@ static int register_with(const char *module, const char *fn, const char *kw, voi
 	return result ? 0 : -1;
 }
 
-/* torch._C is loaded: the real functions now, the operators now (2.x) or
- * at exit and before forks (1.x). */
+/* torch._C is loaded: the real functions now, the operators now (from
+ * the dispatcher) or at exit and before forks (an older 1.x). */
 static void torch_loaded(void)
 {
 	const struct ml_torch_pyapi *py = &ml_torch_py;
 	ml_torch_real_resolve();
-	if (copy_from("_dispatch_get_all_op_names"))
+	if (copy_from("_dispatch_get_all_op_names") ||
+	    copy_from("_dispatch_get_registrations_for_dispatch_key"))
 		return;
 	void *f = py->cfunction_new(&copy_late_def, NULL, NULL);
 	if (!f || register_with("atexit", "register", NULL, f) < 0) {

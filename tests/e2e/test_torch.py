@@ -116,8 +116,9 @@ STANDIN_OPS = {"empty": "aten::empty", "add": "aten::add", "zeros": "aten::zeros
 
 def standin_python(variant, api):
 	"""The stand-in's Python side: op names from torch._C's schemas (read at
-	once from the 2.x API, at exit and before a fork from the 1.x one),
-	record_function scopes as regions, per-block CUDA bytes."""
+	once from the dispatcher's lists of 2.x and 1.13, at exit and before a
+	fork from an older 1.x's), record_function scopes as regions, per-block
+	CUDA bytes."""
 	cdir = build_path("cuda")
 	script = os.path.join(PYFIX, "torch_standin.py")
 	env = cuda_env()
@@ -169,8 +170,31 @@ def torch_standin_python_v1():
 
 
 @test
+def torch_standin_python_v1_13():
+	standin_python("v1", "1.13")
+
+
+@test
 def torch_standin_python_v2():
 	standin_python("v2", "2")
+
+
+@test
+def torch_standin_python_os_exit():
+	"""A program that leaves with os._exit runs no atexit handler: with the
+	dispatcher's lists (1.13, 2.x) its profile names ops exactly all the
+	same, as they were read when torch._C loaded."""
+	script = os.path.join(PYFIX, "torch_standin.py")
+	for variant, api in (("v1", "1.13"), ("v2", "2")):
+		env = cuda_env()
+		env["FAKE_TORCH_API"] = api
+		r = Run(PY, [script, build_path("cuda"), variant, "exit"], env=env)
+		check(text(r.proc.stdout).startswith("c10 reports 8 "), "API %s: output %r" % (api, text(r.proc.stdout)))
+		profs = r.files()
+		eq(len(profs), 1, "API %s: profiles" % api)
+		doc = report(profs[0], "ops")
+		eq(doc["ops"]["op_names_exact"], True, "API %s: names from the schemas" % api)
+		check_standin_ops(ops_by_name(doc), STANDIN_OPS)
 
 
 # ------------------------------------------------------ Debian's PyTorch
