@@ -310,9 +310,13 @@ static inline __attribute__((always_inline)) void *lean_calloc(const struct ml_p
 }
 
 /* old may be a sampled block: the filter says at once when it is not
- * (then there is nothing to detach, release or put back). */
-static inline __attribute__((always_inline)) void *lean_realloc(const struct ml_py_memalloc *o,
-							   void *old, size_t size)
+ * (then there is nothing to detach, release or put back).  Such a block
+ * (most) takes the short way: pymalloc's realloc under PYMEM_GUARD (what
+ * it calls on the way, the RAW domain to move a block out of its pools,
+ * passes through), and the new block counted as an allocation, as
+ * ml_track_moved counts it. */
+static __attribute__((noinline)) void *lean_realloc_guarded(const struct ml_py_memalloc *o,
+							    void *old, size_t size)
 {
 	if (!ml_guard_enter())
 		return o->realloc(o->ctx, old, size);
@@ -337,6 +341,15 @@ static inline __attribute__((always_inline)) void *lean_realloc(const struct ml_
 	ml_tl_in_pymem--;
 	ml_guard_exit();
 	return q;
+}
+
+static inline __attribute__((always_inline)) void *lean_realloc(const struct ml_py_memalloc *o,
+							   void *old, size_t size)
+{
+	if (__builtin_expect(!ml_guard_held(), 1) &&
+	    __builtin_expect(!old || !ml_sampling_maybe((uint64_t)(uintptr_t)old), 1))
+		return lean_small_end(o, LEAN_CALL(o->realloc(o->ctx, old, size)), size);
+	return lean_realloc_guarded(o, old, size);
 }
 
 #define LEAN_DOMAIN(name, d) \
