@@ -24,6 +24,13 @@ UNWIND_LIBS := $(shell pkg-config --libs libunwind 2>/dev/null)
 DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null)
 # Profiles are zstd-compressed: the runtime writes, the report reads them.
 ZSTD_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
+# The runtime takes libzstd's archive (PIC in libzstd-dev) where there is
+# one, its symbols kept local: one object less in the program's global
+# scope, which every symbol look-up of a library loaded later searches.
+# (libunwind is not linked at all: core/libunwind.c loads it.)
+ZSTD_ARCHIVE := $(shell $(CC) -print-file-name=libzstd.a)
+ZSTD_STATIC := -Wl,--exclude-libs,libzstd.a $(ZSTD_ARCHIVE)
+RT_ZSTD_LIBS := $(if $(filter /%,$(ZSTD_ARCHIVE)),$(ZSTD_STATIC),$(ZSTD_LIBS))
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 JEMALLOC_LIBS := $(shell pkg-config --libs jemalloc 2>/dev/null)
 # The pprof view: profile.proto encoded by protobuf-c, gzipped by zlib.
@@ -128,8 +135,8 @@ $(BUILD)/python/memline/%.py: python/memline/%.py
 $(LIB): $(RT_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(UNWIND_LIBS) $(ZSTD_LIBS) -lm \
-		-ldl -lpthread
+	$(Q)$(CC) -shared -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(RT_ZSTD_LIBS) -lm -ldl \
+		-lpthread
 
 $(CLI): $(CLI_OBJS) $(BUILD)/libmlreport.a
 	@mkdir -p $(dir $@)

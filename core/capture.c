@@ -87,6 +87,8 @@ static uint64_t verified, differed;
 void __attribute__((noinline)) ml_stacktab_verify(uint32_t stack)
 {
 	uint64_t buf[ML_CAPTURE_BUF];
+	if (!ml_libunwind_ready())
+		return;	/* nothing to compare with */
 	int n = (int)ml_libunwind_capture(buf, ML_CAPTURE_BUF);
 	uint32_t s = 0, id = stack, i = 0;
 	while (s < (uint32_t)(n > 0 ? n : 0) && buf[s] - ml_skip.lo < ml_skip.range)
@@ -150,6 +152,8 @@ static void __attribute__((noinline)) verify_room(uint32_t stack, struct ml_inte
 {
 	uint64_t buf[ML_CAPTURE_BUF];
 	uint32_t flags = 0, s = 0;
+	if (!ml_libunwind_ready())
+		return;
 	int n = (int)ml_libunwind_capture(buf, ML_CAPTURE_BUF);
 	while (s < (uint32_t)(n > 0 ? n : 0) && buf[s] - ml_skip.lo < ml_skip.range)
 		s++;

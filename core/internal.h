@@ -825,15 +825,21 @@ int ml_unwind_until(struct ml_native_path *out, uint64_t *buf, uint32_t max, uin
 /* Empties a thread state's cache of those walks (a new thread's). */
 void ml_unwind_until_reset(void *cache);
 
-/* ---- libunwind.c: libunwind without descriptors or pthread keys ---- */
-/* Sets libunwind up: its memory accessor replaced, the pipe it opened
- * closed, its per-thread cache on.  Call once, at start-up, before any
- * other use of libunwind.  Returns 0 or -errno. */
-int ml_libunwind_init(void);
+/* ---- libunwind.c: libunwind loaded locally, without descriptors or
+ * pthread keys ---- */
+/* Loads libunwind (dlopen, RTLD_LOCAL) and sets it up: its memory accessor
+ * replaced, the pipe it opened closed.  Once: later calls return the first
+ * one's result.  Unless anytime (the constructor), it declines while the
+ * loader is adding or removing modules: -EAGAIN, nothing done.  Call at
+ * start-up, the guard held.  Returns 0, -ENOENT (not loaded: warned once;
+ * captures by libunwind then find nothing) or -ENOSYS (loaded, untamed). */
+int ml_libunwind_init(bool anytime);
+/* True once libunwind is loaded: captures by it can find frames. */
+bool ml_libunwind_ready(void);
 /* Stores the calling thread's stack into frames[0..max), innermost first,
  * with libunwind: frame 0 is inside ml_libunwind_capture, frame 1 the
- * return into its caller.  Returns the count (0 on failure).  Never
- * allocates through malloc. */
+ * return into its caller.  Returns the count (0 on failure, or before
+ * libunwind is loaded).  Never allocates through malloc. */
 uint32_t ml_libunwind_capture(uint64_t *frames, uint32_t max);
 
 /* ---- timeline.c: total live bytes per kind over time, bounded. ---- */

@@ -96,6 +96,8 @@ __attribute__((constructor(102))) static void ml_lifecycle_init(void)
 		goto out;
 	if (!ml_config.follow)
 		ml_config_unpreload();
+	/* Where the first allocation came during a dlopen, not loaded yet. */
+	ml_libunwind_init(true);
 	ml_modules_refresh();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	ml_signals_install();

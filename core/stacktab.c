@@ -186,7 +186,7 @@ int ml_stacktab_init(void)
 	n_nodes = ML_NODE_LOST;
 	if (ml_unwind_init() < 0)
 		ml_config.fast_unwind = false;
-	ml_libunwind_init();
+	ml_libunwind_init(false);	/* else at the constructor */
 	ml_stacktab_set_mode();
 	return 0;
 }

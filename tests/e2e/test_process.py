@@ -492,3 +492,96 @@ def dlopen_keeps_caller_search_path():
 	eq((main["self_allocs"], main["self_bytes"]), (1, 777), "main's block")
 	left = [(b, f[0]) for b, n, f in leak_stacks(report(prof, "leaks")) if f and f[0][1] == "prog.c"]
 	eq(left, [], "leaks allocated in prog.c (its block was freed by the RTLD_DEEPBIND library)")
+
+
+# ---------------------------------------------- the runtime's own libraries
+
+def elf_dynamic(path):
+	"""(DT_NEEDED names, dynamic symbol names) of an ELF64 little-endian
+	file, read from its section headers."""
+	with open(path, "rb") as f:
+		data = f.read()
+	shoff = struct.unpack_from("<Q", data, 0x28)[0]
+	shentsize, shnum = struct.unpack_from("<HH", data, 0x3a)
+	# (name, type, flags, addr, offset, size, link, info, addralign, entsize)
+	secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+
+	def name_at(strtab, off):
+		base = secs[strtab][4]
+		return data[base + off:data.index(b"\0", base + off)].decode()
+	needed, syms = [], []
+	for s in secs:
+		if s[1] == 6:		# SHT_DYNAMIC: (tag, value) pairs
+			for off in range(s[4], s[4] + s[5], 16):
+				tag, val = struct.unpack_from("<qQ", data, off)
+				if tag == 1:	# DT_NEEDED
+					needed.append(name_at(s[6], val))
+		elif s[1] == 11:	# SHT_DYNSYM: 24-byte entries, st_name first
+			for off in range(s[4], s[4] + s[5], 24):
+				st_name = struct.unpack_from("<I", data, off)[0]
+				if st_name:
+					syms.append(name_at(s[6], st_name))
+	return needed, syms
+
+
+def zstd_archive():
+	"""True when the compiler finds libzstd.a (the Makefile then links it
+	into the runtime)."""
+	p = run(["cc", "-print-file-name=libzstd.a"])
+	return os.path.isabs(text(p.stdout).strip())
+
+
+def probe_lines(r):
+	"""{name: word} of scope_probe's stdout under memline."""
+	return dict(line.split(" ", 1) for line in text(r.proc.stdout).splitlines())
+
+
+def probe_leak(r):
+	"""The innermost two frames of scope_probe's 4321-byte leak."""
+	mine = [f for b, n, f in leak_stacks(report(r.file("scope_probe"), "leaks")) if b == 4321]
+	eq(len(mine), 1, "records of the 4321-byte leak")
+	return [(fn, line) for fn, _, line in mine[0][:2]]
+
+
+@test
+def runtime_libraries_not_global():
+	"""libmemline.so needs neither libunwind (nor so liblzma) nor libzstd:
+	each object in the program's global scope costs every symbol look-up
+	of every library loaded later.  It loads libunwind itself, RTLD_LOCAL,
+	and has libzstd inside, its symbols local.  Under memline the
+	program's scope has none of their symbols, libunwind is loaded, and
+	stacks are whole with the walker and with libunwind alone."""
+	needed, syms = elf_dynamic(build_path("libmemline.so"))
+	banned = ("libunwind", "liblzma") + (("libzstd",) if zstd_archive() else ())
+	eq([n for n in needed if n.startswith(banned)], [], "libmemline.so's DT_NEEDED")
+	prefixes = ("_UL", "_Ux86_64", "unw_") + (("ZSTD_", "HUF_", "FSE_") if zstd_archive() else ())
+	eq([s for s in syms if s.startswith(prefixes)], [], "libunwind/libzstd symbols in its .dynsym")
+	want = [("leak", line_of("scope_probe", "probe_leak")),
+		("main", line_of("scope_probe", "probe_main"))]
+	for env in ({}, {"MEMLINE_LIBUNWIND_ONLY": "1"}):
+		r = Run("scope_probe", env=dict(os.environ, **env))
+		got = probe_lines(r)
+		eq(got.pop("libunwind"), "loaded", "libunwind loaded by the runtime %s" % env)
+		eq(sorted(set(got.values())), ["absent"], "symbols in the global scope: %s" % got)
+		eq(probe_leak(r), want, "the leak's innermost frames %s" % env)
+
+
+@test
+def runtime_without_libunwind():
+	"""A libunwind.so.8 that lacks libunwind's calls (a stand-in found first
+	on LD_LIBRARY_PATH): the runtime says so once and runs on, its own
+	walker taking the stacks; MEMLINE_VERIFY_UNWIND then checks nothing."""
+	d = tempfile.mkdtemp(prefix="ml-e2e-", dir=OPTS.tmp)
+	with open(os.path.join(d, "stand_in.c"), "w") as f:
+		f.write("int not_libunwind;\n")
+	p = run(["cc", "-shared", "-fPIC", "-o", os.path.join(d, "libunwind.so.8"),
+		 os.path.join(d, "stand_in.c")])
+	check(p.returncode == 0, "cc: " + text(p.stderr))
+	env = dict(os.environ, LD_LIBRARY_PATH=d, MEMLINE_VERIFY_UNWIND="1")
+	r = Run("scope_probe", env=env)
+	err = text(r.proc.stderr)
+	eq(err.count("cannot load libunwind.so.8 (a call is missing)"), 1,
+	   "warnings about libunwind in %r" % err[-400:])
+	eq(verified(r, "stand-in libunwind"), (0, 0), "stacks checked against libunwind")
+	eq(probe_leak(r), [("leak", line_of("scope_probe", "probe_leak")),
+			   ("main", line_of("scope_probe", "probe_main"))], "the leak's innermost frames")

@@ -51,7 +51,13 @@ KNOWN = {
 	# A block allocated by a library that was dlclose'd before exit:
 	# memline keeps the module in its map and names the line (give, in
 	# the library); valgrind shows the frame as ??? (same bytes, blocks).
-	"ls_dlopen_cycle": {"records": ["give", "?"]},
+	# And memline's runtime dlopens libunwind at start-up, which makes
+	# the loader's _dl_find_object table grow once (by memline, not
+	# recorded): the program's dlopens need one segment (2,304 bytes,
+	# kept to exit) fewer.
+	"ls_dlopen_cycle": {"allocs": -1, "alloc_bytes": -2304, "in_use_bytes": -2304,
+			    "in_use_blocks": -1,
+			    "records": ["give", "?", "dlfo_mappings_segment_allocate"]},
 	"ht_async": {"alloc_bytes": 1 * DTV, "in_use_bytes": 1 * DTV},
 	# pthread_exit in the main thread loads libgcc_s.so.1 (to unwind) on
 	# first use; memline's runtime has it loaded already, so the loader's
