@@ -49,10 +49,14 @@ struct ml_timeline_thread {
 	uint32_t shift;
 };
 struct ml_thread;
+struct ml_sample_count;
 struct ml_tls {
 	int guard;			/* ml_tl_guard: inside memline (see below) */
 	int plain;			/* ml_tl_plain: this event without atomics (internal.h) */
 	struct ml_thread *thread;	/* ml_tl_thread: the thread's state (internal.h) */
+	/* --sample: the countdown of the thread's state, or, before it has
+	 * one, ml_sample_none's (never NULL: ml_track_sample_skip) */
+	struct ml_sample_count *sample;
 	struct ml_unwind_mark mark;	/* ml_tl_mark: the hook's frame (below) */
 	int *errno_at;			/* the thread's errno, once asked (core/track.c) */
 	uint64_t alloc_bytes, allocs;	/* ml_tl_alloc_bytes, ml_tl_allocs (below) */
@@ -181,8 +185,9 @@ static inline void ml_track_count_thread(uint64_t size)
 }
 
 /* --sample: a thread's countdown to its next sample point and its exact
- * totals, the first member of the thread's state (core/internal.h), so
- * that a room's hook can test it inline (ml_track_sample_skip). */
+ * totals, in the thread's state (core/internal.h), which ml_tl.sample
+ * points to, so that a room's hook can test it inline
+ * (ml_track_sample_skip). */
 struct ml_sample_count {
 	int64_t left;		/* bytes to the next sample point */
 	uint64_t allocs, bytes;	/* every allocation, exactly */
@@ -196,10 +201,13 @@ struct ml_sample_count {
  * Python room's wrappers' (python/hooks.c), which call it on every
  * allocation.  A signal handler that allocates in between may have its
  * countdown step lost: sampling goes on from the value written. */
+/* A thread without a state counts down on this one, whose next point is
+ * always here (left INT64_MIN): the caller records, which makes the state. */
+extern struct ml_sample_count ml_sample_none __attribute__((visibility("hidden")));
 static inline bool ml_track_sample_skip(size_t size)
 {
-	struct ml_sample_count *s = (struct ml_sample_count *)(void *)ml_tl_thread;
-	if (__builtin_expect(s == NULL || (int64_t)size >= s->left, 0))
+	struct ml_sample_count *s = ml_tl.sample;
+	if (__builtin_expect((int64_t)size >= s->left, 0))
 		return false;
 	s->left -= (int64_t)size;
 	s->allocs++;
@@ -211,7 +219,7 @@ static inline bool ml_track_sample_skip(size_t size)
  * it was counted for (before it ran) failed. */
 static inline void ml_track_sample_unskip(size_t size)
 {
-	struct ml_sample_count *s = (struct ml_sample_count *)(void *)ml_tl_thread;
+	struct ml_sample_count *s = ml_tl.sample;
 	s->left += (int64_t)size;
 	s->allocs--;
 	s->bytes -= size;

@@ -6,4 +6,7 @@
 /* The runtime's TLS block (core.h: the guard and the hot paths' other
  * per-thread variables); initial-exec so that reading it never calls
  * __tls_get_addr (which may allocate). */
-__thread struct ml_tls ml_tl __attribute__((tls_model("initial-exec")));
+__thread struct ml_tls ml_tl __attribute__((tls_model("initial-exec"))) = {
+	.sample = &ml_sample_none,	/* the TLS image's, relocated at load */
+};
+struct ml_sample_count ml_sample_none = { .left = INT64_MIN };

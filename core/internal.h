@@ -281,7 +281,7 @@ void ml_counters_reset_totals(void);
 struct ml_counter_chunk;
 #define ML_COUNTER_CACHE 4096u
 struct ml_thread {
-	struct ml_sample_count sample;	/* --sample (core.h): first, for rooms */
+	struct ml_sample_count sample;	/* --sample (core.h: ml_tl.sample) */
 	struct ml_thread *next;		/* every state ever made */
 	struct ml_thread *next_free;	/* free list, or the ended threads' list */
 	int32_t tid;			/* the kernel thread using it */
@@ -304,7 +304,6 @@ struct ml_thread {
 	void *until;			/* unwind.c's walks to a range (rooms' stack ids) */
 	struct ml_intern_cache intern;
 };
-_Static_assert(offsetof(struct ml_thread, sample) == 0, "ml_track_sample_skip's cast");
 
 /* The calling thread's state, made on first use; NULL when out of memory.
  * Async-signal-safe (mmap). */

@@ -484,6 +484,7 @@ struct ml_thread *ml_thread_make(void)
 	t->tid = (int32_t)syscall(SYS_gettid);
 	t->errno_at = &errno;
 	ml_tl_thread = t;
+	ml_tl.sample = &t->sample;
 	/* On the side stack: registering for the thread's end goes through
 	 * glibc (and its calloc), and this may run on a coroutine's few KiB. */
 	if (t->side_hi)
